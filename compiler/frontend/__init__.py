@@ -1,0 +1,1 @@
+"""Frontend: the .tile lexer, parser, AST, semantic checks and IR generation."""

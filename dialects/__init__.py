@@ -1,0 +1,1 @@
+"""The tilec dialects: `layout` and `tile` (IRDL sources and thin builders)."""

@@ -1,0 +1,1 @@
+"""The `layout` dialect and the pure-Python CuTe layout algebra."""

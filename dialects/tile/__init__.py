@@ -1,0 +1,1 @@
+"""The `tile` dialect: tensors, copies, MMAs, pipelines."""

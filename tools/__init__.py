@@ -1,0 +1,1 @@
+"""Entry points: `tilec` and `tile-opt`."""
