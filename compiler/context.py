@@ -37,8 +37,6 @@ def make_context(*, allow_unregistered: bool = False) -> ir.Context:
     ctx.allow_unregistered_dialects = allow_unregistered
     ctx.load_all_available_dialects()
     with ctx, ir.Location.unknown():
-        for name, text in irdl_source_text():
-            module = ir.Module.parse(text)
-            irdl.load_dialects(module)
-            del name
+        for _name, text in irdl_source_text():
+            irdl.load_dialects(ir.Module.parse(text))
     return ctx

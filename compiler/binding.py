@@ -1,0 +1,115 @@
+"""Every stage: the one adapter over version-sensitive MLIR Python binding calls.
+
+The next MLIR bump should touch this file alone: Python-defined passes (callback signature,
+`signal_pass_failure`), diagnostics carried by `MLIRError`, and location decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir, passmanager
+
+from tilec.diagnostics import Diagnostic, Span
+
+PassBody = Callable[[ir.Operation], None]
+
+
+class PassFailure(Exception):
+    """Raised inside a pass body: the pass failed; diagnostics were already emitted."""
+
+
+def add_python_pass(pm: passmanager.PassManager, body: PassBody, name: str, summary: str) -> None:
+    """Add a Python pass to `pm`.
+
+    Python exceptions must never unwind through MLIR's C++ pass manager (it leaves the context
+    in a multi-threaded state and later aborts), so everything is caught here: `PassFailure`
+    means the pass already reported its errors; any other exception is an internal error,
+    reported at the operation's location.
+    """
+
+    def run(op: ir.Operation, pass_: object) -> None:
+        try:
+            body(op)
+        except PassFailure:
+            pass_.signal_pass_failure()
+        except Exception as exc:  # noqa: BLE001 - reported as a diagnostic, see docstring
+            op.location.emit_error(f"internal error in pass '{name}': {type(exc).__name__}: {exc}")
+            pass_.signal_pass_failure()
+
+    pm.add(run, name=name, argument=name, description=summary)
+
+
+def new_pass_manager(ctx: ir.Context, *, verify: bool = True) -> passmanager.PassManager:
+    pm = passmanager.PassManager("builtin.module", context=ctx)
+    pm.enable_verifier(verify)
+    return pm
+
+
+def location_span(loc: ir.Location, default_file: str | None = None) -> Span | None:
+    """The first file:line:col inside `loc` (through name, call-site and fused locations)."""
+    if loc.is_a_file():
+        file = loc.filename
+        if file in ("-", "") and default_file is not None:
+            file = default_file
+        length = 1
+        if loc.end_line == loc.start_line and loc.end_col > loc.start_col:
+            length = loc.end_col - loc.start_col
+        return Span(file, loc.start_line, loc.start_col, length)
+    if loc.is_a_name():
+        return location_span(loc.child_loc, default_file)
+    if loc.is_a_callsite():
+        return location_span(loc.callee, default_file)
+    if loc.is_a_fused():
+        for inner in loc.locations:
+            span = location_span(inner, default_file)
+            if span is not None:
+                return span
+    return None
+
+
+_SEVERITY = {
+    ir.DiagnosticSeverity.ERROR: "error",
+    ir.DiagnosticSeverity.WARNING: "warning",
+    ir.DiagnosticSeverity.NOTE: "note",
+    ir.DiagnosticSeverity.REMARK: "remark",
+}
+
+
+def convert_diagnostic(info: object, default_file: str | None = None) -> Diagnostic:
+    """An MLIR `DiagnosticInfo` as a tilec `Diagnostic` (notes included)."""
+    return Diagnostic(
+        severity=_SEVERITY.get(info.severity, "error"),
+        message=str(info.message),
+        span=location_span(info.location, default_file),
+        notes=[convert_diagnostic(n, default_file) for n in info.notes],
+    )
+
+
+def error_diagnostics(exc: Exception, default_file: str | None = None) -> list[Diagnostic]:
+    """The diagnostics an `MLIRError` carries; a plain message when it carries none."""
+    infos = getattr(exc, "error_diagnostics", None) or []
+    diags = [convert_diagnostic(i, default_file) for i in infos]
+    if not diags:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        diags = [Diagnostic("error", message, None)]
+    return diags
+
+
+def walk(root: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
+    """Call `visit` on every operation nested in `root` (root included), in pre-order."""
+
+    def callback(op: ir.Operation) -> ir.WalkResult:
+        visit(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(callback, ir.WalkOrder.PRE_ORDER)
+
+
+def defined_types(op: ir.Operation) -> list[ir.Type]:
+    """Types of the values `op` defines: its results and its regions' block arguments."""
+    types = [r.type for r in op.results]
+    for region in op.regions:
+        for block in region.blocks:
+            types.extend(a.type for a in block.arguments)
+    return types

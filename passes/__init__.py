@@ -1,0 +1,13 @@
+"""Passes: the one table of tilec passes, name -> class.
+
+Every pass lives in its own module (`layout_fold.py` defines `layout-fold`) and registers
+itself with `@register`; importing this package imports the built-in ones. User plugins
+register the same way when `--load-pass-plugin` imports them.
+"""
+
+from tilec.passes.base import PASSES, Pass, register
+from tilec.passes.tile_verify import TileVerify
+
+BUILTIN_PASSES = (TileVerify,)
+
+__all__ = ["BUILTIN_PASSES", "PASSES", "Pass", "register"]
