@@ -1,0 +1,333 @@
+"""Stages nvvm → llvm → ptx → cubin: GPU-dialect lowering, LLVM IR translation, PTX and ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import llvmlite.binding as llvm
+from mlir import ir, passmanager
+from mlir.dialects import llvm as mlir_llvm
+
+# Pipeline elements, one string per stage, each valid inside `builtin.module(...)`, so the stage
+# table can chain them or start from any of them.
+#
+# nvvm: the gpu.module in the NVVM + LLVM dialects. convert-vector-to-scf unrolls what
+# convert-gpu-to-nvvm cannot lower in one step (transfer ops); expand-strided-metadata must run
+# before it so `memref.view` of dynamic shared memory lowers.
+NVVM_PIPELINE = (
+    "gpu.module(convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, "
+    "convert-vector-to-scf, convert-scf-to-cf, "
+    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"
+)
+# llvm: only LLVM dialect ops remain. convert-nvvm-to-llvm turns NVVM ops without a direct LLVM
+# translation (e.g. nvvm.mbarrier.try_wait.parity) into inline PTX.
+LLVM_PIPELINE = "gpu.module(convert-nvvm-to-llvm, canonicalize, cse), reconcile-unrealized-casts"
+STAGE_PIPELINES: dict[str, str] = {"nvvm": NVVM_PIPELINE, "llvm": LLVM_PIPELINE}
+GPU_TO_LLVM_PIPELINE = f"builtin.module({NVVM_PIPELINE}, {LLVM_PIPELINE})"
+
+TRIPLE = "nvptx64-nvidia-cuda"
+# PTX ISA 8.0 is what MLIR's NVVM target declares too; driver 580 and ptxas 13 accept it.
+ARCH_FEATURES: dict[str, str] = {
+    "sm_80": "+ptx80",
+    "sm_86": "+ptx80",
+    "sm_89": "+ptx80",
+    "sm_90": "+ptx80",
+    "sm_90a": "+ptx80",
+}
+
+
+class BackendError(RuntimeError):
+    """A failure below the MLIR pipeline: translation, LLVM verification, PTX or ptxas."""
+
+
+def _check_arch(arch: str) -> str:
+    if arch not in ARCH_FEATURES:
+        raise ValueError(
+            f"arch: unsupported target {arch!r}; expected one of {sorted(ARCH_FEATURES)}"
+        )
+    return ARCH_FEATURES[arch]
+
+
+def lower(module: ir.Module, stage: str = "llvm") -> ir.Module:
+    """Runs the gpu → `stage` pipeline ('nvvm' or 'llvm') on `module` in place and returns it."""
+    if stage not in STAGE_PIPELINES:
+        raise ValueError(f"stage: expected one of {list(STAGE_PIPELINES)}, got {stage!r}")
+    parts = [NVVM_PIPELINE] if stage == "nvvm" else [NVVM_PIPELINE, LLVM_PIPELINE]
+    with module.context:
+        passmanager.PassManager.parse(f"builtin.module({', '.join(parts)})").run(module.operation)
+    return module
+
+
+def _gpu_modules(module: ir.Module) -> list[ir.Operation]:
+    return [op.operation for op in module.body.operations if op.operation.name == "gpu.module"]
+
+
+def _single_gpu_module(module: ir.Module, name: str | None) -> ir.Operation:
+    found = _gpu_modules(module)
+    if name is not None:
+        found = [op for op in found if ir.StringAttr(op.attributes["sym_name"]).value == name]
+    if len(found) != 1:
+        what = f"named {name!r}" if name else "in the module"
+        raise BackendError(f"expected exactly one gpu.module {what}, found {len(found)}")
+    return found[0]
+
+
+@cache
+def _target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
+    features = _check_arch(arch)
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=features, opt=opt_level)
+
+
+def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> str:
+    """LLVM IR text of the (single, or named) gpu.module of an `llvm`-stage module.
+
+    Kernels keep their `ptx_kernel` calling convention from `nvvm.kernel`, so PTX gets `.entry`.
+    """
+    op = _single_gpu_module(module, gpu_module)
+    with module.context:
+        try:
+            text = mlir_llvm.translate_module_to_llvmir(op)
+        except Exception as err:  # the binding raises a bare Exception with MLIR's diagnostic
+            raise BackendError(f"translation to LLVM IR failed: {err}") from err
+    layout = str(_target_machine(arch).target_data)
+    header = f'target datalayout = "{layout}"\ntarget triple = "{TRIPLE}"\n'
+    # Keep the ModuleID/source_filename lines first, as LLVM prints them.
+    lines = text.splitlines(keepends=True)
+    cut = next((i for i, line in enumerate(lines) if not line.startswith(("; ", "source_"))), 0)
+    return "".join(lines[:cut]) + header + "".join(lines[cut:])
+
+
+def libdevice_path() -> Path | None:
+    """libdevice.10.bc from $CUDA_HOME, or beside the ptxas on PATH; None if neither has one."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    ptxas = shutil.which("ptxas")
+    if ptxas:
+        roots.append(str(Path(ptxas).resolve().parent.parent))
+    roots.append("/usr/local/cuda")
+    for root in filter(None, roots):
+        candidate = Path(root, "nvvm", "libdevice", "libdevice.10.bc")
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _link_libdevice(mod: llvm.ModuleRef) -> None:
+    """Links libdevice when math lowered to `__nv_*` calls, then internalises what it brought."""
+    wanted = {f.name for f in mod.functions if f.is_declaration and f.name.startswith("__nv_")}
+    if not wanted:
+        return
+    path = libdevice_path()
+    if path is None:
+        raise BackendError(
+            f"kernel calls {sorted(wanted)} but libdevice.10.bc was not found (set CUDA_HOME)"
+        )
+    lib = llvm.parse_bitcode(path.read_bytes())
+    lib.triple, lib.data_layout = mod.triple, mod.data_layout
+    mod.link_in(lib)
+    # Internal linkage lets global DCE drop the ~500 libdevice functions the kernel does not use.
+    for fn in mod.functions:
+        if not fn.is_declaration and fn.name.startswith("__nv_"):
+            fn.linkage = llvm.Linkage.internal
+
+
+def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
+    """PTX for `arch` from LLVM IR text: parse, verify, optimise (new pass manager), emit."""
+    tm = _target_machine(arch, opt_level)
+    try:
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.verify()
+    except RuntimeError as err:
+        raise BackendError(f"invalid LLVM IR: {err}") from err
+    mod.triple = TRIPLE
+    mod.data_layout = str(tm.target_data)
+    _link_libdevice(mod)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    builder = llvm.create_pass_builder(tm, pto)
+    builder.getModulePassManager().run(mod, builder)
+    return tm.emit_assembly(mod)
+
+
+def _unescape_mlir_string(text: str) -> str:
+    """Undoes MLIR's string-attribute escaping (`\\0A`, `\\09`, `\\22`, `\\\\`)."""
+    return re.sub(
+        r"\\([0-9A-Fa-f]{2}|\\|\")",
+        lambda m: m.group(1) if len(m.group(1)) == 1 else chr(int(m.group(1), 16)),
+        text,
+    )
+
+
+def ptx_via_mlir(module: ir.Module, arch: str) -> str:
+    """PTX through MLIR's own `gpu-module-to-binary{format=isa}`: the cross-check path.
+
+    Works on a copy of `module` (any stage from gpu to llvm); attaches an `#nvvm.target` for
+    `arch` when the gpu.module has none.
+    """
+    features = _check_arch(arch)
+    with module.context:
+        copy = ir.Module.parse(str(module))
+        _single_gpu_module(copy, None)
+        attach = ""
+        if "targets" not in _gpu_modules(copy)[0].attributes:
+            attach = f"nvvm-attach-target{{chip={arch} features={features} O=3}}, "
+        spec = (
+            f"builtin.module({attach}{NVVM_PIPELINE}, {LLVM_PIPELINE}, "
+            "gpu-module-to-binary{format=isa})"
+        )
+        passmanager.PassManager.parse(spec).run(copy.operation)
+        found = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', str(copy))
+    if not found:
+        raise BackendError("gpu-module-to-binary produced no #gpu.object assembly")
+    return _unescape_mlir_string(found.group(1))
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What `ptxas -v` reports for one entry (or the worst over all entries)."""
+
+    name: str
+    registers: int = 0
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0  # bytes
+    shared_bytes: int = 0  # static shared memory
+    stack_frame: int = 0  # bytes
+    barriers: int = 0
+
+
+def _ptxas(ptx: str, arch: str, extra: list[str]) -> tuple[bytes, str]:
+    _check_arch(arch)
+    exe = shutil.which("ptxas")
+    if exe is None:
+        raise BackendError("ptxas not found on PATH (install the CUDA toolkit or nvidia-cuda-nvcc)")
+    with tempfile.TemporaryDirectory(prefix="tilec-ptxas-") as tmp:
+        src, out = Path(tmp, "k.ptx"), Path(tmp, "k.cubin")
+        src.write_text(ptx)
+        proc = subprocess.run(
+            [exe, f"-arch={arch}", *extra, str(src), "-o", str(out)], capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise BackendError(f"ptxas failed for {arch}:\n{proc.stderr.strip()}")
+        return out.read_bytes(), proc.stdout + proc.stderr
+
+
+_FN_RE = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
+_NUM = {
+    "stack_frame": re.compile(r"(\d+) bytes stack frame"),
+    "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+    "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+    "registers": re.compile(r"Used (\d+) registers"),
+    "barriers": re.compile(r"used (\d+) barriers"),
+    "shared_bytes": re.compile(r"(\d+) bytes smem"),
+}
+
+
+def parse_ptxas_verbose(text: str) -> dict[str, ResourceUsage]:
+    """Per-function resource usage from `ptxas -v` output."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        head = _FN_RE.search(line)
+        if head:
+            current = head.group(1)
+            found.setdefault(current, {})
+        if current is None:
+            continue
+        for key, pattern in _NUM.items():
+            m = pattern.search(line)
+            if m:
+                found[current][key] = int(m.group(1))
+    return {name: ResourceUsage(name=name, **vals) for name, vals in found.items()}
+
+
+def ptxas_reports(ptx: str, arch: str) -> dict[str, ResourceUsage]:
+    """`ptxas -v` resource usage of every function in `ptx`, by name."""
+    _, log = _ptxas(ptx, arch, ["-v"])
+    return parse_ptxas_verbose(log)
+
+
+def ptxas_report(ptx: str, arch: str) -> ResourceUsage:
+    """The worst (max) resource usage over all entries of `ptx`; `name` lists them."""
+    reports = ptxas_reports(ptx, arch)
+    if not reports:
+        raise BackendError("ptxas -v reported no functions")
+    fields = ("registers", "spill_stores", "spill_loads", "shared_bytes", "stack_frame", "barriers")
+    worst = {f: max(getattr(r, f) for r in reports.values()) for f in fields}
+    return ResourceUsage(name=",".join(sorted(reports)), **worst)
+
+
+def assemble(ptx: str, arch: str) -> bytes:
+    """A cubin for `arch` from `ptx` through ptxas."""
+    cubin, _ = _ptxas(ptx, arch, [])
+    return cubin
+
+
+def compile_to_ptx(module: ir.Module, arch: str, opt_level: int = 3) -> str:
+    """gpu-stage module → PTX through the llvmlite path (lowers `module` in place)."""
+    lower(module, "llvm")
+    return emit_ptx(to_llvm_ir(module, arch), arch, opt_level)
+
+
+PTX_ENTRY_RE = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+
+
+def ptx_entries(ptx: str) -> dict[str, list[str]]:
+    """`.entry` names of `ptx` with their parameter declarations (types only, names dropped)."""
+    result = {}
+    for m in PTX_ENTRY_RE.finditer(ptx):
+        params = [" ".join(p.split()[:-1]) for p in m.group(2).split(",") if p.strip()]
+        result[m.group(1)] = params
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tilec.backend FILE --arch sm_90a --emit {nvvm,llvm,ll,ptx,mlir-ptx,resources}`."""
+    import argparse
+    import sys
+
+    from tilec.context import make_context
+
+    parser = argparse.ArgumentParser(prog="python -m tilec.backend", description=main.__doc__)
+    parser.add_argument("file", help="a gpu-stage .mlir file, or - for stdin")
+    parser.add_argument("--arch", default="sm_90a", choices=sorted(ARCH_FEATURES))
+    parser.add_argument(
+        "--emit", default="ptx", choices=["nvvm", "llvm", "ll", "ptx", "mlir-ptx", "resources"]
+    )
+    args = parser.parse_args(argv)
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    try:
+        with make_context(), ir.Location.unknown():
+            module = ir.Module.parse(text)
+            if args.emit == "mlir-ptx":
+                print(ptx_via_mlir(module, args.arch), end="")
+                return 0
+            lower(module, "nvvm" if args.emit == "nvvm" else "llvm")
+            if args.emit in ("nvvm", "llvm"):
+                print(module)
+                return 0
+            ll = to_llvm_ir(module, args.arch)
+            if args.emit == "ll":
+                print(ll, end="")
+                return 0
+            ptx = emit_ptx(ll, args.arch)
+            if args.emit == "ptx":
+                print(ptx, end="")
+                return 0
+            for usage in ptxas_reports(ptx, args.arch).values():
+                print(usage)
+    except (BackendError, ValueError, ir.MLIRError) as err:
+        print(f"{args.file}: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
