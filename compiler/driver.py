@@ -1,0 +1,166 @@
+"""Every stage: runs the stage ladder from a `.tile` (or any stage's `.mlir`) up to `--emit`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlir import ir
+
+from tilec import backend, binding
+from tilec.context import make_context
+from tilec.diagnostics import Diagnostic, DiagnosticError
+from tilec.pipeline import PipelineError, run_pipeline
+from tilec.stages import BY_KEY, STAGES, position, stage_of_input
+
+ARCHES = ("sm_80", "sm_90a")
+
+
+@dataclass
+class CompileOptions:
+    emit: str = "ptx"
+    arch: str | None = None  # None: the kernel's own target(...)
+    params: dict[str, str] = field(default_factory=dict)  # -D NAME=VALUE overrides
+    start: str | None = None  # the stage the input holds; None: from the file name
+    dump_dir: Path | None = None
+    pipelines: dict[str, str] = field(default_factory=dict)  # stage key -> replacement pipeline
+    print_ir_after_all: bool = False
+    timing: bool = False
+    opt_level: int = 3
+
+
+@dataclass
+class Artifact:
+    stage: str
+    value: object  # str for text stages, bytes for cubin, ir.Module for MLIR stages
+    arch: str | None
+
+    def as_bytes(self) -> bytes:
+        if isinstance(self.value, bytes):
+            return self.value
+        if isinstance(self.value, ir.Module):
+            return (str(self.value.operation) + "\n").encode()
+        text = str(self.value)
+        return (text if text.endswith("\n") else text + "\n").encode()
+
+
+def fail(message: str, notes: tuple[str, ...] = ()) -> DiagnosticError:
+    return DiagnosticError(
+        [Diagnostic("error", message, None, [Diagnostic("note", n, None) for n in notes])]
+    )
+
+
+_TARGET_ATTR = re.compile(r'tile\.target\s*=\s*"(sm_\w+)"')
+
+
+def _target_in_ir(module: ir.Module) -> str | None:
+    m = _TARGET_ATTR.search(str(module.operation))
+    return m.group(1) if m else None
+
+
+def _dump(options: CompileOptions, stem: str, artifact: Artifact) -> None:
+    if options.dump_dir is None:
+        return
+    options.dump_dir.mkdir(parents=True, exist_ok=True)
+    ext = BY_KEY[artifact.stage].ext
+    (options.dump_dir / f"{stem}.{ext}").write_bytes(artifact.as_bytes())
+
+
+def _frontend(source: str, file: str, options: CompileOptions, ctx: ir.Context) -> Artifact:
+    from tilec import frontend  # imported on demand: `tilec layout` and tile-opt don't need it
+
+    checked = frontend.check(frontend.parse_source(source, file), options.params)
+    if options.emit == "ast":
+        return Artifact("ast", frontend.dump_ast(checked), None)
+    with ctx:
+        module = frontend.irgen(checked, ctx)
+    return Artifact("tile", module, frontend.target_of(checked))
+
+
+def _mlir_step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
+    stage = BY_KEY[key]
+    pipeline = options.pipelines.get(key, stage.pipeline)
+    if pipeline is None:
+        raise fail(
+            f"stage '{key}' is not available yet: the tile-dialect lowering passes that "
+            f"produce it are not written (see docs/architecture.md)",
+            (
+                f"stop earlier with --emit={STAGES[position(key) - 1].key}, or give its pipeline "
+                f"with --pass-pipeline {key}=PIPELINE",
+            ),
+        )
+    module = artifact.value
+    try:
+        run_pipeline(
+            module, pipeline, print_ir_after_all=options.print_ir_after_all, timing=options.timing
+        )
+    except PipelineError as exc:
+        raise fail(f"invalid pipeline for stage '{key}': {exc}") from None
+    return Artifact(key, module, artifact.arch)
+
+
+def _step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
+    """Produce stage `key` from the artifact of the stage before it."""
+    arch = artifact.arch
+    if key in ("lowered", "gpu", "nvvm"):
+        return _mlir_step(artifact, key, options)
+    if arch is None:
+        raise fail("no target: the input names none; pass --arch sm_80 or --arch sm_90a")
+    try:
+        if key == "llvm":
+            module = _mlir_step(artifact, "llvm", options).value
+            return Artifact("llvm", backend.to_llvm_ir(module, arch), arch)
+        if key == "ptx":
+            return Artifact("ptx", backend.emit_ptx(artifact.value, arch, options.opt_level), arch)
+        if key == "cubin":
+            return Artifact("cubin", backend.assemble(artifact.value, arch), arch)
+    except backend.BackendError as exc:
+        raise fail(str(exc)) from None
+    raise AssertionError(f"unknown stage {key}")
+
+
+def compile_file(path: str, options: CompileOptions) -> Artifact:
+    """Compile `path` up to `options.emit`; raises DiagnosticError for every user-facing error."""
+    if options.emit not in BY_KEY:
+        raise fail(f"unknown stage '{options.emit}'", (f"stages: {', '.join(BY_KEY)}",))
+    if options.arch is not None and options.arch not in ARCHES:
+        raise fail(f"unknown --arch '{options.arch}'", (f"targets: {', '.join(ARCHES)}",))
+    start = options.start or stage_of_input(path)
+    if start is None:
+        raise fail(
+            f"cannot tell which stage '{path}' holds",
+            ("name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE",),
+        )
+    try:
+        source = Path(path).read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read '{path}': {exc.strerror}") from None
+    stem = Path(path).name.split(".")[0]
+    ctx = make_context()
+    if start == "source":
+        text = source.decode("utf-8", errors="replace")
+        artifact = _frontend(text, path, options, ctx)
+    elif BY_KEY[start].kind == "mlir":
+        with ctx:
+            try:
+                module = ir.Module.parse(source.decode("utf-8", errors="replace"))
+            except ir.MLIRError as exc:
+                raise DiagnosticError(binding.error_diagnostics(exc, path)) from None
+        artifact = Artifact(start, module, None)
+        artifact.arch = _target_in_ir(module)
+    else:
+        artifact = Artifact(start, source.decode("utf-8", errors="replace"), None)
+    if options.arch is not None:
+        artifact.arch = options.arch
+    if position(artifact.stage) > position(options.emit):
+        raise fail(f"the input already holds stage '{artifact.stage}', past --emit={options.emit}")
+    _dump(options, stem, artifact)
+    with ctx:
+        try:
+            while artifact.stage != options.emit:
+                artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
+                _dump(options, stem, artifact)
+        except ir.MLIRError as exc:
+            raise DiagnosticError(binding.error_diagnostics(exc, path)) from None
+    return artifact
