@@ -9,7 +9,7 @@
 // WRONG: expected error "use of something else" was not produced
 // WRONG: unexpected error: use of undeclared SSA value name
 
-// PLAIN: verify-diagnostics.mlir:[[@LINE+5]]:10: error: use of undeclared SSA value name
+// PLAIN: verify-diagnostics.mlir:17:10: error: use of undeclared SSA value name
 // PLAIN-NEXT: {{^}}  return %x : i32
 // PLAIN-NEXT: {{^}}         ^
 func.func @undeclared() -> i32 {
