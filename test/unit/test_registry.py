@@ -1,0 +1,46 @@
+"""Registry tests: pass names, their lit files and docs, and the stage table's pipelines."""
+
+from pathlib import Path
+
+import pytest
+
+from tilec.context import make_context
+from tilec.passes import BUILTIN_PASSES, PASSES
+from tilec.pipeline import build_pass_manager
+from tilec.stages import STAGE_KEYS, STAGES, stage_of_input
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_builtin_pass_is_registered_under_its_name() -> None:
+    assert BUILTIN_PASSES, "no built-in passes"
+    for cls in BUILTIN_PASSES:
+        assert PASSES[cls.name] is cls
+    for key, cls in PASSES.items():
+        assert key == cls.name
+        assert key == key.lower() and " " not in key and "_" not in key
+
+
+@pytest.mark.parametrize("cls", BUILTIN_PASSES, ids=lambda c: c.name)
+def test_every_pass_has_a_lit_file_a_module_and_a_doc_heading(cls: type) -> None:
+    assert (ROOT / "test" / "passes" / f"{cls.name}.mlir").is_file()
+    assert cls.__module__ == f"tilec.passes.{cls.name.replace('-', '_')}"
+    assert cls.summary(), "the docstring's first line is the --list-passes summary"
+    assert f"## `{cls.name}`" in (ROOT / "docs" / "passes.md").read_text()
+
+
+def test_stage_ladder_order_and_extensions() -> None:
+    assert STAGE_KEYS == ("ast", "tile", "lowered", "gpu", "nvvm", "llvm", "ptx", "cubin")
+    assert stage_of_input("k.gpu.mlir") == "gpu"
+    assert stage_of_input("k.tile.mlir") == "tile"
+    assert stage_of_input("k.tile") == "source"
+    assert stage_of_input("k.ll") == "llvm"
+    assert stage_of_input("k.txt") is None
+
+
+@pytest.mark.parametrize("stage", [s for s in STAGES if s.pipeline], ids=lambda s: s.key)
+def test_every_stage_pipeline_parses_against_the_pinned_mlir(stage) -> None:  # noqa: ANN001
+    ctx = make_context()
+    with ctx:
+        pm = build_pass_manager(ctx, stage.pipeline)
+    assert "builtin.module" in str(pm)
