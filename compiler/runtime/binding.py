@@ -1,0 +1,243 @@
+"""Runtime: binds call arguments to a manifest's parameters (sizes, checks, grid) without a GPU."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilec.runtime.bundle import (
+    DTYPE_SIZES,
+    Manifest,
+    ScalarParam,
+    SizeParam,
+    TensorParam,
+    TmaDescriptor,
+    TmaParam,
+)
+from tilec.runtime.formula import evaluate
+from tilec.runtime.tensors import TensorView, as_view, row_major_strides
+
+_SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
+    "bool": ctypes.c_uint8,
+    "i8": ctypes.c_int8,
+    "u8": ctypes.c_uint8,
+    "i16": ctypes.c_int16,
+    "u16": ctypes.c_uint16,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+    # 16-bit floats travel as their bit pattern.
+    "f16": ctypes.c_uint16,
+    "bf16": ctypes.c_uint16,
+}
+
+
+@dataclass
+class Binding:
+    """One call's arguments bound to a manifest: ready to launch but for device buffers."""
+
+    views: dict[str, TensorView]
+    symbols: dict[str, int]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    # Launch-order parameters: a ctypes value, or the name of a tensor / TMA descriptor whose
+    # device pointer is filled in at launch.
+    slots: list[ctypes._SimpleCData | tuple[str, str]] = field(default_factory=list)
+    tma: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def user_params(m: Manifest) -> list[TensorParam | ScalarParam]:
+    """The parameters a caller passes, in launch order (sizes and TMA maps are derived)."""
+    return [p for p in m.params if isinstance(p, TensorParam | ScalarParam)]
+
+
+def _bind_symbol(
+    symbols: dict[str, int], origin: dict[str, str], sym: str, value: int, where: str
+) -> None:
+    if sym in symbols and symbols[sym] != value:
+        raise ValueError(f"{where} is {value}, but {sym} = {symbols[sym]} from {origin[sym]}")
+    if sym not in symbols:
+        symbols[sym], origin[sym] = value, where
+
+
+def _scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
+    where = f"argument {p.name!r}"
+    is_int = isinstance(value, int | np.integer) and not isinstance(value, bool)
+    if p.dtype.startswith(("i", "u")) or p.dtype == "bool":
+        if not (is_int or (p.dtype == "bool" and isinstance(value, bool | np.bool_))):
+            raise TypeError(
+                f"{where}: expected an integer for {p.dtype}, got {type(value).__name__}"
+            )
+        bits = 8 * DTYPE_SIZES[p.dtype]
+        lo, hi = (
+            (0, 2**bits - 1) if p.dtype[0] in "ub" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        )
+        if not lo <= int(value) <= hi:
+            raise ValueError(f"{where}: {value} does not fit in {p.dtype}")
+        return _SCALAR_CTYPES[p.dtype](int(value))
+    if not (is_int or isinstance(value, float | np.floating)):
+        raise TypeError(f"{where}: expected a number for {p.dtype}, got {type(value).__name__}")
+    if p.dtype == "f16":
+        return ctypes.c_uint16(int(np.float16(value).view(np.uint16)))
+    if p.dtype == "bf16":
+        # bf16 is the top half of an f32; round to nearest even on the dropped half.
+        (bits,) = struct.unpack("<I", struct.pack("<f", float(value)))
+        bits += 0x7FFF + ((bits >> 16) & 1)
+        return ctypes.c_uint16((bits >> 16) & 0xFFFF)
+    if p.dtype in ("f8e4m3", "f8e5m2"):
+        raise TypeError(f"{where}: fp8 scalars are not supported")
+    return _SCALAR_CTYPES[p.dtype](float(value))
+
+
+def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> None:
+    where = f"argument {p.name!r}"
+    if view.dtype != p.dtype:
+        raise TypeError(f"{where}: dtype {view.dtype}, expected {p.dtype}")
+    if len(view.shape) != len(p.shape):
+        raise ValueError(
+            f"{where}: rank {len(view.shape)} (shape {list(view.shape)}), expected rank "
+            f"{len(p.shape)} (shape {list(p.shape)})"
+        )
+    for dim, (want, got) in enumerate(zip(p.shape, view.shape, strict=True)):
+        expected = evaluate(want, symbols)
+        if expected != got:
+            raise ValueError(f"{where}: dim {dim} is {got}, expected {want} = {expected}")
+    want_strides = (
+        row_major_strides(view.shape)
+        if p.strides is None
+        else tuple(evaluate(s, symbols) for s in p.strides)
+    )
+    # A stride is irrelevant where the extent is 1: frameworks disagree on what they report.
+    bad = [
+        d
+        for d, (w, g, n) in enumerate(zip(want_strides, view.strides, view.shape, strict=True))
+        if n > 1 and w != g
+    ]
+    if bad:
+        what = "contiguous row-major" if p.strides is None else f"strides {list(p.strides)}"
+        raise ValueError(
+            f"{where}: strides {list(view.strides)} (in elements), expected {what} = "
+            f"{list(want_strides)}"
+        )
+    if view.host is None and view.ptr % p.align:
+        raise ValueError(
+            f"{where}: data pointer {view.ptr:#x} is not aligned to {p.align} bytes "
+            f"(offset {view.ptr % p.align})"
+        )
+
+
+def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
+    """Checks `args` against `m` and computes sizes, grid, block and the parameter slots."""
+    expected = user_params(m)
+    if len(args) != len(expected):
+        names = ", ".join(p.name for p in expected)
+        raise TypeError(f"{m.entry}() takes {len(expected)} arguments ({names}), got {len(args)}")
+    symbols: dict[str, int] = dict(m.constants)
+    origin = {k: "constants" for k in symbols}
+    views: dict[str, TensorView] = {}
+    scalars: dict[str, ctypes._SimpleCData] = {}
+    for p, value in zip(expected, args, strict=True):
+        if isinstance(p, ScalarParam):
+            scalars[p.name] = _scalar_value(p, value)
+            continue
+        view = as_view(value, p.name)
+        views[p.name] = view
+        if len(view.shape) != len(p.shape):
+            continue  # _check_tensor reports the rank mismatch below
+        # Plain symbols bind from the first tensor that names them; formulas are checked later.
+        for dim, want in enumerate(p.shape):
+            if isinstance(want, str) and want.isidentifier():
+                where = f"argument {p.name!r} dim {dim}"
+                _bind_symbol(symbols, origin, want, view.shape[dim], where)
+    for p in m.params:
+        if isinstance(p, SizeParam) and p.source is not None:
+            tensor, dim = p.source
+            shape = views[tensor].shape
+            if dim >= len(shape):
+                raise ValueError(f"argument {tensor!r}: has no dim {dim} for size {p.name!r}")
+            _bind_symbol(symbols, origin, p.name, shape[dim], f"argument {tensor!r} dim {dim}")
+    for p in expected:
+        if isinstance(p, TensorParam):
+            _check_tensor(p, views[p.name], symbols)
+    slots: list[ctypes._SimpleCData | tuple[str, str]] = []
+    for p in m.params:
+        if isinstance(p, TensorParam):
+            slots.append(("tensor", p.name))
+        elif isinstance(p, SizeParam):
+            value = symbols[p.name]
+            ctype = ctypes.c_int32 if p.dtype == "i32" else ctypes.c_int64
+            if p.dtype == "i32" and not -(2**31) <= value < 2**31:
+                raise ValueError(f"size {p.name!r} = {value} does not fit the kernel's i32")
+            slots.append(ctype(value))
+        elif isinstance(p, ScalarParam):
+            slots.append(scalars[p.name])
+        elif isinstance(p, TmaParam):
+            slots.append(("tma", p.descriptor))
+    grid = tuple(evaluate(g, symbols) for g in m.grid)
+    block = tuple(evaluate(b, symbols) for b in m.block)
+    if any(b <= 0 for b in block) or any(g < 0 for g in grid):
+        raise ValueError(f"{m.entry}: invalid launch shape grid={grid} block={block}")
+    smem = evaluate(m.dynamic_smem, symbols)
+    tma = {d.name: tma_encode_args(d, views[d.tensor], symbols) for d in m.tma}
+    return Binding(views, symbols, grid, block, smem, slots, tma)  # type: ignore[arg-type]
+
+
+_TMA_DTYPES = {
+    "u8": "UINT8",
+    "i8": "UINT8",
+    "u16": "UINT16",
+    "i16": "UINT16",
+    "u32": "UINT32",
+    "i32": "INT32",
+    "u64": "UINT64",
+    "i64": "INT64",
+    "f16": "FLOAT16",
+    "f32": "FLOAT32",
+    "f64": "FLOAT64",
+    "bf16": "BFLOAT16",
+    "f8e4m3": "UINT8",
+    "f8e5m2": "UINT8",
+}
+
+
+def tma_encode_args(d: TmaDescriptor, view: TensorView, symbols: dict[str, int]) -> dict[str, Any]:
+    """The arguments of cuTensorMapEncodeTiled for `d` over `view`, innermost dimension first.
+
+    Pure (no driver), so the rules TMA imposes are checked where they can name the tensor;
+    the address is filled in at launch (numpy arrays have no device address before).
+    """
+    where = f"tma {d.name!r} over argument {d.tensor!r}"
+    rank = len(view.shape)
+    itemsize = DTYPE_SIZES[view.dtype]
+    if not 1 <= rank <= 5:
+        raise ValueError(f"{where}: TMA supports rank 1..5, got {rank}")
+    if view.strides[-1] != 1 and view.shape[-1] > 1:
+        raise ValueError(f"{where}: the innermost stride must be 1, got {view.strides[-1]}")
+    byte_strides = [s * itemsize for s in reversed(view.strides[:-1])]
+    if any(s % 16 for s in byte_strides):
+        raise ValueError(f"{where}: byte strides {byte_strides} must be multiples of 16")
+    box = [evaluate(b, symbols) for b in reversed(d.box)]
+    if any(not 1 <= b <= 256 for b in box):
+        raise ValueError(f"{where}: box extents {list(reversed(box))} must be in 1..256")
+    if (box[0] * itemsize) % 16:
+        raise ValueError(f"{where}: innermost box extent x element size must be a multiple of 16")
+    return {
+        "dtype": _TMA_DTYPES[view.dtype],
+        "rank": rank,
+        "global_dim": [int(n) for n in reversed(view.shape)],
+        "global_strides": byte_strides,
+        "box_dim": box,
+        "element_strides": list(reversed(d.element_strides or (1,) * rank)),
+        "interleave": d.interleave.upper(),
+        "swizzle": d.swizzle.upper(),
+        "l2_promotion": d.l2_promotion.upper(),
+        "oob_fill": "NAN_REQUEST_ZERO_FMA" if d.oob_fill == "nan" else "NONE",
+    }

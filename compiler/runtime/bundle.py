@@ -1,0 +1,394 @@
+"""Runtime: the bundle (a directory with manifest.json + PTX) and its manifest schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tilec.runtime.formula import FormulaError, symbols_of
+
+FORMAT = "tilec-bundle"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+# Bytes per element of every dtype a manifest may name.
+DTYPE_SIZES: dict[str, int] = {
+    "bool": 1,
+    "i8": 1,
+    "u8": 1,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+    "i16": 2,
+    "u16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "i32": 4,
+    "u32": 4,
+    "f32": 4,
+    "i64": 8,
+    "u64": 8,
+    "f64": 8,
+}
+SIZE_DTYPES = ("i32", "i64")
+INTENTS = ("in", "out", "inout")
+
+
+class ManifestError(ValueError):
+    """A manifest that does not follow the schema; the message names the field."""
+
+
+Dim = int | str  # a static extent, or a size symbol / formula
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """A global tensor, passed as a 64-bit device pointer."""
+
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...]
+    strides: tuple[Dim, ...] | None = None  # in elements; None: contiguous row-major
+    align: int = 16  # bytes the base pointer must be aligned to
+    intent: str = "inout"  # host (numpy) arrays are copied back unless "in"
+    kind: str = field(default="tensor", init=False)
+
+
+@dataclass(frozen=True)
+class SizeParam:
+    """A runtime extent, bound from a tensor's shape and passed as an integer."""
+
+    name: str
+    source: tuple[str, int] | None = None  # (tensor, dim); None: wherever the symbol is bound
+    dtype: str = "i64"
+    kind: str = field(default="size", init=False)
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    """A scalar the caller passes by value (a Python int or float)."""
+
+    name: str
+    dtype: str
+    kind: str = field(default="scalar", init=False)
+
+
+@dataclass(frozen=True)
+class TmaParam:
+    """A device pointer to a CUtensorMap built at launch from `tma[descriptor]`."""
+
+    name: str
+    descriptor: str
+    kind: str = field(default="tma", init=False)
+
+
+@dataclass(frozen=True)
+class TmaDescriptor:
+    """A tiled TMA descriptor over one tensor parameter (cuTensorMapEncodeTiled)."""
+
+    name: str
+    tensor: str
+    box: tuple[Dim, ...]  # box extents, outermost first like the tensor's shape
+    swizzle: str = "none"  # none | 32B | 64B | 128B
+    interleave: str = "none"
+    l2_promotion: str = "none"  # none | 64B | 128B | 256B
+    oob_fill: str = "none"  # none | nan
+    element_strides: tuple[int, ...] | None = None
+
+
+Param = TensorParam | SizeParam | ScalarParam | TmaParam
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything the runtime needs to launch one PTX entry."""
+
+    entry: str
+    target: str
+    params: tuple[Param, ...]
+    grid: tuple[Dim, Dim, Dim]
+    block: tuple[Dim, Dim, Dim]
+    dynamic_smem: Dim = 0
+    constants: dict[str, int] = field(default_factory=dict)
+    tma: tuple[TmaDescriptor, ...] = ()
+    source_hash: str = ""
+    source_params: dict[str, Any] = field(default_factory=dict)
+    tilec_version: str = ""
+    ptx_file: str = ""
+
+    def __post_init__(self) -> None:
+        validate(self)
+        if not self.ptx_file:
+            object.__setattr__(self, "ptx_file", f"{self.entry}.ptx")  # frozen dataclass
+        if Path(self.ptx_file).name != self.ptx_file or self.ptx_file.startswith("."):
+            raise ManifestError(f"ptx: {self.ptx_file!r} must be a file name inside the bundle")
+
+    def tensors(self) -> list[TensorParam]:
+        return [p for p in self.params if isinstance(p, TensorParam)]
+
+    def symbols(self) -> set[str]:
+        """Every name a formula may use: constants, shape symbols and size parameters."""
+        names = set(self.constants)
+        for tensor in self.tensors():
+            names |= {d for d in tensor.shape if isinstance(d, str) and d.isidentifier()}
+        names |= {p.name for p in self.params if isinstance(p, SizeParam)}
+        return names
+
+    def to_json(self) -> dict[str, Any]:
+        params = []
+        for p in self.params:
+            if isinstance(p, TensorParam):
+                params.append(
+                    {
+                        "kind": "tensor",
+                        "name": p.name,
+                        "dtype": p.dtype,
+                        "shape": list(p.shape),
+                        "strides": None if p.strides is None else list(p.strides),
+                        "align": p.align,
+                        "intent": p.intent,
+                    }
+                )
+            elif isinstance(p, SizeParam):
+                src = None if p.source is None else [p.source[0], p.source[1]]
+                params.append({"kind": "size", "name": p.name, "from": src, "dtype": p.dtype})
+            elif isinstance(p, ScalarParam):
+                params.append({"kind": "scalar", "name": p.name, "dtype": p.dtype})
+            else:
+                params.append({"kind": "tma", "name": p.name, "descriptor": p.descriptor})
+        tma = [
+            {
+                "name": d.name,
+                "tensor": d.tensor,
+                "box": list(d.box),
+                "swizzle": d.swizzle,
+                "interleave": d.interleave,
+                "l2_promotion": d.l2_promotion,
+                "oob_fill": d.oob_fill,
+                "element_strides": None if d.element_strides is None else list(d.element_strides),
+            }
+            for d in self.tma
+        ]
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "tilec_version": self.tilec_version,
+            "entry": self.entry,
+            "target": self.target,
+            "ptx": self.ptx_file,
+            "params": params,
+            "constants": dict(self.constants),
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "dynamic_smem": self.dynamic_smem,
+            "tma": tma,
+            "source": {"hash": self.source_hash, "params": dict(self.source_params)},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Manifest:
+        return _from_json(data)
+
+
+def _req(data: dict[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise ManifestError(f"{where}: missing field {key!r}")
+    return data[key]
+
+
+def _dims(value: Any, where: str) -> tuple[Dim, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(d, int | str) and not isinstance(d, bool) for d in value
+    ):
+        raise ManifestError(f"{where}: expected a list of ints and strings, got {value!r}")
+    return tuple(value)
+
+
+def _param_from_json(item: Any, i: int) -> Param:
+    where = f"params[{i}]"
+    if not isinstance(item, dict):
+        raise ManifestError(f"{where}: expected an object, got {item!r}")
+    kind = _req(item, "kind", where)
+    name = _req(item, "name", where)
+    where = f"params[{i}] ({name!r})"
+    if kind == "tensor":
+        strides = item.get("strides")
+        return TensorParam(
+            name=name,
+            dtype=_req(item, "dtype", where),
+            shape=_dims(_req(item, "shape", where), f"{where}.shape"),
+            strides=None if strides is None else _dims(strides, f"{where}.strides"),
+            align=item.get("align", 16),
+            intent=item.get("intent", "inout"),
+        )
+    if kind == "size":
+        src = item.get("from")
+        if src is not None and (
+            not isinstance(src, list) or len(src) != 2 or not isinstance(src[1], int)
+        ):
+            raise ManifestError(f"{where}.from: expected [tensor name, dim], got {src!r}")
+        return SizeParam(
+            name=name,
+            source=None if src is None else (src[0], src[1]),
+            dtype=item.get("dtype", "i64"),
+        )
+    if kind == "scalar":
+        return ScalarParam(name=name, dtype=_req(item, "dtype", where))
+    if kind == "tma":
+        return TmaParam(name=name, descriptor=item.get("descriptor", name))
+    raise ManifestError(f"{where}: unknown kind {kind!r} (tensor, size, scalar, tma)")
+
+
+def _from_json(data: dict[str, Any]) -> Manifest:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ManifestError(f"not a tilec bundle manifest (field 'format' must be {FORMAT!r})")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ManifestError(
+            f"format_version {version!r} is not supported (this runtime reads {FORMAT_VERSION})"
+        )
+    params = _req(data, "params", "manifest")
+    if not isinstance(params, list):
+        raise ManifestError("params: expected a list")
+    tma = []
+    for i, d in enumerate(data.get("tma", [])):
+        where = f"tma[{i}]"
+        strides = d.get("element_strides")
+        tma.append(
+            TmaDescriptor(
+                name=_req(d, "name", where),
+                tensor=_req(d, "tensor", where),
+                box=_dims(_req(d, "box", where), f"{where}.box"),
+                swizzle=d.get("swizzle", "none"),
+                interleave=d.get("interleave", "none"),
+                l2_promotion=d.get("l2_promotion", "none"),
+                oob_fill=d.get("oob_fill", "none"),
+                element_strides=None if strides is None else tuple(strides),
+            )
+        )
+    source = data.get("source", {})
+    return Manifest(
+        entry=_req(data, "entry", "manifest"),
+        target=_req(data, "target", "manifest"),
+        params=tuple(_param_from_json(p, i) for i, p in enumerate(params)),
+        grid=tuple(_dims(_req(data, "grid", "manifest"), "grid")),  # type: ignore[arg-type]
+        block=tuple(_dims(_req(data, "block", "manifest"), "block")),  # type: ignore[arg-type]
+        dynamic_smem=data.get("dynamic_smem", 0),
+        constants=dict(data.get("constants", {})),
+        tma=tuple(tma),
+        source_hash=source.get("hash", ""),
+        source_params=dict(source.get("params", {})),
+        tilec_version=data.get("tilec_version", ""),
+        ptx_file=data.get("ptx", ""),
+    )
+
+
+def _check_formula(formula: Dim, symbols: set[str], where: str) -> None:
+    try:
+        unknown = symbols_of(formula) - symbols
+    except FormulaError as err:
+        raise ManifestError(f"{where}: {err}") from None
+    if unknown:
+        raise ManifestError(f"{where}: formula {formula!r} uses unknown symbols {sorted(unknown)}")
+
+
+def validate(m: Manifest) -> None:
+    """Raises ManifestError on the first inconsistency, naming the field."""
+    if not m.entry or not isinstance(m.entry, str):
+        raise ManifestError("entry: expected a non-empty string")
+    names = [p.name for p in m.params]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ManifestError(f"params: duplicate names {dupes}")
+    bad_constants = [k for k, v in m.constants.items() if type(v) is not int]
+    if bad_constants:
+        raise ManifestError(f"constants: {bad_constants} must be integers")
+    tensors = {t.name: t for t in m.tensors()}
+    symbols = m.symbols()
+    for p in m.params:
+        where = f"param {p.name!r}"
+        if isinstance(p, TensorParam):
+            if p.dtype not in DTYPE_SIZES:
+                raise ManifestError(f"{where}: unknown dtype {p.dtype!r}")
+            if p.strides is not None and len(p.strides) != len(p.shape):
+                raise ManifestError(f"{where}: strides and shape have different ranks")
+            if p.align <= 0 or p.align & (p.align - 1):
+                raise ManifestError(f"{where}: align {p.align} is not a power of two")
+            if p.intent not in INTENTS:
+                raise ManifestError(f"{where}: intent {p.intent!r} not one of {INTENTS}")
+            for d in (*p.shape, *(p.strides or ())):
+                _check_formula(d, symbols, f"{where}")
+        elif isinstance(p, SizeParam):
+            if p.dtype not in SIZE_DTYPES:
+                raise ManifestError(f"{where}: size dtype must be one of {SIZE_DTYPES}")
+            if p.source is not None:
+                tensor, dim = p.source
+                if tensor not in tensors:
+                    raise ManifestError(f"{where}: 'from' names unknown tensor {tensor!r}")
+                if not 0 <= dim < len(tensors[tensor].shape):
+                    raise ManifestError(f"{where}: 'from' dim {dim} out of range for {tensor!r}")
+            elif not any(p.name in t.shape for t in tensors.values()):
+                raise ManifestError(f"{where}: no 'from' and no tensor shape names {p.name!r}")
+        elif isinstance(p, ScalarParam):
+            if p.dtype not in DTYPE_SIZES:
+                raise ManifestError(f"{where}: unknown dtype {p.dtype!r}")
+        elif p.descriptor not in {d.name for d in m.tma}:
+            raise ManifestError(f"{where}: no tma descriptor named {p.descriptor!r}")
+    if len(m.grid) != 3 or len(m.block) != 3:
+        raise ManifestError("grid and block: expected 3 entries each (x, y, z)")
+    for axis, f in zip("xyz", m.grid, strict=True):
+        _check_formula(f, symbols, f"grid.{axis}")
+    for axis, f in zip("xyz", m.block, strict=True):
+        _check_formula(f, symbols, f"block.{axis}")
+    _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
+    for d in m.tma:
+        if d.tensor not in tensors:
+            raise ManifestError(f"tma {d.name!r}: unknown tensor {d.tensor!r}")
+        if len(d.box) != len(tensors[d.tensor].shape):
+            raise ManifestError(f"tma {d.name!r}: box rank differs from {d.tensor!r}'s rank")
+        for b in d.box:
+            _check_formula(b, symbols, f"tma {d.name!r}.box")
+
+
+def read_bundle(path: str | os.PathLike[str]) -> tuple[Manifest, str]:
+    """The manifest and PTX text of the bundle directory at `path`."""
+    root = Path(path)
+    manifest_path = root / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{root}: not a tilec bundle (no {MANIFEST_NAME})")
+    try:
+        data = json.loads(manifest_path.read_text())
+    except json.JSONDecodeError as err:
+        raise ManifestError(f"{manifest_path}: invalid JSON: {err}") from None
+    manifest = Manifest.from_json(data)
+    ptx_path = root / manifest.ptx_file
+    if not ptx_path.is_file():
+        raise FileNotFoundError(f"{root}: manifest names PTX file {ptx_path.name!r}, not there")
+    return manifest, ptx_path.read_text()
+
+
+def write_bundle(path: str | os.PathLike[str], manifest: Manifest, ptx: str) -> Path:
+    """Writes a bundle directory at `path`; an existing bundle there is replaced atomically.
+
+    The files go to a sibling temp directory first and are renamed into place, so a reader
+    never sees a half-written bundle.
+    """
+    root = Path(path)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+    data = manifest.to_json()
+    (tmp / data["ptx"]).write_text(ptx)
+    (tmp / MANIFEST_NAME).write_text(json.dumps(data, indent=2) + "\n")
+    if root.exists():
+        # A directory cannot be renamed over a non-empty one: move the old one aside first.
+        old = Path(tempfile.mkdtemp(prefix=f".{root.name}.old.", dir=root.parent))
+        os.replace(root, old / "b")
+        os.replace(tmp, root)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, root)
+    return root

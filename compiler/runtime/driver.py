@@ -1,0 +1,167 @@
+"""Runtime: the few CUDA driver calls the launcher makes, through cuda.bindings, all checked."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver as cu
+
+
+class CudaError(RuntimeError):
+    """A CUresult other than CUDA_SUCCESS; the message names the call and the error."""
+
+
+def check(result: tuple[Any, ...], call: str) -> Any:
+    """The values of a cuda.bindings call, or CudaError naming `call` and the CUresult."""
+    err, *values = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, name = cu.cuGetErrorName(err)
+        _, text = cu.cuGetErrorString(err)
+        name = name.decode() if isinstance(name, bytes) else str(err)
+        text = text.decode() if isinstance(text, bytes) else ""
+        raise CudaError(f"{call} failed: {name}: {text}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+_initialised = False
+
+
+def current_context(device: int | None = None) -> int:
+    """The current CUDA context (as an int), making device's primary context current if none.
+
+    Frameworks (torch, cupy) already made their primary context current on this thread; we
+    join it rather than create our own, so pointers and streams are shared.
+    """
+    global _initialised
+    if not _initialised:
+        check(cu.cuInit(0), "cuInit")
+        _initialised = True
+    ctx = check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(ctx) != 0:
+        return int(ctx)
+    dev = check(cu.cuDeviceGet(device or 0), "cuDeviceGet")
+    ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return int(ctx)
+
+
+def load_function(ptx: str, entry: str, dynamic_smem: int) -> tuple[Any, Any]:
+    """(CUmodule, CUfunction) of `entry` in `ptx`, JIT-compiled into the current context."""
+    module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
+    function = check(
+        cu.cuModuleGetFunction(module, entry.encode()), f"cuModuleGetFunction({entry})"
+    )
+    set_max_dynamic_smem(function, dynamic_smem)
+    return module, function
+
+
+# Kernels get 48 KiB of dynamic shared memory unless they opt in to more.
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+
+
+def set_max_dynamic_smem(function: Any, nbytes: int) -> None:
+    if nbytes <= DEFAULT_DYNAMIC_SMEM:
+        return
+    attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(cu.cuFuncSetAttribute(function, attr, nbytes), f"cuFuncSetAttribute(smem={nbytes})")
+
+
+def launch(
+    function: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    dynamic_smem: int,
+    stream: int,
+    params: list[ctypes._SimpleCData],
+) -> None:
+    """cuLaunchKernel with `params` (ctypes values, in launch order) on `stream`."""
+    # kernelParams is an array of pointers to each value; the driver copies the values at
+    # launch, so these ctypes objects need only live until the call returns.
+    pointers = (ctypes.c_void_p * max(len(params), 1))(*[ctypes.addressof(p) for p in params])
+    check(
+        cu.cuLaunchKernel(
+            function,
+            *grid,
+            *block,
+            dynamic_smem,
+            cu.CUstream(stream),
+            ctypes.addressof(pointers),
+            0,
+        ),
+        f"cuLaunchKernel(grid={grid}, block={block}, smem={dynamic_smem})",
+    )
+
+
+def alloc(nbytes: int) -> int:
+    return int(check(cu.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes})"))
+
+
+def free(ptr: int) -> None:
+    check(cu.cuMemFree(cu.CUdeviceptr(ptr)), "cuMemFree")
+
+
+def to_device(host: np.ndarray, stream: int) -> int:
+    """A new device buffer holding a contiguous copy of `host`."""
+    data = np.ascontiguousarray(host)
+    ptr = alloc(data.nbytes)
+    check(
+        cu.cuMemcpyHtoDAsync(
+            cu.CUdeviceptr(ptr), data.ctypes.data, data.nbytes, cu.CUstream(stream)
+        ),
+        "cuMemcpyHtoDAsync",
+    )
+    # The copy reads `data` later; wait so a temporary contiguous copy may be freed.
+    synchronize(stream)
+    return ptr
+
+
+def to_host(ptr: int, host: np.ndarray, stream: int) -> None:
+    """Copies the device buffer at `ptr` back into `host` (any strides), after `stream`."""
+    data = np.empty(host.shape, host.dtype)
+    check(
+        cu.cuMemcpyDtoHAsync(
+            data.ctypes.data, cu.CUdeviceptr(ptr), data.nbytes, cu.CUstream(stream)
+        ),
+        "cuMemcpyDtoHAsync",
+    )
+    synchronize(stream)
+    np.copyto(host, data)
+
+
+def synchronize(stream: int) -> None:
+    check(cu.cuStreamSynchronize(cu.CUstream(stream)), "cuStreamSynchronize")
+
+
+def encode_tma_tiled(args: dict[str, Any], address: int) -> bytes:
+    """The 128-byte CUtensorMap for `args` (from binding.tma_encode_args) at `address`."""
+    l2 = args["l2_promotion"]
+    tensor_map = check(
+        cu.cuTensorMapEncodeTiled(
+            getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args['dtype']}"),
+            args["rank"],
+            address,
+            args["global_dim"],
+            args["global_strides"],
+            args["box_dim"],
+            args["element_strides"],
+            getattr(cu.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{args['interleave']}"),
+            getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args['swizzle']}"),
+            getattr(
+                cu.CUtensorMapL2promotion,
+                "CU_TENSOR_MAP_L2_PROMOTION_" + (l2 if l2 == "NONE" else f"L2_{l2}"),
+            ),
+            getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args['oob_fill']}"),
+        ),
+        "cuTensorMapEncodeTiled",
+    )
+    return ctypes.string_at(tensor_map.getPtr(), 128)
+
+
+def upload(data: bytes, stream: int) -> int:
+    """A new device buffer holding `data` (e.g. a CUtensorMap the kernel reads by pointer)."""
+    host = np.frombuffer(data, np.uint8)
+    return to_device(host, stream)

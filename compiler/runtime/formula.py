@@ -1,0 +1,104 @@
+"""Runtime: a tiny safe evaluator for the integer grid, block and shared-memory formulas."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+
+
+class FormulaError(ValueError):
+    """A manifest formula that does not parse, names an unknown symbol or cannot be computed."""
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _cdiv(a, b) * b
+
+
+FUNCTIONS: dict[str, Callable[..., int]] = {
+    "cdiv": _cdiv,
+    "round_up": _round_up,
+    "min": min,
+    "max": max,
+}
+_BINOPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+def evaluate(formula: int | str, symbols: Mapping[str, int]) -> int:
+    """The integer value of `formula` (an int, or an expression over `symbols`).
+
+    Grammar: integers, names, `+ - * // %`, unary `-`, and calls of cdiv, round_up, min, max.
+    The expression is parsed with `ast` and interpreted here, so nothing else can run.
+    """
+    if isinstance(formula, bool) or not isinstance(formula, int | str):
+        raise FormulaError(f"formula {formula!r}: expected an int or a string")
+    if isinstance(formula, int):
+        return formula
+    try:
+        tree = ast.parse(formula.strip(), mode="eval")
+    except SyntaxError as err:
+        raise FormulaError(f"formula {formula!r}: syntax error: {err.msg}") from None
+    return _eval(tree.body, formula, symbols)
+
+
+def _eval(node: ast.AST, formula: str, symbols: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in symbols:
+            known = ", ".join(sorted(symbols)) or "none"
+            raise FormulaError(f"formula {formula!r}: unknown symbol {node.id!r} (known: {known})")
+        return int(symbols[node.id])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _eval(node.operand, formula, symbols)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left = _eval(node.left, formula, symbols)
+        right = _eval(node.right, formula, symbols)
+        if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
+            raise FormulaError(f"formula {formula!r}: division by zero")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        fn = FUNCTIONS.get(node.func.id)
+        if fn is None:
+            raise FormulaError(
+                f"formula {formula!r}: unknown function {node.func.id!r} "
+                f"(known: {', '.join(FUNCTIONS)})"
+            )
+        args = [_eval(arg, formula, symbols) for arg in node.args]
+        if node.func.id in ("cdiv", "round_up"):
+            if len(args) != 2:
+                raise FormulaError(f"formula {formula!r}: {node.func.id} takes 2 arguments")
+            if args[1] == 0:
+                raise FormulaError(f"formula {formula!r}: division by zero")
+        elif not args:
+            raise FormulaError(f"formula {formula!r}: {node.func.id} needs arguments")
+        return fn(*args)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        raise FormulaError(f"formula {formula!r}: '/' is not integer division; use // or cdiv")
+    raise FormulaError(f"formula {formula!r}: unsupported syntax {ast.unparse(node)!r}")
+
+
+def symbols_of(formula: int | str) -> set[str]:
+    """The symbol names `formula` refers to (function names excluded)."""
+    if isinstance(formula, int):
+        return set()
+    try:
+        tree = ast.parse(formula.strip(), mode="eval")
+    except SyntaxError as err:
+        raise FormulaError(f"formula {formula!r}: syntax error: {err.msg}") from None
+    called = {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called

@@ -1,0 +1,411 @@
+"""Runtime tests without a GPU: manifest round-trip, formulas, argument binding, error messages."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tilec.runtime import (
+    FormulaError,
+    Manifest,
+    ManifestError,
+    ScalarParam,
+    SizeParam,
+    TensorParam,
+    TmaDescriptor,
+    TmaParam,
+    evaluate,
+    load,
+    read_bundle,
+    write_bundle,
+)
+from tilec.runtime.binding import bind, tma_encode_args
+from tilec.runtime.tensors import as_view
+
+rng = np.random.default_rng(1234)
+
+
+class FakeCuda:
+    """An object exposing __cuda_array_interface__ with a fake device pointer: never launched."""
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        typestr: str = "<f2",
+        ptr: int = 0x7F0000000000,
+        strides: tuple[int, ...] | None = None,
+        version: int = 3,
+    ) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": typestr,
+            "data": (ptr, False),
+            "strides": strides,
+            "version": version,
+        }
+
+
+def gemm_manifest(**overrides: Any) -> Manifest:
+    fields: dict[str, Any] = dict(
+        entry="gemm",
+        target="sm_90a",
+        params=(
+            TensorParam("A", "f16", ("M", "K")),
+            TensorParam("B", "f16", ("K", "N"), strides=(1, "K")),  # column-major
+            TensorParam("C", "f32", ("M", "N"), align=16),
+            SizeParam("M", ("A", 0), "i32"),
+            SizeParam("N"),
+            SizeParam("K", ("A", 1)),
+            ScalarParam("alpha", "f32"),
+            TmaParam("tmaA", "tmaA"),
+        ),
+        grid=("cdiv(M, BM)", "cdiv(N, BN)", 1),
+        block=(128, 1, 1),
+        dynamic_smem="STAGES * (BM + BN) * BK * 2",
+        constants={"BM": 128, "BN": 64, "BK": 64, "STAGES": 3},
+        tma=(TmaDescriptor("tmaA", "A", ("BM", "BK"), swizzle="128B", l2_promotion="128B"),),
+        source_hash="sha256:abc",
+        source_params={"BM": 128},
+        tilec_version="0.1.0",
+    )
+    fields.update(overrides)
+    return Manifest(**fields)
+
+
+# --- formulas -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("formula", "value"),
+    [
+        ("cdiv(N, 128)", 8),
+        ("cdiv(N + 1, 128)", 9),
+        ("N // 3 - -2", 343),
+        ("max(N, 7, 2000) % 7", 5),
+        ("min(N, 5) * 2", 10),
+        ("round_up(N + 1, 256)", 1280),
+        (" 3 ", 3),
+        (42, 42),
+    ],
+)
+def test_formula_values(formula: int | str, value: int) -> None:
+    assert evaluate(formula, {"N": 1024}) == value
+
+
+@pytest.mark.parametrize(
+    ("formula", "message"),
+    [
+        ("cdiv(N, Q)", "unknown symbol 'Q' \\(known: N\\)"),
+        ("N / 2", "use // or cdiv"),
+        ("N // 0", "division by zero"),
+        ("cdiv(N, 0)", "division by zero"),
+        ("cdiv(N)", "cdiv takes 2 arguments"),
+        ("__import__('os')", "unknown function '__import__'"),
+        ("N.real", "unsupported syntax 'N.real'"),
+        ("N ** 2", "unsupported syntax"),
+        ("1.5 * N", "unsupported syntax '1.5'"),
+        ("cdiv(N,", "syntax error"),
+        ("min()", "min needs arguments"),
+    ],
+)
+def test_formula_errors(formula: str, message: str) -> None:
+    with pytest.raises(FormulaError, match=message):
+        evaluate(formula, {"N": 1024})
+
+
+def test_formula_rejects_non_int() -> None:
+    with pytest.raises(FormulaError, match="expected an int or a string"):
+        evaluate(2.0, {})  # type: ignore[arg-type]
+
+
+# --- manifest and bundle --------------------------------------------------------------------
+
+
+def test_manifest_json_round_trip() -> None:
+    m = gemm_manifest()
+    data = json.loads(json.dumps(m.to_json()))
+    assert data["format"] == "tilec-bundle" and data["format_version"] == 1
+    assert data["params"][1] == {
+        "kind": "tensor",
+        "name": "B",
+        "dtype": "f16",
+        "shape": ["K", "N"],
+        "strides": [1, "K"],
+        "align": 16,
+        "intent": "inout",
+    }
+    assert data["params"][3] == {"kind": "size", "name": "M", "from": ["A", 0], "dtype": "i32"}
+    assert Manifest.from_json(data) == m
+
+
+def test_bundle_round_trip(tmp_path: Path) -> None:
+    m = gemm_manifest()
+    ptx = "// fake ptx\n.visible .entry gemm()\n"
+    root = write_bundle(tmp_path / "gemm.tilec", m, ptx)
+    assert sorted(p.name for p in root.iterdir()) == ["gemm.ptx", "manifest.json"]
+    assert read_bundle(root) == (m, ptx)
+    kernel = load(root)
+    assert kernel.manifest == m and kernel.ptx == ptx
+    # Saving over an existing bundle replaces it and leaves no temp directories behind.
+    kernel.ptx = ptx + "// v2\n"
+    kernel.save(root)
+    assert read_bundle(root)[1].endswith("// v2\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm.tilec"]
+    assert "gemm(A: f16, B: f16, C: f32, alpha: f32)" in repr(kernel)
+
+
+def test_read_bundle_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not a tilec bundle"):
+        read_bundle(tmp_path)
+    (tmp_path / "manifest.json").write_text("{nope")
+    with pytest.raises(ManifestError, match="invalid JSON"):
+        read_bundle(tmp_path)
+    data = gemm_manifest().to_json()
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(FileNotFoundError, match="PTX file 'gemm.ptx'"):
+        read_bundle(tmp_path)
+
+
+def _broken(path: list[Any], value: Any) -> dict[str, Any]:
+    data = gemm_manifest().to_json()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (["format"], "other", "not a tilec bundle manifest"),
+        (["format_version"], 2, "format_version 2 is not supported"),
+        (["entry"], KeyError, "manifest: missing field 'entry'"),
+        (["params", 0, "dtype"], "f12", "param 'A': unknown dtype 'f12'"),
+        (["params", 0, "kind"], "blob", "params\\[0\\] \\('A'\\): unknown kind 'blob'"),
+        (["params", 0, "align"], 12, "param 'A': align 12 is not a power of two"),
+        (["params", 0, "intent"], "both", "param 'A': intent 'both'"),
+        (["params", 1, "strides"], [1], "param 'B': strides and shape have different ranks"),
+        (["params", 1, "name"], "A", "params: duplicate names \\['A'\\]"),
+        (["params", 3, "from"], ["Z", 0], "param 'M': 'from' names unknown tensor 'Z'"),
+        (["params", 3, "from"], ["A", 2], "param 'M': 'from' dim 2 out of range"),
+        (
+            ["params", 3, "from"],
+            "A",
+            "params\\[3\\] \\('M'\\).from: expected \\[tensor name, dim\\]",
+        ),
+        (["params", 3, "dtype"], "u8", "param 'M': size dtype"),
+        (["params", 7, "descriptor"], "nope", "param 'tmaA': no tma descriptor named 'nope'"),
+        (["grid"], [1, 1], "grid and block: expected 3 entries"),
+        (["grid", 0], "cdiv(M, BQ)", "grid.x: formula 'cdiv\\(M, BQ\\)' uses unknown symbols"),
+        (["block", 1], "(", "block.y: formula '\\(': syntax error"),
+        (["dynamic_smem"], "SMEM", "dynamic_smem: formula 'SMEM' uses unknown symbols"),
+        (["constants", "BM"], 1.5, "constants: \\['BM'\\] must be integers"),
+        (["ptx"], "../x.ptx", "ptx: '../x.ptx' must be a file name inside the bundle"),
+        (["tma", 0, "tensor"], "Q", "tma 'tmaA': unknown tensor 'Q'"),
+        (["tma", 0, "box"], [64], "tma 'tmaA': box rank differs"),
+        (["params", 0, "shape"], ["M", 1.5], "params\\[0\\] \\('A'\\).shape: expected a list"),
+    ],
+)
+def test_manifest_errors(path: list[Any], value: Any, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(_broken(path, value))
+
+
+def test_size_without_source_needs_a_shape_symbol() -> None:
+    with pytest.raises(ManifestError, match="param 'Q': no 'from' and no tensor shape names 'Q'"):
+        gemm_manifest(params=(TensorParam("A", "f16", ("M",)), SizeParam("Q")))
+
+
+# --- tensor adapters ------------------------------------------------------------------------
+
+
+def test_cuda_array_interface_view() -> None:
+    v = as_view(FakeCuda((4, 6), "<f4", ptr=4096, strides=(4, 16)), "X")
+    assert (v.ptr, v.shape, v.strides, v.dtype) == (4096, (4, 6), (1, 4), "f32")
+    v = as_view(FakeCuda((4, 6), "|i1"), "X")
+    assert v.strides == (6, 1) and v.dtype == "i8"
+
+
+def test_adapter_errors() -> None:
+    with pytest.raises(TypeError, match="argument 'X': unsupported element type '<c8'"):
+        as_view(FakeCuda((4,), "<c8"), "X")
+    with pytest.raises(ValueError, match="argument 'X': byte strides \\(3,\\)"):
+        as_view(FakeCuda((4,), "<f2", strides=(3,)), "X")
+    with pytest.raises(TypeError, match="argument 'X': __cuda_array_interface__ version 1"):
+        as_view(FakeCuda((4,), version=1), "X")
+    with pytest.raises(TypeError, match="argument 'X': expected a CUDA tensor .* got list"):
+        as_view([1.0, 2.0], "X")
+    with pytest.raises(TypeError, match="argument 'X': unsupported numpy dtype complex64"):
+        as_view(np.zeros(3, np.complex64), "X")
+
+
+def test_numpy_view_is_staged() -> None:
+    a = rng.standard_normal((3, 5)).astype(np.float16)[:, ::2]
+    v = as_view(a, "A")
+    assert (v.ptr, v.shape, v.strides, v.dtype) == (0, (3, 3), (3, 1), "f16")
+    assert v.host is a
+
+
+def test_cpu_dlpack_is_not_a_device_tensor() -> None:
+    class CpuDl:
+        def __dlpack__(self) -> None:
+            raise AssertionError("must not be consumed")
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="argument 'Y': expected a CUDA tensor"):
+        as_view(CpuDl(), "Y")
+
+
+# --- binding --------------------------------------------------------------------------------
+
+
+def gemm_args(m: int = 300, n: int = 200, k: int = 64) -> tuple[Any, ...]:
+    a = FakeCuda((m, k), "<f2", ptr=0x10000)
+    b = FakeCuda((k, n), "<f2", ptr=0x20000, strides=(2, 2 * k))
+    c = FakeCuda((m, n), "<f4", ptr=0x30000)
+    return a, b, c, 0.5
+
+
+def test_bind_sizes_grid_and_slots() -> None:
+    b = bind(gemm_manifest(), gemm_args())
+    assert {k: b.symbols[k] for k in "MNK"} == {"M": 300, "N": 200, "K": 64}
+    assert b.grid == (3, 4, 1) and b.block == (128, 1, 1)
+    assert b.dynamic_smem == 3 * (128 + 64) * 64 * 2
+    kinds = [s if isinstance(s, tuple) else (type(s).__name__, s.value) for s in b.slots]
+    assert kinds == [
+        ("tensor", "A"),
+        ("tensor", "B"),
+        ("tensor", "C"),
+        ("c_int", 300),
+        ("c_long", 200),
+        ("c_long", 64),
+        ("c_float", 0.5),
+        ("tma", "tmaA"),
+    ]
+    assert isinstance(b.slots[3], ctypes.c_int32)
+    assert b.tma["tmaA"] == {
+        "dtype": "FLOAT16",
+        "rank": 2,
+        "global_dim": [64, 300],
+        "global_strides": [128],
+        "box_dim": [64, 128],
+        "element_strides": [1, 1],
+        "interleave": "NONE",
+        "swizzle": "128B",
+        "l2_promotion": "128B",
+        "oob_fill": "NONE",
+    }
+
+
+def test_bind_errors_name_the_argument() -> None:
+    m = gemm_manifest()
+    a, b, c, alpha = gemm_args()
+    cases: list[tuple[tuple[Any, ...], type[Exception], str]] = [
+        ((a, b, c), TypeError, "gemm\\(\\) takes 4 arguments \\(A, B, C, alpha\\), got 3"),
+        (
+            (a, b, FakeCuda((300, 200), "<f2", ptr=0x30000), alpha),
+            TypeError,
+            "argument 'C': dtype f16, expected f32",
+        ),
+        ((a, FakeCuda((64,), "<f2"), c, alpha), ValueError, "argument 'B': rank 1"),
+        (
+            (a, b, FakeCuda((301, 200), "<f4"), alpha),
+            ValueError,
+            "argument 'C' dim 0 is 301, but M = 300 from argument 'A' dim 0",
+        ),
+        (
+            (a, FakeCuda((64, 200), "<f2"), c, alpha),
+            ValueError,
+            "argument 'B': strides \\[200, 1\\] \\(in elements\\), expected strides \\[1, 'K'\\]",
+        ),
+        (
+            (a, b, FakeCuda((300, 200), "<f4", ptr=0x30004), alpha),
+            ValueError,
+            "argument 'C': data pointer 0x30004 is not aligned to 16 bytes",
+        ),
+        (
+            (a, b, FakeCuda((300, 200), "<f4", strides=(4, 1200)), alpha),
+            ValueError,
+            "argument 'C': strides \\[1, 300\\] .* expected contiguous row-major = \\[200, 1\\]",
+        ),
+        ((a, b, c, "x"), TypeError, "argument 'alpha': expected a number for f32, got str"),
+        ((a, b, c, None), TypeError, "argument 'alpha'"),
+        ((np.zeros((2, 2), np.complex64), b, c, alpha), TypeError, "argument 'A'"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
+            bind(m, args)
+
+
+def test_bind_size_overflow_and_scalar_kinds() -> None:
+    m = Manifest(
+        entry="k",
+        target="sm_80",
+        params=(
+            TensorParam("X", "f32", ("N",)),
+            SizeParam("N", dtype="i32"),
+            ScalarParam("h", "f16"),
+            ScalarParam("b", "bf16"),
+            ScalarParam("i", "i8"),
+        ),
+        grid=("cdiv(N, 256)", 1, 1),
+        block=(256, 1, 1),
+    )
+    b = bind(m, (FakeCuda((1000,), "<f4"), 1.5, -2.0, -7))
+    assert [s.value for s in b.slots[1:]] == [1000, 0x3E00, 0xC000, -7]
+    assert b.grid == (4, 1, 1)
+    with pytest.raises(ValueError, match="size 'N' = 2147483648 does not fit the kernel's i32"):
+        bind(m, (FakeCuda((2**31,), "<f4"), 1.0, 1.0, 1))
+    with pytest.raises(ValueError, match="argument 'i': 200 does not fit in i8"):
+        bind(m, (FakeCuda((4,), "<f4"), 1.0, 1.0, 200))
+    with pytest.raises(TypeError, match="argument 'i': expected an integer for i8, got float"):
+        bind(m, (FakeCuda((4,), "<f4"), 1.0, 1.0, 2.0))
+    assert bind(m, (FakeCuda((0,), "<f4"), 1.0, 1.0, 1)).grid == (0, 1, 1)
+
+
+def test_bf16_rounding_is_nearest_even() -> None:
+    m = Manifest("k", "sm_80", (ScalarParam("b", "bf16"),), (1, 1, 1), (1, 1, 1))
+    for value in rng.standard_normal(64) * 1000:
+        bits = bind(m, (float(value),)).slots[0].value
+        back = np.frombuffer(np.uint32(bits << 16).tobytes(), np.float32)[0]
+        assert abs(back - np.float32(value)) <= abs(np.float32(value)) * 2**-8
+
+
+def test_tma_rules() -> None:
+    d = TmaDescriptor("t", "A", (64, 4))
+    v = as_view(FakeCuda((128, 64), "<f2", strides=(256, 4)), "A")
+    with pytest.raises(
+        ValueError, match="tma 't' over argument 'A': the innermost stride must be 1"
+    ):
+        tma_encode_args(d, v, {})
+    v = as_view(FakeCuda((128, 4), "<f2"), "A")
+    with pytest.raises(ValueError, match="byte strides \\[8\\] must be multiples of 16"):
+        tma_encode_args(d, v, {})
+    v = as_view(FakeCuda((128, 64), "<f2"), "A")
+    with pytest.raises(ValueError, match="innermost box extent x element size"):
+        tma_encode_args(d, v, {})
+    with pytest.raises(ValueError, match="box extents \\[512, 8\\] must be in 1..256"):
+        tma_encode_args(TmaDescriptor("t", "A", (512, 8)), v, {})
+
+
+def test_runtime_imports_no_mlir_or_llvmlite() -> None:
+    code = (
+        "import sys, tilec.runtime, tilec.runtime.kernel, tilec.runtime.driver\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
