@@ -1,0 +1,78 @@
+"""Compile cache: bundles on disk keyed by source, parameters, target and tilec version."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tilec import __version__
+from tilec.runtime.bundle import MANIFEST_NAME, Manifest, write_bundle
+
+CompileFn = Callable[[str, dict[str, Any], str], tuple[Manifest, str]]
+
+
+def cache_dir() -> Path:
+    """$TILEC_CACHE_DIR, else ~/.cache/tilec."""
+    env = os.environ.get("TILEC_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "tilec"
+
+
+def cache_key(source: str, params: Mapping[str, Any], target: str) -> str:
+    """sha256 (hex) of the source text, the sorted parameters, the target and tilec's version."""
+    blob = json.dumps(
+        {
+            "source": source,
+            "params": sorted((str(k), repr(v)) for k, v in params.items()),
+            "target": target,
+            "tilec": __version__,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def cached_compile(
+    source: str, params: Mapping[str, Any], target: str, compile_fn: CompileFn
+) -> Path:
+    """The bundle directory for (source, params, target), compiling it on a miss.
+
+    `compile_fn(source, params, target)` returns (manifest, ptx). Safe across processes: each
+    writes its bundle into a private temp directory and renames it into place; a rename that
+    loses the race leaves the winner's (identical) bundle and discards its own.
+    """
+    key = cache_key(source, params, target)
+    root = cache_dir() / key[:2]
+    final = root / key
+    if (final / MANIFEST_NAME).is_file():
+        return final
+    manifest, ptx = compile_fn(source, dict(params), target)
+    manifest = dataclasses.replace(
+        manifest,
+        source_hash=manifest.source_hash or f"sha256:{key}",
+        source_params=manifest.source_params or {str(k): v for k, v in params.items()},
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.", dir=root))
+    try:
+        write_bundle(staging / "bundle", manifest, ptx)
+        try:
+            os.rename(staging / "bundle", final)
+        except OSError:
+            # Another process renamed its bundle first (ENOTEMPTY/EEXIST): use that one.
+            if not (final / MANIFEST_NAME).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def clear() -> None:
+    """Removes every cached bundle."""
+    shutil.rmtree(cache_dir(), ignore_errors=True)
