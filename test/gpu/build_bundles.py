@@ -1,0 +1,55 @@
+"""GPU tier: builds the bundles the GPU tests load (needs MLIR; run where tilec compiles).
+
+python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mlir import ir
+
+from tilec import __version__, backend
+from tilec.cache import cache_key
+from tilec.context import make_context
+from tilec.runtime import Manifest, SizeParam, TensorParam, write_bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
+BLOCK = 256  # matches the kernel's gpu.known_block_size
+
+
+def vadd_manifest(target: str, source: str) -> Manifest:
+    return Manifest(
+        entry="vadd",
+        target=target,
+        params=(
+            TensorParam("A", "f32", ("N",), align=4, intent="in"),
+            TensorParam("B", "f32", ("N",), align=4, intent="in"),
+            TensorParam("C", "f32", ("N",), align=4, intent="out"),
+            SizeParam("N", ("A", 0), "i64"),
+        ),
+        grid=("cdiv(N, BLOCK)", 1, 1),
+        block=("BLOCK", 1, 1),
+        constants={"BLOCK": BLOCK},
+        source_hash="sha256:" + cache_key(source, {}, target),
+        tilec_version=__version__,
+    )
+
+
+def build(out: Path) -> list[Path]:
+    source = VADD.read_text()
+    written = []
+    for arch, name in (("sm_90a", "vadd_sm90a"), ("sm_80", "vadd_sm80")):
+        with make_context(), ir.Location.unknown():
+            ptx = backend.compile_to_ptx(ir.Module.parse(source), arch)
+        usage = backend.ptxas_report(ptx, arch)  # refuse to ship PTX ptxas rejects or that spills
+        assert usage.spill_stores == usage.spill_loads == 0, usage
+        written.append(write_bundle(out / name, vadd_manifest(arch, source), ptx))
+    return written
+
+
+if __name__ == "__main__":
+    for path in build(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "bundles"):
+        print(path)
