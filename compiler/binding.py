@@ -113,3 +113,29 @@ def defined_types(op: ir.Operation) -> list[ir.Type]:
         for block in region.blocks:
             types.extend(a.type for a in block.arguments)
     return types
+
+
+def has_uses(value: ir.Value) -> bool:
+    return any(True for _ in value.uses)
+
+
+def erase_dead(root: ir.Operation, prefix: str) -> None:
+    """Erase ops named `prefix*` whose results are all unused (repeat until none is left).
+
+    IRDL ops carry no side-effect traits, so upstream DCE keeps them; passes that know an op
+    is pure call this instead.
+    """
+    while True:
+        dead: list[ir.Operation] = []
+        walk(
+            root,
+            lambda op: (
+                dead.append(op)
+                if op.name.startswith(prefix) and not any(has_uses(r) for r in op.results)
+                else None
+            ),
+        )
+        if not dead:
+            return
+        for op in dead:
+            op.erase()

@@ -6,8 +6,10 @@ register the same way when `--load-pass-plugin` imports them.
 """
 
 from tilec.passes.base import PASSES, Pass, register
+from tilec.passes.convert_layout_to_arith import ConvertLayoutToArith
+from tilec.passes.layout_fold import LayoutFold
 from tilec.passes.tile_verify import TileVerify
 
-BUILTIN_PASSES = (TileVerify,)
+BUILTIN_PASSES = (TileVerify, LayoutFold, ConvertLayoutToArith)
 
 __all__ = ["BUILTIN_PASSES", "PASSES", "Pass", "register"]

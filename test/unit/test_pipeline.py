@@ -95,7 +95,10 @@ def test_bad_option_and_unknown_pass_raise_pipeline_errors() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("test-fail", "this op is not allowed"), ("test-buggy", "internal error in pass 'test-buggy'")],
+    [
+        ("test-fail", "this op is not allowed"),
+        ("test-buggy", "internal error in pass 'test-buggy'"),
+    ],
 )
 def test_failing_python_passes_become_located_mlir_errors(spec: str, message: str) -> None:
     ctx = make_context()

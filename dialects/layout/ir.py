@@ -1,0 +1,59 @@
+"""The `layout` dialect from Python: the type's SPEC string and builders for its ops."""
+
+from __future__ import annotations
+
+import re
+
+from mlir import ir
+
+from tilec.dialects.layout.algebra import DYN, ComposedLayout, Layout, flatten
+from tilec.dialects.layout.text import parse_layout
+
+_TYPE = re.compile(r'^!layout\.layout<"((?:[^"\\]|\\.)*)">$')
+
+# Ops whose result is a pure function of their layout operands, by name (without `layout.`).
+BINARY_OPS = (
+    "composition",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "tile_to_shape",
+)
+UNARY_OPS = ("coalesce", "filter", "right_inverse", "left_inverse")
+
+
+def layout_type(spec: str) -> ir.Type:
+    return ir.Type.parse(f'!layout.layout<"{spec}">')
+
+
+def spec_of(typ: ir.Type) -> str | None:
+    """The SPEC of a `!layout.layout<"SPEC">` type, None for any other type."""
+    m = _TYPE.match(str(typ))
+    return m.group(1) if m else None
+
+
+def layout_of(typ: ir.Type) -> Layout | ComposedLayout | None:
+    """The type's layout (with `DYN` entries), None for other types."""
+    spec = spec_of(typ)
+    return None if spec is None else parse_layout(spec, allow_dynamic=True)
+
+
+def inner(layout: Layout | ComposedLayout) -> Layout:
+    return layout.inner if isinstance(layout, ComposedLayout) else layout
+
+
+def is_static(layout: Layout | ComposedLayout) -> bool:
+    lay = inner(layout)
+    return DYN not in flatten(lay.shape) and DYN not in flatten(lay.stride)
+
+
+def make(spec: str, operands: list[ir.Value] | None = None) -> ir.Operation:
+    """A `layout.make` of SPEC at the current insertion point and location."""
+    return ir.Operation.create("layout.make", results=[layout_type(spec)], operands=operands or [])

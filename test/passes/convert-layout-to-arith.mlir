@@ -1,0 +1,59 @@
+// convert-layout-to-arith: layout queries become index math; powers of two use shifts and
+// masks (never div/rem), swizzles xor/shift/and, dynamic entries their SSA operands.
+// RUN: tile-opt -p layout-fold,convert-layout-to-arith --split-input-file %s | filecheck %s
+// RUN: tile-opt -p convert-layout-to-arith --split-input-file --verify-diagnostics %s.bad
+
+// Row-major (8,?) tile with a runtime leading dimension: apply(i) = (i mod 8) * ld + i div 8.
+// CHECK-LABEL: func.func @apply_pow2(
+// CHECK-SAME: %[[I:[^:]*]]: index, %[[N:[^:]*]]: index, %[[LD:[^:]*]]: index
+// CHECK-NOT: arith.divui
+// CHECK-NOT: arith.remui
+// CHECK-DAG: %[[C7:.*]] = arith.constant 7 : index
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[R:.*]] = arith.andi %[[I]], %[[C7]] : index
+// CHECK-DAG: %[[Q:.*]] = arith.shrui %[[I]], %[[C3]] : index
+// CHECK: %[[M:.*]] = arith.muli %[[R]], %[[LD]] : index
+// CHECK: %[[O:.*]] = arith.addi %[[M]], %[[Q]] : index
+// CHECK: return %[[O]]
+// CHECK-NOT: layout.
+func.func @apply_pow2(%i: index, %n: index, %ld: index) -> index {
+  %a = "layout.make"(%n, %ld) : (index, index) -> !layout.layout<"(8,?):(?,1)">
+  %y = "layout.apply"(%a, %i) : (!layout.layout<"(8,?):(?,1)">, index) -> index
+  return %y : index
+}
+
+// -----
+
+// The 128-byte f16 swizzle: offset = (r << 6) + c, then offset ^ ((offset & 448) >> 3).
+// CHECK-LABEL: func.func @swizzled(
+// CHECK-SAME: %[[R:[^:]*]]: index, %[[C:[^:]*]]: index
+// CHECK: %[[S:.*]] = arith.shli %[[R]], %{{.*}} : index
+// CHECK: %[[OFF:.*]] = arith.addi %[[S]], %[[C]] : index
+// CHECK: %[[MASK:.*]] = arith.constant 448 : index
+// CHECK: %[[Y:.*]] = arith.andi %[[OFF]], %[[MASK]] : index
+// CHECK: %[[Z:.*]] = arith.shrui %[[Y]], %{{.*}} : index
+// CHECK: %[[X:.*]] = arith.xori %[[OFF]], %[[Z]] : index
+// CHECK: return %[[X]]
+func.func @swizzled(%r: index, %c: index) -> index {
+  %a = "layout.make"() : () -> !layout.layout<"(8,64):(64,1)">
+  %s = "layout.swizzle"(%a) {bits = 3 : i32, base = 3 : i32, shift = 3 : i32} : (!layout.layout<"(8,64):(64,1)">) -> !layout.layout<"?">
+  %o = "layout.crd2idx"(%s, %r, %c) : (!layout.layout<"?">, index, index) -> index
+  return %o : index
+}
+
+// -----
+
+// A shape that is not a power of two needs div/rem; size of a dynamic layout multiplies.
+// CHECK-LABEL: func.func @apply_odd(
+// CHECK: arith.remui %{{.*}}, %{{.*}} : index
+// CHECK: arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: arith.muli %{{.*}}, %{{.*}} : index
+// CHECK: arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[SZ:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK: return %{{.*}}, %[[SZ]]
+func.func @apply_odd(%i: index, %m: index) -> (index, index) {
+  %a = "layout.make"(%m) : (index) -> !layout.layout<"(6,?):(1,6)">
+  %y = "layout.apply"(%a, %i) : (!layout.layout<"(6,?):(1,6)">, index) -> index
+  %n = "layout.size"(%a) : (!layout.layout<"(6,?):(1,6)">) -> index
+  return %y, %n : index, index
+}
