@@ -127,14 +127,12 @@ def erase_dead(root: ir.Operation, prefix: str) -> None:
     """
     while True:
         dead: list[ir.Operation] = []
-        walk(
-            root,
-            lambda op: (
+
+        def collect(op: ir.Operation, dead: list[ir.Operation] = dead) -> None:
+            if op.name.startswith(prefix) and not any(has_uses(r) for r in op.results):
                 dead.append(op)
-                if op.name.startswith(prefix) and not any(has_uses(r) for r in op.results)
-                else None
-            ),
-        )
+
+        walk(root, collect)
         if not dead:
             return
         for op in dead:

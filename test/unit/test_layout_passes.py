@@ -101,7 +101,7 @@ def test_lowered_apply_and_crd2idx_match_the_algebra(seed: int) -> None:
     src, src_ty = "%l", ty
     if swizzle is not None:
         sw_ty = '!layout.layout<"?">'
-        attrs = f"bits = {swizzle.bits} : i32, base = {swizzle.base} : i32, shift = {swizzle.shift} : i32"
+        attrs = ", ".join(f"{k} = {getattr(swizzle, k)} : i32" for k in ("bits", "base", "shift"))
         lines.append(f'  %s = "layout.swizzle"(%l) {{{attrs}}} : ({ty}) -> {sw_ty}')
         src, src_ty = "%s", sw_ty
     coords = ", ".join(f"%c{k}" for k in range(flat))
@@ -137,7 +137,8 @@ def test_power_of_two_layouts_lower_without_division() -> None:
         module = ir.Module.parse(
             """func.func @f(%i: index, %ld: index) -> index {
               %l = "layout.make"(%ld) : (index) -> !layout.layout<"((4,8),16):((1,?),256)">
-              %a = "layout.apply"(%l, %i) : (!layout.layout<"((4,8),16):((1,?),256)">, index) -> index
+              %a = "layout.apply"(%l, %i)
+                : (!layout.layout<"((4,8),16):((1,?),256)">, index) -> index
               return %a : index }"""
         )
         run_pipeline(module, "convert-layout-to-arith,canonicalize")
