@@ -1,6 +1,8 @@
 // An SM90 kernel with nvgpu mbarrier ops, vector loads and libdevice math: the same pipeline
 // lowers it; try_wait.parity only survives translation because convert-nvvm-to-llvm makes it
-// inline PTX; the llvmlite path links libdevice for __nv_sqrtf/__nv_fmaf.
+// inline PTX; the llvmlite path links libdevice for __nv_sqrtf/__nv_fmaf, which comes with the
+// CUDA toolkit that ptxas also comes from.
+// REQUIRES: ptxas
 // RUN: %python -m tilec.backend %s --arch sm_90a --emit llvm | filecheck %s --check-prefix=LLVM
 // RUN: %python -m tilec.backend %s --arch sm_90a --emit ptx | filecheck %s --check-prefix=PTX
 // RUN: %python -m tilec.backend %s --arch sm_90a --emit mlir-ptx | filecheck %s --check-prefix=PTX
