@@ -9,8 +9,18 @@ from tilec.frontend import ast
 from tilec.frontend.dump import dump_ast
 from tilec.frontend.lexer import decode_source
 from tilec.frontend.parser import parse
+from tilec.frontend.sema import Checked, check
 
-__all__ = ["DiagnosticError", "ast", "dump_ast", "parse_source", "read_source"]
+__all__ = [
+    "Checked",
+    "DiagnosticError",
+    "ast",
+    "check",
+    "dump_ast",
+    "parse_source",
+    "read_source",
+    "target_of",
+]
 
 
 def read_source(path: str | Path) -> str:
@@ -36,3 +46,8 @@ def sorted_by_position(diags: list[Diagnostic]) -> list[Diagnostic]:
         diags,
         key=lambda d: (d.span is None, d.span.line if d.span else 0, d.span.col if d.span else 0),
     )
+
+
+def target_of(checked: Checked) -> str | None:
+    """The target the module's kernels name (the first kernel's), or None without kernels."""
+    return checked.kernels[0].target if checked.kernels else None

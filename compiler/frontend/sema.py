@@ -1,0 +1,363 @@
+"""Frontend (check stage): names, kinds, static shapes, parameters, atoms and shared memory."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tilec.diagnostics import DiagnosticEngine, DiagnosticError, Span, note
+from tilec.frontend import ast
+from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
+from tilec.frontend.expr import ExprChecker
+from tilec.frontend.types import SCALAR_TYPES
+from tilec.frontend.values import (
+    Alloc,
+    Binding,
+    ErrorV,
+    FloatV,
+    IntV,
+    Scope,
+    TensorV,
+    TypeV,
+    V,
+)
+
+
+@dataclass
+class SizeSymbol:
+    """A runtime size or stride named in an argument's type, bound at launch from a tensor."""
+
+    name: str
+    span: Span
+    bindings: list[str] = field(default_factory=list)  # "A.shape[0]", "A.stride[0]", ...
+
+
+@dataclass
+class CheckedKernel:
+    node: ast.Kernel
+    params: dict[str, int | str]  # compile-time parameters after -D overrides
+    target: str
+    threads: tuple[int, ...]
+    grid: list[IntV]
+    sizes: dict[str, SizeSymbol]
+    tensors: dict[str, TensorV]  # global tensor arguments
+    # per tensor argument: the factors of each `?` entry of its layout, shape then stride
+    dynamic_entries: dict[str, list[list[str | int]]]
+    allocs: list[Alloc]
+    smem_bytes: int
+
+
+@dataclass
+class Checked:
+    """The checked program: the AST plus the value of every expression (by node id)."""
+
+    module: ast.Module
+    file: str
+    kernels: list[CheckedKernel]
+    values: dict[int, V]
+
+
+def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
+    """Check `module` with `-D` overrides `params`; raises DiagnosticError on any error."""
+    diags = DiagnosticEngine()
+    checker = ExprChecker(diags, module.span.file)
+    kernels = []
+    try:
+        _check_overrides(diags, module, params or {})
+        for kernel in module.kernels:
+            checked = KernelChecker(checker, kernel, params or {}).run()
+            if checked is not None:
+                kernels.append(checked)
+    except DiagnosticError:
+        raise DiagnosticError(diags.diagnostics) from None
+    diags.raise_if_errors()
+    return Checked(module, module.span.file, kernels, checker.values)
+
+
+def _check_overrides(diags: DiagnosticEngine, module: ast.Module, params: dict[str, str]) -> None:
+    known = {p.name for k in module.kernels for p in k.cparams}
+    for name in params:
+        if name not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            diags.error(
+                f"-D {name}: no compile-time parameter named '{name}' (parameters: {listed})", None
+            )
+
+
+class KernelChecker:
+    def __init__(self, checker: ExprChecker, node: ast.Kernel, overrides: dict[str, str]) -> None:
+        self.c, self.node, self.overrides = checker, node, overrides
+        self.diags = checker.diags
+        self.scope = Scope()
+        self.params: dict[str, int | str] = {}
+        self.sizes: dict[str, SizeSymbol] = {}
+        self.tensors: dict[str, TensorV] = {}
+        self.dynamic: dict[str, list[list[str | int]]] = {}
+
+    def run(self) -> CheckedKernel | None:
+        errors = self.diags.error_count
+        self.c.begin_kernel(self.scope)
+        for p in self.node.cparams:
+            self.cparam(p)
+        for a in self.node.args:
+            self.arg(a)
+        target, threads, grid = self.clauses()
+        self.c.target, self.c.threads = target, threads
+        self.c.header = False
+        self.c.block(self.node.body, self.scope)
+        allocs = self.c.allocs
+        total = sum(a.cosize * SCALAR_TYPES[a.elem][1] * a.stages for a in allocs)
+        if target is not None:
+            self.smem_budget(allocs, total, target)
+        if self.diags.error_count > errors or target is None:
+            return None
+        return CheckedKernel(
+            self.node,
+            self.params,
+            target,
+            threads,
+            grid,
+            self.sizes,
+            self.tensors,
+            self.dynamic,
+            allocs,
+            total,
+        )
+
+    def define(self, name: str, value: V, span: Span, node: ast.Node | None = None) -> None:
+        prev = self.scope.names.get(name)
+        if prev is not None:
+            self.diags.error(
+                f"'{name}' is already defined",
+                span,
+                [note(f"'{name}' was defined here", prev.span)],
+            )
+            return
+        self.scope.names[name] = Binding(value, span, node)
+
+    # Compile-time parameters ------------------------------------------------------------------
+
+    def cparam(self, p: ast.CParam) -> None:
+        kind = p.kind or ("int" if p.default is not None else None)
+        text = self.overrides.get(p.name)
+        if text is not None:
+            value = self.override(p, kind, text)
+        elif p.default is None:
+            self.diags.error(f"parameter '{p.name}' has no default: pass -D {p.name}=VALUE", p.span)
+            value = ErrorV()
+        else:
+            value = self.default(p, kind)
+        if isinstance(value, IntV):
+            self.params[p.name] = value.value
+        elif isinstance(value, TypeV):
+            self.params[p.name] = value.name
+        self.define(p.name, value, p.span, p)
+
+    def override(self, p: ast.CParam, kind: str | None, text: str) -> V:
+        text = text.strip()
+        if kind == "type":
+            if text in SCALAR_TYPES:
+                return TypeV(text)
+            self.diags.error(
+                f"-D {p.name}={text}: '{p.name}' is a type parameter and '{text}' "
+                f"is not a type ({', '.join(SCALAR_TYPES)})",
+                p.span,
+            )
+            return ErrorV()
+        try:
+            value = int(text, 0)
+        except ValueError:
+            self.diags.error(
+                f"-D {p.name}={text}: '{p.name}' is an int parameter and '{text}' "
+                "is not an integer",
+                p.span,
+            )
+            return ErrorV()
+        return IntV(value, str(value))
+
+    def default(self, p: ast.CParam, kind: str | None) -> V:
+        if kind == "type":
+            if isinstance(p.default, ast.Name) and p.default.id in SCALAR_TYPES:
+                return TypeV(p.default.id)
+            self.diags.error(f"default of type parameter '{p.name}' must be a type", p.default.span)
+            return ErrorV()
+        value = self.c.expr(p.default, self.scope)
+        if isinstance(value, IntV) and value.static:
+            return IntV(value.value, str(value.value))
+        if not isinstance(value, ErrorV):
+            self.diags.error(
+                f"default of int parameter '{p.name}' must be a static integer, "
+                f"found {value.describe()}",
+                p.default.span,
+            )
+        return ErrorV()
+
+    # Arguments ----------------------------------------------------------------------------------
+
+    def arg(self, a: ast.Arg) -> None:
+        elem = self.elem_type(a.elem)
+        if not a.is_tensor:
+            self.define(a.name, FloatV(None, elem or "f32"), a.span, a)
+            return
+        if a.layout is not None:
+            shape = self.entries(a.layout.shape, a.name, "shape", [])
+            stride = self.entries(a.layout.stride, a.name, "stride", [])
+        else:
+            shape = tuple(self.entries(d, a.name, "shape", [i]) for i, d in enumerate(a.dims))
+            stride = row_major(shape)
+        layout = self.c.make_layout(shape, stride, a.span)
+        if layout is None or elem is None:
+            self.define(a.name, ErrorV(), a.span, a)
+            return
+        tensor = TensorV(elem, "global", layout)
+        self.tensors[a.name] = tensor
+        self.dynamic[a.name] = [e for e in flat(shape) + flat(stride) if isinstance(e, list)]
+        self.define(a.name, tensor, a.span, a)
+
+    def elem_type(self, name: ast.Name) -> str | None:
+        if name.id in SCALAR_TYPES:
+            return name.id
+        b = self.scope.lookup(name.id)
+        if b is not None and isinstance(b.value, TypeV):
+            return b.value.name
+        if b is None or not isinstance(b.value, ErrorV):
+            self.diags.error(f"unknown element type '{name.id}'", name.span)
+        return None
+
+    def entries(self, node: ast.Node, arg: str, what: str, path: list[int]):  # noqa: ANN201
+        """A shape or stride of an argument: ints, and names of runtime sizes (as [name])."""
+        if isinstance(node, ast.Tuple):
+            return tuple(self.entries(x, arg, what, [*path, i]) for i, x in enumerate(node.items))
+        if isinstance(node, ast.IntLit):
+            return node.value
+        if isinstance(node, ast.Name):
+            b = self.scope.lookup(node.id)
+            if b is not None and isinstance(b.value, IntV) and b.value.static:
+                return b.value.value
+            if b is not None and node.id not in self.sizes:
+                self.diags.error(f"'{node.id}' is a {b.value.describe()}, not a size", node.span)
+                return 1
+            sym = self.sizes.setdefault(node.id, SizeSymbol(node.id, node.span))
+            sym.bindings.append(f"{arg}.{what}[{','.join(map(str, path or [0]))}]")
+            if len(sym.bindings) == 1:
+                self.define(node.id, IntV(None, node.id), node.span, node)
+            return [node.id]
+        self.diags.error(
+            f"a {what} entry of an argument must be an integer or a size name", node.span
+        )
+        return 1
+
+    # Clauses ------------------------------------------------------------------------------------
+
+    def clauses(self) -> tuple[str | None, tuple[int, ...], list[IntV]]:
+        seen: dict[str, ast.Clause] = {}
+        for cl in self.node.clauses:
+            if cl.name in seen:
+                self.diags.error(
+                    f"duplicate {cl.name}(...) clause",
+                    cl.span,
+                    [note("the first one is here", seen[cl.name].span)],
+                )
+            seen.setdefault(cl.name, cl)
+        target = self.target(seen.get("target"))
+        threads = self.threads(seen.get("threads"))
+        grid = self.grid(seen.get("grid"))
+        return target, threads, grid
+
+    def target(self, cl: ast.Clause | None) -> str | None:
+        if cl is None:
+            self.diags.error(
+                f"kernel '{self.node.name}' needs a target(...) clause ({' or '.join(TARGETS)})",
+                self.node.span,
+            )
+            return None
+        if len(cl.args) != 1 or not isinstance(cl.args[0], ast.Name):
+            self.diags.error(f"target(...) takes one of {', '.join(TARGETS)}", cl.span)
+            return None
+        name = cl.args[0]
+        if name.id not in TARGETS:
+            self.diags.error(
+                f"unknown target '{name.id}' (targets: {', '.join(TARGETS)})", name.span
+            )
+            return None
+        return name.id
+
+    def threads(self, cl: ast.Clause | None) -> tuple[int, ...]:
+        if cl is None:
+            self.diags.error(
+                f"kernel '{self.node.name}' needs a threads(...) clause", self.node.span
+            )
+            return (1,)
+        dims = []
+        for a in cl.args:
+            v = self.c.expr(a, self.scope)
+            if isinstance(v, IntV) and v.static and v.value > 0:
+                dims.append(v.value)
+            elif not isinstance(v, ErrorV):
+                self.diags.error("threads(...) takes positive static integers", a.span)
+        if not 1 <= len(cl.args) <= 3:
+            self.diags.error("threads(...) takes one to three sizes", cl.span)
+        if dims and math.prod(dims) > MAX_THREADS:
+            self.diags.error(f"{math.prod(dims)} threads per block, at most {MAX_THREADS}", cl.span)
+        return tuple(dims) or (1,)
+
+    def grid(self, cl: ast.Clause | None) -> list[IntV]:
+        if cl is None:
+            self.diags.error(f"kernel '{self.node.name}' needs a grid(...) clause", self.node.span)
+            return []
+        if not 1 <= len(cl.args) <= 3:
+            self.diags.error("grid(...) takes one to three sizes", cl.span)
+        dims = []
+        for a in cl.args:
+            v = self.c.expr(a, self.scope)
+            if isinstance(v, IntV):
+                dims.append(v)
+            elif not isinstance(v, ErrorV):
+                self.diags.error(f"a grid size must be an integer, found {v.describe()}", a.span)
+        return dims
+
+    # Shared memory ------------------------------------------------------------------------------
+
+    def smem_budget(self, allocs: list[Alloc], total: int, target: str) -> None:
+        limit = SMEM_LIMIT[target]
+        if total <= limit:
+            return
+        parts = " + ".join(
+            f"{a.name} {a.stages} stages × {a.cosize * SCALAR_TYPES[a.elem][1]}"
+            if a.stages > 1
+            else f"{a.name} {a.cosize * SCALAR_TYPES[a.elem][1]}"
+            for a in allocs
+        )
+        notes = []
+        staged = [a for a in allocs if a.stages > 1]
+        for s in range(max((a.stages for a in staged), default=1) - 1, 0, -1):
+            fits = sum(
+                a.cosize * SCALAR_TYPES[a.elem][1] * (s if a.stages > 1 else 1) for a in allocs
+            )
+            if fits <= limit:
+                param = next((a.stages_param for a in staged if a.stages_param), None)
+                what = f"{param} = {s}" if param else f"stages = {s}"
+                notes.append(note(f"{what} fits ({fits} bytes)"))
+                break
+        self.diags.error(
+            f"shared memory needs {total} bytes ({parts}), the target {target} allows {limit}",
+            self.node.span,
+            notes,
+        )
+
+
+def row_major(shape: tuple) -> tuple:
+    """Strides of a row-major tensor: the last mode is contiguous; a runtime factor stays a list
+    of the names (and ints) whose product it is."""
+    strides: list = []
+    acc: list[str | int] = []
+    for s in reversed(shape):
+        strides.append([*acc] if any(isinstance(x, str) for x in acc) else math.prod(acc))
+        acc = [*acc, *(s if isinstance(s, list) else [s])]
+    return tuple(reversed(strides))
+
+
+def flat(t: object) -> list:
+    if isinstance(t, tuple):
+        return [leaf for x in t for leaf in flat(x)]
+    return [t]

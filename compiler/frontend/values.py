@@ -1,0 +1,195 @@
+"""Frontend (check stage): the compile-time values the checker gives every expression."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilec.diagnostics import Span
+from tilec.frontend import ast
+
+
+class V:
+    """A checked value; `describe()` names its kind in diagnostics."""
+
+    kind = "value"
+
+    def describe(self) -> str:
+        return self.kind
+
+
+@dataclass
+class ErrorV(V):
+    """The value of an expression that already produced an error: it silences follow-on errors."""
+
+    kind = "error"
+
+
+@dataclass
+class IntV(V):
+    """An integer: static (`value`) or a runtime index; `text` is its formula for the manifest."""
+
+    value: int | None
+    text: str
+    kind = "int"
+
+    @property
+    def static(self) -> bool:
+        return self.value is not None
+
+
+@dataclass
+class FloatV(V):
+    value: float | None  # None: a runtime scalar argument
+    elem: str = "f32"
+    kind = "float"
+
+
+@dataclass
+class UnderscoreV(V):
+    kind = "'_'"
+
+
+@dataclass
+class TupleV(V):
+    items: list[V]
+    kind = "tuple"
+
+
+@dataclass
+class TypeV(V):
+    name: str  # a key of SCALAR_TYPES
+    kind = "type"
+
+
+@dataclass
+class SwizzleV(V):
+    obj: Any  # tilec.layout.Swizzle
+    kind = "swizzle"
+
+
+@dataclass
+class LayoutV(V):
+    obj: Any  # tilec.layout.Layout or ComposedLayout; dynamic entries are `?`
+    # partition_a/b/c: the block tile whose per-thread part this layout is, and the MMA
+    block_shape: tuple[int, ...] | None = None
+    mma: Any = None
+    kind = "layout"
+
+
+@dataclass
+class Alloc:
+    """A shared-memory buffer; copies into it inside `pipeline` loops multiply it by the stages."""
+
+    name: str
+    span: Span
+    elem: str
+    cosize: int
+    stages: int = 1
+    stages_param: str | None = None  # the compile-time parameter the stage count came from
+
+
+@dataclass
+class TensorV(V):
+    """A view: element type, memory space and layout (`?` entries are runtime values)."""
+
+    elem: str
+    space: str  # global | shared | register
+    layout: Any  # tilec.layout.Layout or ComposedLayout
+    alloc: Alloc | None = None
+    # A fragment partitioned by an MMA holds one thread's part of a block tile of this shape;
+    # block-level operations (store, elementwise math) see that block tile.
+    block_shape: tuple[int, ...] | None = None
+    mma: Any = None
+    kind = "tensor"
+
+    @property
+    def logical_shape(self) -> object:
+        if self.block_shape is not None:
+            return self.block_shape
+        from tilec import layout
+
+        return layout.shape(self.layout)
+
+    def describe(self) -> str:
+        return f"{self.space} tensor {self.elem}[{self.layout}]"
+
+
+@dataclass
+class AtomV(V):
+    name: str
+    kind = "atom"
+
+
+@dataclass
+class MmaV(V):
+    """A tiled MMA: an atom repeated over warps (`atoms`) or warp groups (`warpgroups`)."""
+
+    atom: str
+    tiling: tuple[int, int, int]
+    n: int | None = None  # wgmma's N
+    kind = "tiled mma"
+
+
+@dataclass
+class IterV(V):
+    """What a `for` loop runs over: range(...), pipeline(...), or persistent tiles."""
+
+    how: str  # range | pipeline | persistent
+    args: list[IntV]
+    stages: int = 1
+    stages_param: str | None = None
+    raster: str = "linear"
+    group: int = 1
+    kind = "iteration space"
+
+
+@dataclass
+class TileCoordV(V):
+    """The loop variable of `for t in tiles`: `t.m`, `t.n` are tile coordinates."""
+
+    kind = "tile coordinate"
+
+
+@dataclass
+class BuiltinNamespaceV(V):
+    """`block` and `thread`: `.x`, `.y`, `.z` are runtime indices."""
+
+    name: str
+    kind = "builtin"
+
+
+@dataclass
+class UnitV(V):
+    """The result of a statement-like call (copy, store, gemm, barrier)."""
+
+    kind = "nothing"
+
+
+@dataclass
+class Binding:
+    value: V
+    span: Span
+    node: ast.Node | None = None
+
+
+@dataclass
+class Scope:
+    names: dict[str, Binding] = field(default_factory=dict)
+    parent: Scope | None = None
+
+    def lookup(self, name: str) -> Binding | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+
+@dataclass
+class RasterV(V):
+    """`grouped(8)`: the order `persistent` walks its tiles in."""
+
+    group: int
+    kind = "raster order"
