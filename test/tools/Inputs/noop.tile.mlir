@@ -1,0 +1,5 @@
+module {
+  func.func @k() attributes {tile.target = "sm_80"} {
+    return
+  }
+}
