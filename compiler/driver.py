@@ -67,12 +67,15 @@ def _dump(options: CompileOptions, stem: str, artifact: Artifact) -> None:
     (options.dump_dir / f"{stem}.{ext}").write_bytes(artifact.as_bytes())
 
 
-def _frontend(source: str, file: str, options: CompileOptions, ctx: ir.Context) -> Artifact:
+def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context) -> Artifact:
     from tilec import frontend  # imported on demand: `tilec layout` and tile-opt don't need it
+    from tilec.frontend.lexer import decode_source
 
-    checked = frontend.check(frontend.parse_source(source, file), options.params)
+    text = decode_source(source, file)  # invalid UTF-8 is a located error
+    tree = frontend.parse_source(text, file)
+    checked = frontend.check(tree, options.params)
     if options.emit == "ast":
-        return Artifact("ast", frontend.dump_ast(checked), None)
+        return Artifact("ast", frontend.dump_ast(tree), frontend.target_of(checked))
     with ctx:
         module = frontend.irgen(checked, ctx)
     return Artifact("tile", module, frontend.target_of(checked))
@@ -139,8 +142,7 @@ def compile_file(path: str, options: CompileOptions) -> Artifact:
     stem = Path(path).name.split(".")[0]
     ctx = make_context()
     if start == "source":
-        text = source.decode("utf-8", errors="replace")
-        artifact = _frontend(text, path, options, ctx)
+        artifact = _frontend(source, path, options, ctx)
     elif BY_KEY[start].kind == "mlir":
         with ctx:
             try:
