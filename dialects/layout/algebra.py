@@ -688,12 +688,16 @@ def zipped_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
 
 def tiled_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
     """((tile modes...), rest0, rest1, ...)."""
-    return _on_inner(x, lambda inner: _unpack(zipped_divide(inner, tiler), False))
+    return _on_inner(
+        x, lambda inner: _unpack(_zip("tiled_divide", logical_divide, inner, tiler), False)
+    )
 
 
 def flat_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
     """(tile0, tile1, ..., rest0, rest1, ...)."""
-    return _on_inner(x, lambda inner: _unpack(zipped_divide(inner, tiler), True))
+    return _on_inner(
+        x, lambda inner: _unpack(_zip("flat_divide", logical_divide, inner, tiler), True)
+    )
 
 
 def zipped_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
@@ -701,11 +705,15 @@ def zipped_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
 
 
 def tiled_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
-    return _on_inner(x, lambda inner: _unpack(zipped_product(inner, tiler), False))
+    return _on_inner(
+        x, lambda inner: _unpack(_zip("tiled_product", logical_product, inner, tiler), False)
+    )
 
 
 def flat_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
-    return _on_inner(x, lambda inner: _unpack(zipped_product(inner, tiler), True))
+    return _on_inner(
+        x, lambda inner: _unpack(_zip("flat_product", logical_product, inner, tiler), True)
+    )
 
 
 def _unpack(zipped: Layout, first_too: bool) -> Layout:
@@ -727,18 +735,24 @@ def _interleave(x: LayoutLike, tiler: LayoutLike, block_first: bool) -> AnyLayou
 def blocked_product(x: AnyLayout | LayoutLike, tiler: LayoutLike) -> AnyLayout:
     """Copies of the block x laid out by `tiler`, mode by mode: ((x0,t0),(x1,t1),...).
 
-    blocked_product((2,2):(1,2), (2,3)):   0  2 |  4  6 |  8 10
-                                           1  3 |  5  7 |  9 11
-                                           -----+-------+------
-                                          12 14 | 16 18 | 20 22
-                                          13 15 | 17 19 | 21 23
+    blocked_product((2,2):(1,2), (2,3)):    0  2 |  8 10 | 16 18
+                                            1  3 |  9 11 | 17 19
+                                           ------+-------+------
+                                            4  6 | 12 14 | 20 22
+                                            5  7 | 13 15 | 21 23
     """
     return _interleave(x, tiler, True)
 
 
 def raked_product(x: AnyLayout | LayoutLike, tiler: LayoutLike) -> AnyLayout:
     """Like blocked_product with each mode's halves swapped ((t0,x0),(t1,x1),...): the copies
-    interleave element by element instead of sitting side by side."""
+    interleave element by element instead of sitting side by side.
+
+        raked_product((2,2):(1,2), (2,3)):      0  8 16  2 10 18
+                                                4 12 20  6 14 22
+                                                1  9 17  3 11 19
+                                                5 13 21  7 15 23
+    """
     return _interleave(x, tiler, False)
 
 

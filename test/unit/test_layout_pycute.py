@@ -311,3 +311,30 @@ def test_swizzle(bits: int, base: int, shift: int) -> None:
     assert (mine.yyy_mask, mine.zzz_mask) == (theirs.yyy_msk, theirs.zzz_msk)
     for offset in range(1 << 12):
         assert mine(offset) == theirs(offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where pycute is wrong: pin its answer beside CuTe C++'s (docs/layout-algebra.md lists these)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_where_pycute_differs() -> None:
+    # cosize with a negative stride: pycute's L(size-1)+1 is not an upper bound.
+    assert pycute.cosize(pycute.Layout(4, -1)) == -2
+    assert L.cosize(L.Layout(4, -1)) == 1
+    # complement of a non-injective layout: pycute returns a shape-0 layout; CuTe rejects it.
+    assert pycute.complement(pycute.Layout((2, 2), (1, 1))).shape == 0
+    with pytest.raises(L.LayoutError, match="not injective"):
+        L.complement(L.Layout((2, 2), (1, 1)))
+    # logical_product with an integer: pycute calls logical_divide.
+    theirs = pycute.logical_product(pycute.Layout((2, 2), (1, 2)), 3)
+    assert (theirs.shape, theirs.stride) == ((3, 2), (1, 3))
+    assert L.logical_product(L.Layout((2, 2), (1, 2)), 3) == L.Layout(((2, 2), 3), ((1, 2), 4))
+    # right_inverse with a stride-0 mode: pycute stops at it and returns 1:0.
+    theirs = pycute.right_inverse(pycute.Layout((2, 4), (0, 1)))
+    assert (theirs.shape, theirs.stride) == (1, 0)
+    assert L.right_inverse(L.Layout((2, 4), (0, 1))) == L.Layout(4, 2)
+    # Swizzle with shift 0 (the identity): pycute's shiftr/shiftl call each other forever.
+    with pytest.raises(RecursionError):
+        pycute.Swizzle(0, 4, 0)(5)
+    assert L.Swizzle(0, 4, 0)(5) == 5
