@@ -1,0 +1,121 @@
+"""`tilec layout EXPR`: values, tables, SVGs and caret diagnostics (main() called directly)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tilec.layout_cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("expr", "printed"),
+    [
+        # B(a,b) = a + 4b; in (4,8) that is coordinate (a,b), so index 8a + b.
+        ("composition((4,8):(8,1), (2,2):(1,4))", "(2,2):(8,1)"),
+        ("logical_divide((8,8):(8,1), (2,4))", "((2,4),(4,2)):((8,16),(1,4))"),
+        ("zipped_divide((8,8):(8,1), (2:1, 4:2))", "((2,4),(4,2)):((8,2),(16,1))"),
+        ("blocked_product((2,2):(1,2), (3,4))", "((2,3),(2,4)):((1,4),(2,12))"),
+        ("raked_product((2,2):(1,2), (3,4))", "((3,2),(4,2)):((4,1),(12,2))"),
+        ("swizzle<3,3,3> o (8,64):(64,1)", "Sw<3,3,3> o 0 o (8,64):(64,1)"),
+        ("Sw<3,3,3> o 0 o (8,64):(64,1)", "Sw<3,3,3> o 0 o (8,64):(64,1)"),
+        (
+            "tile_to_shape(swizzle<3,3,3> o (8,64):(64,1), (128,64))",
+            "Sw<3,3,3> o 0 o (128,64):(64,1)",
+        ),
+        ("(4,8)", "(4,8):(1,4)"),
+        ("8", "8:1"),
+        ("size((4,8))", "32"),
+        ("shape(((2,4),8):((1,16),2))", "((2,4),8)"),
+        ("complement(4:2, 24)", "(2,3):(1,8)"),
+        ("slice_and_offset((_,2), (4,8):(8,1))", "((4):(8),2)"),
+        ("coalesce(get(((2,4),8):((1,16),2), 0))", "(2,4):(1,16)"),
+        ("  composition ( 20:2 , (5,4):(4,1) )  ", "(5,4):(8,2)"),
+    ],
+)
+def test_prints_value(capsys: pytest.CaptureFixture[str], expr: str, printed: str) -> None:
+    code, out, err = run(capsys, expr)
+    assert (code, out, err) == (0, printed + "\n", "")
+
+
+def test_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "(2,3):(3,1)", "--table")
+    assert code == 0
+    assert out.splitlines() == [
+        "(2,3):(3,1)",
+        "      0   1   2",
+        "    +---+---+---+",
+        " 0  | 0 | 1 | 2 |",
+        "    +---+---+---+",
+        " 1  | 3 | 4 | 5 |",
+        "    +---+---+---+",
+    ]
+
+
+def test_tv_table_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    svg = tmp_path / "tv.svg"
+    code, out, _ = run(capsys, "(4,2):(1,4)", "--tv", "(4,2)", "--table", "--svg", str(svg))
+    assert code == 0
+    assert " 0  | T0V0 | T0V1 |" in out.splitlines()
+    assert " 3  | T3V0 | T3V1 |" in out.splitlines()
+    picture = svg.read_text()
+    assert picture.startswith("<svg") and picture.count("<rect") == 8
+    assert ">T2V1</text>" in picture
+
+
+@pytest.mark.parametrize(
+    ("expr", "col", "message"),
+    [
+        (
+            "composition((8,32):(32,1), (3,4):(1,3))",
+            1,
+            "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 3",
+        ),
+        ("size(complement((2,2):(1,1)))", 6, "not injective"),
+        ("compositon(8:1, 2)", 1, "unknown function 'compositon' (did you mean 'composition'?)"),
+        ("composition((4,8):(8,1), (2,2):(1,4)", 37, "expected ',' or ')', found end of input"),
+        ("coalesce(8:1, 1, 2, 3)", 1, "bad arguments for coalesce(x, profile)"),
+        ("(2,4):(1,(2,3))", 1, "shape (2,4) and stride (1,(2,3)) are not congruent"),
+        ("8:1 $", 5, "unexpected character '$'"),
+        ("((2:1),4):(1,2)", 1, "a layout's shape holds only integers"),
+        ("swizzle<3,3,2> o 8:1", 1, "|S| must be at least B"),
+        ("(?,8)", 2, "expected an expression, found '?'"),
+        ("", 1, "expected an expression, found end of input"),
+        ("logical_divide(8:1 4)", 20, "expected ',' or ')', found '4'"),
+    ],
+)
+def test_errors_point_at_the_column(
+    capsys: pytest.CaptureFixture[str], expr: str, col: int, message: str
+) -> None:
+    code, out, err = run(capsys, expr)
+    assert (code, out) == (1, "")
+    first, line, caret = err.splitlines()
+    assert first.startswith(f"<expr>:1:{col}: error: ")
+    assert message in first
+    assert line == expr
+    assert caret == " " * (col - 1) + "^"
+    assert "Traceback" not in err
+
+
+def test_drawing_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "(2,3,4)", "--table")
+    assert code == 1 and "rank 3, pictures need rank 1 or 2" in err
+    code, _, err = run(capsys, "size((4,8))", "--table")
+    assert code == 1 and "draw layouts, not 32" in err
+    code, _, err = run(capsys, "(4,2):(1,8)", "--tv", "(4,2)", "--table")
+    assert code == 1 and "outside the 4x2 tile" in err
+    code, _, err = run(capsys, "8:1", "--svg", str(tmp_path / "missing" / "x.svg"))
+    assert code == 1 and "cannot write" in err
+
+
+def test_usage_errors_return_a_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["--help"]) == 0
+    assert "composition" in capsys.readouterr().out
