@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError
 from tilec.frontend import ast
-from tilec.frontend.dump import dump_ast
+from tilec.frontend.dump import dump_ast as _dump_node
 from tilec.frontend.lexer import decode_source
 from tilec.frontend.parser import parse
 from tilec.frontend.sema import Checked, check
+
+if TYPE_CHECKING:
+    from mlir import ir
 
 __all__ = [
     "Checked",
     "DiagnosticError",
     "ast",
     "check",
+    "compile_to_ast_text",
     "dump_ast",
+    "irgen",
     "parse_source",
     "read_source",
     "target_of",
@@ -40,14 +46,28 @@ def parse_source(text: str, file: str) -> ast.Module:
     return module
 
 
-def sorted_by_position(diags: list[Diagnostic]) -> list[Diagnostic]:
-    """Lexer and parser errors interleaved in source order; unlocated ones last."""
-    return sorted(
-        diags,
-        key=lambda d: (d.span is None, d.span.line if d.span else 0, d.span.col if d.span else 0),
-    )
+def dump_ast(tree: ast.Node | Checked) -> str:
+    """`--emit ast`: the (checked) program as an indented S-expression."""
+    return _dump_node(tree.module if isinstance(tree, Checked) else tree)
+
+
+def compile_to_ast_text(text: str, file: str, params: dict[str, str] | None = None) -> str:
+    """Parse and check `text`, then dump its AST; raises DiagnosticError."""
+    return dump_ast(check(parse_source(text, file), params or {}))
+
+
+def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
+    """The `tile`-dialect module of a checked program (imports MLIR only when called)."""
+    from tilec.frontend.irgen import irgen as generate
+
+    return generate(checked, ctx)
 
 
 def target_of(checked: Checked) -> str | None:
     """The target the module's kernels name (the first kernel's), or None without kernels."""
     return checked.kernels[0].target if checked.kernels else None
+
+
+def sorted_by_position(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Lexer and parser errors interleaved in source order; unlocated ones last."""
+    return sorted(diags, key=lambda d: (d.span is None, (d.span.line, d.span.col) if d.span else 0))

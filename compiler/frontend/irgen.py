@@ -1,0 +1,275 @@
+"""Frontend (tile stage): the checked AST to a `tile`-dialect module, one func.func per kernel."""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, func, scf
+
+from tilec import layout as L
+from tilec.diagnostics import Span
+from tilec.frontend import ast
+from tilec.frontend.expr import static_ints
+from tilec.frontend.irgen_expr import ExprGen, elem, i64
+from tilec.frontend.sema import Checked, CheckedKernel
+from tilec.frontend.types import SCALAR_TYPES, is_float_type
+from tilec.frontend.values import FloatV, IntV, IterV, MmaV, TensorV, V
+
+
+def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
+    """The `tile`-dialect module of a checked program; every op is located in the .tile file."""
+    with ctx, ir.Location.file(checked.file, 1, 1):
+        module = ir.Module.create()
+        for kernel in checked.kernels:
+            KernelGen(checked, kernel, module).run()
+    return module
+
+
+def tensor_type(t: TensorV) -> ir.Type:
+    return ir.Type.parse(f'!tile.tensor<{SCALAR_TYPES[t.elem][0]}, "{t.space}", "{t.layout}">')
+
+
+def mma_type(m: MmaV) -> ir.Type:
+    atom = m.atom.replace("xNx", f"x{m.n}x") if m.n is not None else m.atom
+    return ir.Type.parse(f'!tile.mma<"{atom}", "{L.tuple_str(m.tiling)}">')
+
+
+class KernelGen(ExprGen):
+    def __init__(self, checked: Checked, kernel: CheckedKernel, module: ir.Module) -> None:
+        self.checked, self.k, self.module = checked, kernel, module
+        self.values = checked.values
+        self.env: list[dict[str, object]] = [{}]
+
+    # Locations and op creation ----------------------------------------------------------------
+
+    def loc(self, span: Span) -> ir.Location:
+        return ir.Location.file(span.file, span.line, span.col)
+
+    def op(
+        self,
+        name: str,
+        span: Span,
+        operands: list[ir.Value],
+        results: list[ir.Type],
+        attributes: dict[str, ir.Attribute] | None = None,
+    ) -> ir.Operation:
+        return ir.Operation.create(
+            name,
+            results=results,
+            operands=operands,
+            attributes=attributes or {},
+            loc=self.loc(span),
+        )
+
+    def const(self, value: int, span: Span) -> ir.Value:
+        return arith.ConstantOp(ir.IndexType.get(), value, loc=self.loc(span)).result
+
+    def bind(self, name: str, value: object) -> None:
+        self.env[-1][name] = value
+
+    def lookup(self, name: str) -> object:
+        for scope in reversed(self.env):
+            if name in scope:
+                return scope[name]
+        raise KeyError(name)  # the checker resolved every name; reaching here is a bug
+
+    # Kernel -------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        node, k = self.k.node, self.k
+        inputs, names = [], []
+        for a in node.args:
+            names.append(a.name)
+            inputs.append(
+                ir.Type.parse("!llvm.ptr") if a.is_tensor else elem(self.values_of_arg(a))
+            )
+        for size in k.sizes:
+            names.append(size)
+            inputs.append(ir.IndexType.get())
+        with ir.InsertionPoint(self.module.body):
+            fn = func.FuncOp(node.name, (inputs, []), loc=self.loc(node.span))
+        for key, attr in self.kernel_attributes(names).items():
+            fn.attributes[key] = attr
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            for name, arg in zip(names, block.arguments, strict=True):
+                self.bind(name, arg)
+            for a in node.args:
+                if a.is_tensor:
+                    self.make_tensor(a)
+            self.block(node.body)
+            func.ReturnOp([], loc=self.loc(node.span))
+
+    def values_of_arg(self, a: ast.Arg) -> str:
+        param = self.k.params.get(a.elem.id)
+        return param if isinstance(param, str) else a.elem.id
+
+    def kernel_attributes(self, names: list[str]) -> dict[str, ir.Attribute]:
+        k = self.k
+        params = {}
+        for name, value in k.params.items():
+            params[name] = ir.TypeAttr.get(elem(value)) if isinstance(value, str) else i64(value)
+        bindings = {
+            s.name: ir.ArrayAttr.get([ir.StringAttr.get(b) for b in s.bindings])
+            for s in k.sizes.values()
+        }
+        threads = [*k.threads, 1, 1][:3]
+        return {
+            "tile.kernel": ir.UnitAttr.get(),
+            "tile.target": ir.StringAttr.get(k.target),
+            "tile.grid": ir.ArrayAttr.get([ir.StringAttr.get(g.text) for g in k.grid]),
+            "tile.threads": ir.DenseI64ArrayAttr.get(threads),
+            "tile.params": ir.DictAttr.get(params),
+            "tile.arg_names": ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names]),
+            "tile.bindings": ir.DictAttr.get(bindings),
+            "tile.smem_bytes": i64(k.smem_bytes),
+        }
+
+    def make_tensor(self, a: ast.Arg) -> None:
+        t = self.k.tensors[a.name]
+        dynamic = [self.product(f, a.span) for f in self.k.dynamic_entries[a.name]]
+        op = self.op(
+            "tile.make_tensor",
+            a.span,
+            [self.lookup(a.name), *dynamic],
+            [tensor_type(t)],
+            {"name": ir.StringAttr.get(a.name)},
+        )
+        self.bind(a.name, op.result)
+
+    def product(self, factors: list[str | int], span: Span) -> ir.Value:
+        """The index value of a product of runtime sizes and integers (a row-major stride)."""
+        values = [self.lookup(f) if isinstance(f, str) else self.const(f, span) for f in factors]
+        result = values[0]
+        for v in values[1:]:
+            result = arith.MulIOp(result, v, loc=self.loc(span)).result
+        return result
+
+    # Statements ---------------------------------------------------------------------------------
+
+    def block(self, stmts: list[ast.Node]) -> None:
+        self.env.append({})
+        for stmt in stmts:
+            self.stmt(stmt)
+        self.env.pop()
+
+    def stmt(self, stmt: ast.Node) -> None:
+        if isinstance(stmt, ast.Let):
+            it = self.values[id(stmt.value)]
+            if isinstance(it, IterV) and it.how == "persistent":
+                self.bind(stmt.name, self.tile_counts(stmt.value))
+                return
+            value = self.expr(stmt.value)
+            if stmt.init is not None:
+                init = self.values[id(stmt.init)]
+                t = self.values[id(stmt.value)]
+                self.op(
+                    "tile.fill",
+                    stmt.init.span,
+                    [value],
+                    [],
+                    {"value": self.scalar_attr(init, t.elem)},
+                )
+            self.bind(stmt.name, value)
+        elif isinstance(stmt, ast.ExprStmt):
+            self.expr(stmt.expr)
+        elif isinstance(stmt, ast.For):
+            self.for_stmt(stmt)
+        elif isinstance(stmt, ast.WarpSpecialize):
+            self.warp_specialize(stmt)
+
+    def scalar_attr(self, v: V | None, elem_name: str) -> ir.Attribute:
+        """`v` (a static number; 0 when absent) as an attribute of element type `elem_name`."""
+        ty = elem(elem_name)
+        number = v.value if isinstance(v, (IntV, FloatV)) else 0
+        if is_float_type(elem_name):
+            return ir.FloatAttr.get(ty, float(number))
+        return ir.IntegerAttr.get(ty, int(number) if math.isfinite(number) else 0)
+
+    def for_stmt(self, stmt: ast.For) -> None:
+        it: IterV = self.values[id(stmt.iter)]
+        if it.how == "persistent":
+            self.persistent(stmt, it)
+            return
+        call = stmt.iter if isinstance(stmt.iter, ast.Call) else None
+        bounds = call.args if call is not None and it.how == "range" else []
+        lo, hi, step = self.loop_bounds(it, bounds, call, stmt.span)
+        loop = scf.ForOp(lo, hi, step, loc=self.loc(stmt.span))
+        if it.how == "pipeline":
+            loop.attributes["tile.stages"] = i64(it.stages)
+        with ir.InsertionPoint(loop.body):
+            self.env.append({stmt.var: loop.induction_variable})
+            self.block(stmt.body)
+            self.env.pop()
+            scf.YieldOp([], loc=self.loc(stmt.span))
+
+    def loop_bounds(
+        self, it: IterV, bounds: list[ast.Node], call: ast.Call | None, span: Span
+    ) -> tuple[ir.Value, ir.Value, ir.Value]:
+        if it.how == "pipeline":
+            return self.const(0, span), self.expr(call.args[0]), self.const(1, span)
+        if len(bounds) == 1:
+            return self.const(0, span), self.expr(bounds[0]), self.const(1, span)
+        step = self.expr(bounds[2]) if len(bounds) == 3 else self.const(1, span)
+        return self.expr(bounds[0]), self.expr(bounds[1]), step
+
+    def persistent(self, stmt: ast.For, it: IterV) -> None:
+        if isinstance(stmt.iter, ast.Name):
+            tiles_m, tiles_n = self.lookup(stmt.iter.id)
+        else:
+            tiles_m, tiles_n = self.tile_counts(stmt.iter)
+        loc = self.loc(stmt.span)
+        total = arith.MulIOp(tiles_m, tiles_n, loc=loc).result
+        index = ir.IndexType.get()
+        first = self.op("tile.block_id", stmt.span, [], [index], {"dim": i64(0)}).result
+        step = self.op("tile.grid_dim", stmt.span, [], [index], {"dim": i64(0)}).result
+        loop = scf.ForOp(first, total, step, loc=loc)
+        loop.attributes["tile.persistent"] = ir.StringAttr.get(it.raster)
+        with ir.InsertionPoint(loop.body):
+            coord = self.op(
+                "tile.tile_coord",
+                stmt.span,
+                [loop.induction_variable, tiles_m, tiles_n],
+                [index, index],
+                {"raster": ir.StringAttr.get(it.raster), "group": i64(it.group)},
+            )
+            self.env.append({stmt.var: (coord.results[0], coord.results[1])})
+            self.block(stmt.body)
+            self.env.pop()
+            scf.YieldOp([], loc=loc)
+
+    def tile_counts(self, call: ast.Call) -> tuple[ir.Value, ir.Value]:
+        """The tile counts (m, n) of `persistent((m, n), ...)`, as index values."""
+        counts = call.args[0]
+        items = counts.items if isinstance(counts, ast.Tuple) else [counts]
+        return self.expr(items[0]), self.expr(items[1])
+
+    def warp_specialize(self, stmt: ast.WarpSpecialize) -> None:
+        outer = self.region_op(stmt.span, {"tile.warp_specialize": ir.UnitAttr.get()})
+        with ir.InsertionPoint(outer.regions[0].blocks[0]):
+            for role in stmt.roles:
+                attrs: dict[str, ir.Attribute] = {"tile.role": ir.StringAttr.get(role.kind)}
+                for kw in role.kwargs:
+                    ints = static_ints(self.values[id(kw.value)]) or []
+                    key = "tile.warpgroups" if kw.name.startswith("warpgroup") else "tile.registers"
+                    attrs[key] = (
+                        ir.DenseI64ArrayAttr.get(ints) if key == "tile.warpgroups" else i64(ints[0])
+                    )
+                inner = self.region_op(role.span, attrs)
+                with ir.InsertionPoint(inner.regions[0].blocks[0]):
+                    self.block(role.body)
+                    scf.YieldOp([], loc=self.loc(role.span))
+            scf.YieldOp([], loc=self.loc(stmt.span))
+
+    def region_op(self, span: Span, attrs: dict[str, ir.Attribute]) -> ir.Operation:
+        op = ir.Operation.create(
+            "scf.execute_region",
+            results=[],
+            operands=[],
+            attributes=attrs,
+            regions=1,
+            loc=self.loc(span),
+        )
+        op.regions[0].blocks.append()
+        return op

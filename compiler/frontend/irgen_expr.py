@@ -1,0 +1,311 @@
+"""Frontend (tile stage): expressions to `tile` and `arith` values; static values emit nothing."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith
+
+from tilec import layout as L
+from tilec.diagnostics import Span
+from tilec.frontend import ast
+from tilec.frontend.types import SCALAR_TYPES
+from tilec.frontend.values import FloatV, IntV, MmaV, TensorV, TupleV, UnderscoreV, V
+
+BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
+INT_OPS = {
+    "+": arith.AddIOp,
+    "-": arith.SubIOp,
+    "*": arith.MulIOp,
+    "/": arith.FloorDivSIOp,
+    "%": arith.RemSIOp,
+}
+FLOAT_OPS = {
+    "+": arith.AddFOp,
+    "-": arith.SubFOp,
+    "*": arith.MulFOp,
+    "/": arith.DivFOp,
+    "%": arith.RemFOp,
+}
+DIMS = {"x": 0, "y": 1, "z": 2}
+REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
+
+
+class ExprGen:
+    """Mixed into KernelGen: needs `values`, `op`, `const`, `lookup`, `loc`, `tensor_type`."""
+
+    values: dict[int, V]
+
+    def expr(self, node: ast.Node) -> object:
+        v = self.values[id(node)]
+        if isinstance(v, IntV):
+            return self.int_value(v, node.span, node)
+        if isinstance(v, FloatV):
+            return self.float_value(v, node)
+        if isinstance(v, (TensorV, MmaV)):
+            return self.tensor(node, v)
+        if isinstance(node, ast.Call):
+            self.action(node)
+        return None
+
+    # Scalars ------------------------------------------------------------------------------------
+
+    def int_value(self, v: IntV, span: Span, node: ast.Node | None = None) -> ir.Value:
+        if v.static:
+            return self.const(v.value, span)
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Attr):
+            return self.attr_index(node)
+        if isinstance(node, ast.Binary):
+            lhs, rhs = self.expr(node.lhs), self.expr(node.rhs)
+            return INT_OPS[node.op](lhs, rhs, loc=self.loc(span)).result
+        if isinstance(node, ast.Unary):
+            return arith.SubIOp(
+                self.const(0, span), self.expr(node.operand), loc=self.loc(span)
+            ).result
+        if isinstance(node, ast.Call):
+            return self.int_call(node)
+        if isinstance(node, ast.Cast):
+            return self.expr(node.value)
+        raise AssertionError(f"no runtime value for {type(node).__name__}")
+
+    def attr_index(self, node: ast.Attr) -> ir.Value:
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("block", "thread"):
+            name = "tile.block_id" if base.id == "block" else "tile.thread_id"
+            return self.op(
+                name, node.span, [], [ir.IndexType.get()], {"dim": i64(DIMS[node.attr])}
+            ).result
+        m, n = self.lookup(base.id)
+        return m if node.attr == "m" else n
+
+    def int_call(self, node: ast.Call) -> ir.Value:
+        loc = self.loc(node.span)
+        if node.func in ("cdiv", "ceil_div"):
+            a, b = (self.expr(x) for x in node.args)
+            return arith.CeilDivSIOp(a, b, loc=loc).result
+        if node.func in ("min", "max"):
+            a, b = (self.expr(x) for x in node.args)
+            op = arith.MinSIOp if node.func == "min" else arith.MaxSIOp
+            return op(a, b, loc=loc).result
+        # size(tensor, mode): the only runtime query the checker lets through
+        tensor = self.expr(node.args[0])
+        mode = self.values[id(node.args[1])].value if len(node.args) > 1 else 0
+        return self.op(
+            "tile.size", node.span, [tensor], [ir.IndexType.get()], {"mode": i64(mode)}
+        ).result
+
+    def float_value(self, v: FloatV, node: ast.Node) -> ir.Value:
+        if v.value is not None:
+            return arith.ConstantOp(
+                elem(v.elem), ir.FloatAttr.get(elem(v.elem), v.value), loc=self.loc(node.span)
+            ).result
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Binary):
+            lhs = self.scalar(node.lhs, v.elem)
+            rhs = self.scalar(node.rhs, v.elem)
+            return FLOAT_OPS[node.op](lhs, rhs, loc=self.loc(node.span)).result
+        if isinstance(node, ast.Unary):
+            return arith.NegFOp(self.scalar(node.operand, v.elem), loc=self.loc(node.span)).result
+        if isinstance(node, ast.Cast):
+            return self.scalar(node.value, v.elem)
+        raise AssertionError(f"no runtime value for {type(node).__name__}")
+
+    def scalar(self, node: ast.Node, elem_name: str) -> ir.Value:
+        """A scalar operand of elementwise math, as a value of `elem_name` (ints convert)."""
+        v = self.values[id(node)]
+        if isinstance(v, IntV) and v.static:
+            return self.float_value(FloatV(float(v.value), elem_name), node)
+        value = self.expr(node)
+        if isinstance(v, IntV):
+            i64v = arith.IndexCastOp(ir.IntegerType.get_signless(64), value).result
+            return arith.SIToFPOp(elem(elem_name), i64v, loc=self.loc(node.span)).result
+        if isinstance(v, FloatV) and v.elem != elem_name:
+            return self.convert_scalar(value, v.elem, elem_name, node.span)
+        return value
+
+    def convert_scalar(self, value: ir.Value, src: str, dst: str, span: Span) -> ir.Value:
+        wider = SCALAR_TYPES[dst][1] > SCALAR_TYPES[src][1]
+        op = arith.ExtFOp if wider else arith.TruncFOp
+        return op(elem(dst), value, loc=self.loc(span)).result
+
+    # Tensors ------------------------------------------------------------------------------------
+
+    def tensor(self, node: ast.Node, v: TensorV | MmaV) -> ir.Value:
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        result_type = self.result_type(v)
+        if isinstance(node, ast.Index):
+            coord, operands = self.coord_spec(self.values[id(x)] for x in node.indices), []
+            operands = self.coord_operands(node.indices)
+            return self.op(
+                "tile.slice",
+                node.span,
+                [self.expr(node.value), *operands],
+                [result_type],
+                {"coord": ir.StringAttr.get(coord)},
+            ).result
+        if isinstance(node, ast.Binary):
+            return self.elementwise(
+                "tile.binary", BINARY[node.op], [node.lhs, node.rhs], v, node.span
+            )
+        if isinstance(node, ast.Unary):
+            return self.elementwise("tile.unary", "neg", [node.operand], v, node.span)
+        if isinstance(node, ast.Cast):
+            return self.op("tile.convert", node.span, [self.expr(node.value)], [result_type]).result
+        return self.tensor_call(node, v, result_type)
+
+    def result_type(self, v: TensorV | MmaV) -> ir.Type:
+        from tilec.frontend.irgen import mma_type, tensor_type
+
+        return mma_type(v) if isinstance(v, MmaV) else tensor_type(v)
+
+    def elementwise(
+        self, name: str, op: str, nodes: list[ast.Node], v: TensorV, span: Span
+    ) -> ir.Value:
+        operands = []
+        for n in nodes:
+            nv = self.values[id(n)]
+            operands.append(self.expr(n) if isinstance(nv, TensorV) else self.scalar(n, v.elem))
+        if name == "tile.binary" and len(operands) == 1:
+            name = "tile.unary"
+        return self.op(
+            name, span, operands, [self.result_type(v)], {"op": ir.StringAttr.get(op)}
+        ).result
+
+    def coord_spec(self, coords: object) -> str:
+        parts = []
+        for c in coords:
+            if isinstance(c, UnderscoreV):
+                parts.append("_")
+            elif isinstance(c, IntV) and c.static:
+                parts.append(str(c.value))
+            else:
+                parts.append("?")
+        return "(" + ",".join(parts) + ")"
+
+    def coord_operands(self, nodes: list[ast.Node]) -> list[ir.Value]:
+        return [
+            self.expr(n)
+            for n in nodes
+            if isinstance(self.values[id(n)], IntV) and not self.values[id(n)].static
+        ]
+
+    def tensor_call(self, node: ast.Call, v: TensorV | MmaV, rtype: ir.Type) -> ir.Value:
+        f, span = node.func, node.span
+        if f == "local_tile":
+            coord_node = node.args[2]
+            items = coord_node.items if isinstance(coord_node, ast.Tuple) else [coord_node]
+            cv = self.values[id(coord_node)]
+            coords = cv.items if isinstance(cv, TupleV) else [cv]
+            tile = [x.value for x in _items(self.values[id(node.args[1])])]
+            return self.op(
+                "tile.local_tile",
+                span,
+                [self.expr(node.args[0]), *self.coord_operands(items)],
+                [rtype],
+                {
+                    "tile": ir.DenseI64ArrayAttr.get(tile),
+                    "coord": ir.StringAttr.get(self.coord_spec(coords)),
+                },
+            ).result
+        if f == "partition":
+            threads = self.values[id(node.args[1])]
+            spec = (
+                str(threads.obj)
+                if hasattr(threads, "obj")
+                else str(L.Layout(tuple(x.value for x in _items(threads))))
+            )
+            return self.op(
+                "tile.partition",
+                span,
+                [self.expr(node.args[0])],
+                [rtype],
+                {"threads": ir.StringAttr.get(spec)},
+            ).result
+        if f == "permute":
+            perm = [x.value for x in _items(self.values[id(node.args[1])])]
+            return self.op(
+                "tile.permute",
+                span,
+                [self.expr(node.args[0])],
+                [rtype],
+                {"perm": ir.DenseI64ArrayAttr.get(perm)},
+            ).result
+        if f == "shared":
+            return self.op(
+                "tile.alloc_shared", span, [], [rtype], {"name": ir.StringAttr.get(v.alloc.name)}
+            ).result
+        if f == "fragment":
+            return self.fragment(node, v, rtype)
+        if f == "load":
+            other = self.values.get(id(node.kwarg("other"))) if node.kwarg("other") else None
+            src = self.values[id(node.args[0])]
+            return self.op(
+                "tile.load",
+                span,
+                [self.expr(node.args[0])],
+                [rtype],
+                {"other": self.scalar_attr(other, src.elem)},
+            ).result
+        if f == "tiled_mma":
+            return self.op("tile.tiled_mma", span, [], [rtype]).result
+        if f in REDUCE:
+            mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
+            return self.op(
+                "tile.reduce",
+                span,
+                [self.expr(node.args[0])],
+                [rtype],
+                {"kind": ir.StringAttr.get(REDUCE[f]), "mode": i64(mode)},
+            ).result
+        if f in ("max", "min"):
+            return self.elementwise("tile.binary", f, node.args, v, span)
+        return self.elementwise("tile.unary", f, node.args, v, span)
+
+    def fragment(self, node: ast.Call, v: TensorV, rtype: ir.Type) -> ir.Value:
+        operands = []
+        shape = v.block_shape or tuple(L.flatten(L.shape(v.layout)))
+        if v.mma is not None:
+            operands.append(self.expr(node.args[0].args[0]))
+        return self.op(
+            "tile.fragment",
+            node.span,
+            operands,
+            [rtype],
+            {"block_shape": ir.DenseI64ArrayAttr.get(list(shape))},
+        ).result
+
+    # Actions ------------------------------------------------------------------------------------
+
+    def action(self, node: ast.Call) -> None:
+        f, span = node.func, node.span
+        if f == "barrier":
+            self.op("tile.barrier", span, [], [])
+        elif f == "store":
+            self.op("tile.store", span, [self.expr(node.args[0]), self.expr(node.args[1])], [])
+        elif f == "copy":
+            atom = node.targs[0] if node.targs else None
+            name = (atom.text if isinstance(atom, ast.AtomName) else atom.id) if atom else "auto"
+            self.op(
+                "tile.copy",
+                span,
+                [self.expr(node.args[0]), self.expr(node.args[1])],
+                [],
+                {"atom": ir.StringAttr.get(name)},
+            )
+        elif f == "gemm":
+            self.op("tile.gemm", span, [self.expr(a) for a in node.args], [])
+
+
+def _items(v: V) -> list[V]:
+    return v.items if isinstance(v, TupleV) else [v]
+
+
+def elem(name: str) -> ir.Type:
+    return ir.Type.parse(SCALAR_TYPES[name][0])
+
+
+def i64(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)

@@ -1,0 +1,250 @@
+// The `tile` dialect: kernels' views, data movement, MMAs and elementwise math (source of truth;
+// loaded through IRDL). See docs/tile-dialect.md.
+//
+// A tensor is a view: `!tile.tensor<ELEM, "SPACE", "LAYOUT">`, where SPACE is global, shared or
+// register and LAYOUT is CuTe text (`(128,32):(?,1)`, `Sw<2,3,3> o 0 o (8,32):(32,1)`); a `?`
+// entry is known only at run time. `tile.make_tensor` takes the runtime entries of a global
+// tensor as operands; every other view op derives its result's `?` entries from its operands.
+//
+// IRDL cannot declare terminators, so loops and warp-specialised roles are `scf.for` and
+// `scf.execute_region` carrying `tile.*` attributes (see docs/tile-dialect.md).
+// IRDL ops print in the generic form: tests match that form.
+irdl.dialect @tile {
+  irdl.type @tensor {
+    %elem = irdl.any
+    %space = irdl.base "#builtin.string"
+    %layout = irdl.base "#builtin.string"
+    irdl.parameters(elem: %elem, space: %space, layout: %layout)
+  }
+
+  // A tiled MMA: an atom (with wgmma's N filled in) repeated over warps or warp groups.
+  irdl.type @mma {
+    %atom = irdl.base "#builtin.string"
+    %tiling = irdl.base "#builtin.string"
+    irdl.parameters(atom: %atom, tiling: %tiling)
+  }
+
+  // --- Indices ---------------------------------------------------------------------------
+
+  // block_id / thread_id / grid_dim {dim}: blockIdx, threadIdx, gridDim along x (0), y, z.
+  irdl.operation @block_id {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes {"dim" = %dim}
+    irdl.results(result: %index)
+  }
+  irdl.operation @thread_id {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes {"dim" = %dim}
+    irdl.results(result: %index)
+  }
+  irdl.operation @grid_dim {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes {"dim" = %dim}
+    irdl.results(result: %index)
+  }
+
+  // size(tensor) {mode}: the extent of one top-level mode, for runtime extents.
+  irdl.operation @size {
+    %t = irdl.base @tile::@tensor
+    %mode = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.operands(tensor: %t)
+    irdl.attributes {"mode" = %mode}
+    irdl.results(result: %index)
+  }
+
+  // tile_coord(linear, tiles_m, tiles_n) {raster, group}: the (m, n) tile a persistent
+  // loop's linear tile index stands for; raster "grouped" walks `group` rows of tiles at once.
+  irdl.operation @tile_coord {
+    %index = irdl.is index
+    %raster = irdl.base "#builtin.string"
+    %group = irdl.base "#builtin.integer"
+    irdl.operands(linear: %index, tiles_m: %index, tiles_n: %index)
+    irdl.attributes {"raster" = %raster, "group" = %group}
+    irdl.results(m: %index, n: %index)
+  }
+
+  // --- Views -------------------------------------------------------------------------------
+
+  // make_tensor(ptr, dynamic...) {name}: a global tensor argument; one index per `?` of the
+  // result layout, shape entries first, then strides.
+  irdl.operation @make_tensor {
+    %ptr = irdl.is !llvm.ptr
+    %index = irdl.is index
+    %t = irdl.base @tile::@tensor
+    %name = irdl.base "#builtin.string"
+    irdl.operands(ptr: %ptr, dynamic: variadic %index)
+    irdl.attributes {"name" = %name}
+    irdl.results(result: %t)
+  }
+
+  // local_tile(src, coords...) {tile, coord}: the block's tile of `src`. `tile` is the tile
+  // shape; `coord` spells the tile coordinate with `?` for each index operand, an integer for
+  // a static coordinate and `_` for a mode kept whole (it becomes a trailing mode of tiles).
+  irdl.operation @local_tile {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %tile = irdl.base "#builtin.dense_array"
+    %coord = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t, coords: variadic %index)
+    irdl.attributes {"tile" = %tile, "coord" = %coord}
+    irdl.results(result: %r)
+  }
+
+  // slice(src, coords...) {coord}: fix the modes whose coordinate is `?` (an operand) or an
+  // integer; `_` keeps a mode. A swizzled result keeps the swizzle; the offset is the op's.
+  irdl.operation @slice {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %coord = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t, coords: variadic %index)
+    irdl.attributes {"coord" = %coord}
+    irdl.results(result: %r)
+  }
+
+  // permute(src) {perm}: reorder the top-level modes.
+  irdl.operation @permute {
+    %t = irdl.base @tile::@tensor
+    %perm = irdl.base "#builtin.dense_array"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t)
+    irdl.attributes {"perm" = %perm}
+    irdl.results(result: %r)
+  }
+
+  // partition(src) {threads}: this thread's part of `src`, the threads laid out by `threads`.
+  irdl.operation @partition {
+    %t = irdl.base @tile::@tensor
+    %threads = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t)
+    irdl.attributes {"threads" = %threads}
+    irdl.results(result: %r)
+  }
+
+  // --- Storage -----------------------------------------------------------------------------
+
+  // alloc_shared {name}: one stage of a shared buffer; `tile.stages` on a pipelined loop that
+  // copies into it tells the pipelining pass how many stages to allocate.
+  irdl.operation @alloc_shared {
+    %name = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.attributes {"name" = %name}
+    irdl.results(result: %r)
+  }
+
+  // fragment(mma?) {block_shape}: registers. With an MMA operand, this thread's part of a
+  // block tile of `block_shape` as partitioned by that MMA's C layout; else the whole layout.
+  irdl.operation @fragment {
+    %m = irdl.base @tile::@mma
+    %shape = irdl.base "#builtin.dense_array"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(mma: optional %m)
+    irdl.attributes {"block_shape" = %shape}
+    irdl.results(result: %r)
+  }
+
+  // fill(dst) {value}: set every element.
+  irdl.operation @fill {
+    %t = irdl.base @tile::@tensor
+    %v = irdl.any
+    irdl.operands(dst: %t)
+    irdl.attributes {"value" = %v}
+  }
+
+  // --- Data movement -----------------------------------------------------------------------
+
+  // load(src) {other}: the block-level tile into registers; elements past the source tensor's
+  // bounds (ragged edges) read as `other`.
+  irdl.operation @load {
+    %t = irdl.base @tile::@tensor
+    %other = irdl.any
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t)
+    irdl.attributes {"other" = %other}
+    irdl.results(result: %r)
+  }
+
+  // store(value, dst): registers to memory, converting the element type; out-of-bounds
+  // elements are not written.
+  irdl.operation @store {
+    %v = irdl.base @tile::@tensor
+    %t = irdl.base @tile::@tensor
+    irdl.operands(value: %v, dst: %t)
+  }
+
+  // copy(src, dst) {atom}: a block-level copy; atom "auto" lets the compiler choose.
+  irdl.operation @copy {
+    %src = irdl.base @tile::@tensor
+    %dst = irdl.base @tile::@tensor
+    %atom = irdl.base "#builtin.string"
+    irdl.operands(src: %src, dst: %dst)
+    irdl.attributes {"atom" = %atom}
+  }
+
+  irdl.operation @barrier {
+  }
+
+  // --- MMA ---------------------------------------------------------------------------------
+
+  irdl.operation @tiled_mma {
+    %m = irdl.base @tile::@mma
+    irdl.results(result: %m)
+  }
+
+  // gemm(mma, a, b, acc): acc += a @ b^T over the block tile (a: M×K, b: N×K), in place.
+  irdl.operation @gemm {
+    %m = irdl.base @tile::@mma
+    %a = irdl.base @tile::@tensor
+    %b = irdl.base @tile::@tensor
+    %acc = irdl.base @tile::@tensor
+    irdl.operands(mma: %m, a: %a, b: %b, acc: %acc)
+  }
+
+  // --- Elementwise math and reductions -------------------------------------------------------
+
+  // binary(lhs, rhs) {op}: add sub mul div rem max min; a scalar operand broadcasts.
+  irdl.operation @binary {
+    %a = irdl.any
+    %b = irdl.any
+    %op = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(lhs: %a, rhs: %b)
+    irdl.attributes {"op" = %op}
+    irdl.results(result: %r)
+  }
+
+  // unary(x) {op}: neg exp exp2 log sqrt rsqrt tanh relu gelu sigmoid abs.
+  irdl.operation @unary {
+    %t = irdl.base @tile::@tensor
+    %op = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(x: %t)
+    irdl.attributes {"op" = %op}
+    irdl.results(result: %r)
+  }
+
+  // convert(x): the element type of the result.
+  irdl.operation @convert {
+    %t = irdl.base @tile::@tensor
+    %r = irdl.base @tile::@tensor
+    irdl.operands(x: %t)
+    irdl.results(result: %r)
+  }
+
+  // reduce(x) {kind, mode}: max, min or sum along one mode, which keeps size 1.
+  irdl.operation @reduce {
+    %t = irdl.base @tile::@tensor
+    %kind = irdl.base "#builtin.string"
+    %mode = irdl.base "#builtin.integer"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(x: %t)
+    irdl.attributes {"kind" = %kind, "mode" = %mode}
+    irdl.results(result: %r)
+  }
+}
