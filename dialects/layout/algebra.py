@@ -351,7 +351,10 @@ def shape(x: AnyLayout | IntTuple, *path: int) -> IntTuple:
 
 
 def stride(x: Layout, *path: int) -> IntTuple:
-    return get(x, *path).stride
+    x = get(x, *path)
+    if not isinstance(x, Layout):
+        raise LayoutError(f"{tiler_str(x)} has no strides: only a plain layout does")
+    return x.stride
 
 
 def size(x: AnyLayout | IntTuple, *path: int) -> int:
@@ -804,8 +807,30 @@ def max_common_vector(a: LayoutLike, b: LayoutLike) -> int:
     return shape(common, 0) if stride(common, 0) == 1 else 1
 
 
-def upcast(x: LayoutLike, n: int) -> Layout:
+def _recast_swizzled(op: str, x: ComposedLayout, n: int, up: bool) -> ComposedLayout:
+    """Swizzle<B,M,S> over elements is Swizzle<B,M-log2(n),S> over n-element vectors."""
+    if not isinstance(x.outer, Swizzle) or n < 1 or n & (n - 1):
+        raise LayoutError(
+            f"{op} of {x} by {n} is not defined: needs a swizzle outside and a power-of-two n"
+        )
+    sw, k = x.outer, n.bit_length() - 1
+    base = sw.base - k if up else sw.base + k
+    if base < 0 or (up and x.offset % n):
+        raise LayoutError(
+            f"{op} of {x} by {n} is not defined: the swizzle keeps only {1 << sw.base} "
+            f"elements together, fewer than {n}"
+            if base < 0
+            else f"{op} of {x} by {n} is not defined: offset {x.offset} is not a multiple of {n}"
+        )
+    offset = x.offset // n if up else x.offset * n
+    inner = upcast(x.inner, n) if up else downcast(x.inner, n)
+    return ComposedLayout(Swizzle(sw.bits, base, sw.shift), offset, inner)
+
+
+def upcast(x: AnyLayout | LayoutLike, n: int) -> AnyLayout:
     """View x in units of n elements (e.g. f16 -> 128-bit vectors: n = 8)."""
+    if isinstance(x, ComposedLayout):
+        return _recast_swizzled("upcast", x, n, True)
     x = _as_layout(x)
     _require_static("upcast", x)
 
@@ -825,8 +850,10 @@ def upcast(x: LayoutLike, n: int) -> Layout:
     return Layout(*up(x.shape, x.stride))
 
 
-def downcast(x: LayoutLike, n: int) -> Layout:
+def downcast(x: AnyLayout | LayoutLike, n: int) -> AnyLayout:
     """View x in units of 1/n elements: unit-stride modes grow n times, other strides scale."""
+    if isinstance(x, ComposedLayout):
+        return _recast_swizzled("downcast", x, n, False)
     x = _as_layout(x)
     _require_static("downcast", x)
 

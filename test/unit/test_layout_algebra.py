@@ -275,6 +275,19 @@ def test_upcast_downcast() -> None:
     assert L.upcast(P("(4,8):(0,4)"), 4) == P("(4,8):(0,1)")
 
 
+def test_recast_swizzled_layouts() -> None:
+    """Swizzle<3,3,3> on f16 is Swizzle<3,4,3> on bytes and Swizzle<3,0,3> on 16-byte vectors."""
+    f16 = P("Sw<3,3,3> o (8,64):(64,1)")
+    as_bytes = L.downcast(f16, 2)
+    assert as_bytes == P("Sw<3,4,3> o 0 o (8,128):(128,1)")
+    assert L.upcast(f16, 8) == P("Sw<3,0,3> o 0 o (8,8):(8,1)")
+    assert L.upcast(as_bytes, 2) == f16
+    for r in range(8):
+        for c in range(64):
+            assert as_bytes(r, 2 * c) == 2 * f16(r, c)
+    assert L.upcast(P("Sw<3,3,3> o 8 o (8,64):(64,1)"), 8).offset == 1
+
+
 def test_slice() -> None:
     x = P("((2,3),4):((1,2),6)")
     assert L.slice((None, 2), x) == P("((2,3)):((1,2))")
@@ -390,6 +403,13 @@ def test_composed_layout_call_and_str() -> None:
         (lambda: L.tile_to_shape(P("(2,2,2)"), (4, 4)), r"block has rank 3, more than .* 2"),
         (lambda: L.upcast(P("3:1"), 2), r"upcast of 3:1 by 2 .*mode 3:1"),
         (lambda: L.upcast(P("4:3"), 2), r"upcast of 4:3 by 2"),
+        (
+            lambda: L.upcast(P("Sw<3,3,3> o (8,64):(64,1)"), 16),
+            r"upcast of Sw<3,3,3> o 0 o \(8,64\):\(64,1\) by 16 .*keeps only 8 elements together",
+        ),
+        (lambda: L.upcast(P("Sw<3,3,3> o 4 o 64:1"), 8), r"offset 4 is not a multiple of 8"),
+        (lambda: L.downcast(P("8:1 o 0 o 64:1"), 2), r"needs a swizzle outside"),
+        (lambda: L.stride(P("Sw<3,3,3> o 64:1")), r"has no strides"),
         (lambda: L.Layout((2, 4), (1,)), r"shape \(2,4\) and stride \(1\) are not congruent"),
         (lambda: L.Layout((2, 0)), r"shape entry 0 must be at least 1"),
         (lambda: L.Layout("8"), r"shape entry '8' is not an integer"),
