@@ -206,6 +206,18 @@ def algebra(c: ExprChecker, name: str, args: list[V], span: ast.Span) -> V:
         RecursionError,
     ) as exc:
         return c.error(f"{name}: invalid arguments: {exc}", span)
+    runtime_query = (
+        name == "size"
+        and len(args) == 2
+        and isinstance(args[0], TensorV)
+        and isinstance(args[1], IntV)
+        and args[1].static
+    )
+    if isinstance(result, (int, tuple)) and L.DYN in L.flatten(result) and not runtime_query:
+        return c.error(
+            f"{name} here is only known at run time; of the queries only size(tensor, mode) may be",
+            span,
+        )
     return from_algebra(result)
 
 

@@ -99,6 +99,10 @@ class ExprChecker:
                 self.error("an initial value must be a static number", stmt.init.span)
         if isinstance(value, UnitV):
             value = self.error("this expression has no value to bind", stmt.value.span)
+        if isinstance(value, IterV) and value.how != "persistent":
+            value = self.error(
+                f"{value.how}(...) belongs directly after 'for ... in'", stmt.value.span
+            )
         self.define(scope, stmt.name, value, stmt.name_span, stmt)
 
     def for_stmt(self, stmt: ast.For, scope: Scope) -> None:

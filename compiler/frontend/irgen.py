@@ -14,7 +14,7 @@ from tilec.frontend.expr import static_ints
 from tilec.frontend.irgen_expr import ExprGen, elem, i64
 from tilec.frontend.sema import Checked, CheckedKernel
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
-from tilec.frontend.values import FloatV, IntV, IterV, MmaV, TensorV, V
+from tilec.frontend.values import FloatV, IntV, IterV, MmaV, TensorV, TupleV, V
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -160,6 +160,9 @@ class KernelGen(ExprGen):
             if isinstance(it, IterV) and it.how == "persistent":
                 self.bind(stmt.name, self.tile_counts(stmt.value))
                 return
+            if isinstance(it, TupleV):
+                self.bind(stmt.name, self.tuple_values(stmt.value))
+                return
             value = self.expr(stmt.value)
             if stmt.init is not None:
                 init = self.values[id(stmt.init)]
@@ -241,9 +244,12 @@ class KernelGen(ExprGen):
 
     def tile_counts(self, call: ast.Call) -> tuple[ir.Value, ir.Value]:
         """The tile counts (m, n) of `persistent((m, n), ...)`, as index values."""
-        counts = call.args[0]
-        items = counts.items if isinstance(counts, ast.Tuple) else [counts]
-        return self.expr(items[0]), self.expr(items[1])
+        counts = self.values[id(call.args[0])].items
+        m, n = (
+            self.const(c.value, call.span) if value is None else value
+            for c, value in zip(counts, self.tuple_values(call.args[0]), strict=True)
+        )
+        return m, n
 
     def warp_specialize(self, stmt: ast.WarpSpecialize) -> None:
         outer = self.region_op(stmt.span, {"tile.warp_specialize": ir.UnitAttr.get()})

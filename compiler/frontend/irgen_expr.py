@@ -137,8 +137,12 @@ class ExprGen:
             return self.lookup(node.id)
         result_type = self.result_type(v)
         if isinstance(node, ast.Index):
-            coord, operands = self.coord_spec(self.values[id(x)] for x in node.indices), []
-            operands = self.coord_operands(node.indices)
+            coord = self.coord_spec(self.values[id(x)] for x in node.indices)
+            operands = [
+                self.expr(x)
+                for x in node.indices
+                if isinstance(self.values[id(x)], IntV) and not self.values[id(x)].static
+            ]
             return self.op(
                 "tile.slice",
                 node.span,
@@ -185,25 +189,39 @@ class ExprGen:
                 parts.append("?")
         return "(" + ",".join(parts) + ")"
 
-    def coord_operands(self, nodes: list[ast.Node]) -> list[ir.Value]:
+    def tuple_values(self, node: ast.Node) -> list[ir.Value | None]:
+        """Index values of a tuple's runtime top-level items (a literal, a let-bound name or one
+        int); static and other items are None (their value is in `values`)."""
+        if isinstance(node, ast.Name) and isinstance(self.values[id(node)], TupleV):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Tuple):
+            return [self.item_value(x) for x in node.items]
+        return [self.item_value(node)]
+
+    def item_value(self, node: ast.Node) -> ir.Value | None:
+        v = self.values[id(node)]
+        return self.expr(node) if isinstance(v, IntV) and not v.static else None
+
+    def coord_operands(self, node: ast.Node) -> list[ir.Value]:
+        """The runtime coordinates of a coordinate tuple, in order (one per `?` of its spec)."""
+        items = _items(self.values[id(node)])
+        values = self.tuple_values(node)
         return [
-            self.expr(n)
-            for n in nodes
-            if isinstance(self.values[id(n)], IntV) and not self.values[id(n)].static
+            val
+            for v, val in zip(items, values, strict=True)
+            if isinstance(v, IntV) and not v.static
         ]
 
     def tensor_call(self, node: ast.Call, v: TensorV | MmaV, rtype: ir.Type) -> ir.Value:
         f, span = node.func, node.span
         if f == "local_tile":
             coord_node = node.args[2]
-            items = coord_node.items if isinstance(coord_node, ast.Tuple) else [coord_node]
-            cv = self.values[id(coord_node)]
-            coords = cv.items if isinstance(cv, TupleV) else [cv]
+            coords = _items(self.values[id(coord_node)])
             tile = [x.value for x in _items(self.values[id(node.args[1])])]
             return self.op(
                 "tile.local_tile",
                 span,
-                [self.expr(node.args[0]), *self.coord_operands(items)],
+                [self.expr(node.args[0]), *self.coord_operands(coord_node)],
                 [rtype],
                 {
                     "tile": ir.DenseI64ArrayAttr.get(tile),
