@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,41 @@ def test_usage_errors_return_a_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert main(["--help"]) == 0
     assert "composition" in capsys.readouterr().out
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "layout-algebra.md"
+
+
+def _doc_examples() -> list[tuple[str, str]]:
+    """Each `$ tilec layout ...` line of the doc's code blocks, with the lines printed after it."""
+    examples: list[tuple[str, list[str]]] = []
+    in_block = False
+    for line in DOC.read_text().splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+            current = None
+        elif in_block and line.startswith("$ tilec layout "):
+            current = (line, [])
+            examples.append(current)
+        elif in_block and current is not None:
+            current[1].append(line)
+    return [(cmd, "\n".join(out)) for cmd, out in examples]
+
+
+@pytest.mark.parametrize(("command", "expected"), _doc_examples())
+def test_doc_examples_are_true(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+    expected: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # examples with --svg write their picture here
+    code = main(shlex.split(command)[3:])  # drop "$ tilec layout"
+    out, err = capsys.readouterr()
+    assert (out + err).rstrip("\n") == expected
+    assert code == (1 if "error:" in expected else 0)
+
+
+def test_doc_has_examples() -> None:
+    assert len(_doc_examples()) >= 30
