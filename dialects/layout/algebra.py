@@ -82,6 +82,13 @@ def tuple_str(t: IntTuple | None) -> str:
     return repr(t) if t is DYN else str(t)
 
 
+def tiler_str(t: object) -> str:
+    """CuTe spelling of a tiler: a tuple that may hold layouts, ints and `_`."""
+    if is_tuple(t):
+        return "(" + ",".join(tiler_str(e) for e in t) + ")"
+    return tuple_str(t) if t is None or is_int(t) or t is DYN else str(t)
+
+
 def _mul(a: int | _Dynamic, b: int | _Dynamic) -> int | _Dynamic:
     return DYN if DYN in (a, b) else a * b
 
@@ -456,13 +463,6 @@ def _by_mode(
         )
     done = [fn(x[i], t) for i, t in enumerate(tiler)]
     return make_layout(*done, *(x[i] for i in range(len(tiler), len(x))))
-
-
-def tiler_str(t: object) -> str:
-    """CuTe spelling of a tiler: a tuple that may hold layouts, ints and `_`."""
-    if is_tuple(t):
-        return "(" + ",".join(tiler_str(e) for e in t) + ")"
-    return tuple_str(t) if t is None or is_int(t) or t is DYN else str(t)
 
 
 def coalesce(x: LayoutLike, profile: IntTuple | None = None) -> AnyLayout:

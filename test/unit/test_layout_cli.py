@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
 import pytest
 
+from tilec import layout as L
 from tilec.layout_cli import main
 
 
@@ -120,6 +122,59 @@ def test_usage_errors_return_a_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert main(["--help"]) == 0
     assert "composition" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# The renderer itself
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rank1_table_is_one_column() -> None:
+    assert L.layout_table(L.Layout(3, 2)).splitlines() == [
+        "3:2",
+        "      0",
+        "    +---+",
+        " 0  | 0 |",
+        "    +---+",
+        " 1  | 2 |",
+        "    +---+",
+        " 2  | 4 |",
+        "    +---+",
+    ]
+
+
+def test_swizzled_table_shows_swizzled_indices() -> None:
+    rows = L.layout_table(L.parse_layout("Sw<1,0,1> o (2,2):(2,1)")).splitlines()
+    assert rows[3] == " 0  | 0 | 1 |"
+    assert rows[5] == " 1  | 3 | 2 |"  # row 1: bit 1 set, so bit 0 flips
+
+
+def test_svg_plain_layout() -> None:
+    svg = L.to_svg(L.parse_layout("Sw<3,3,3> o (2,4):(4,1)"))
+    assert '<text x="4" y="14">Sw&lt;3,3,3&gt; o 0 o (2,4):(4,1)</text>' in svg
+    assert svg.count("<rect") == 8
+    # cells are coloured by index mod 8: indices 0..7, eight colours
+    fills = re.findall(r'fill="(#[0-9a-f]{6})"', svg)
+    assert len(set(fills)) == 8
+
+
+def test_svg_tv_colours_by_thread() -> None:
+    svg = L.to_svg(L.Layout((2, 2), (1, 2)), tv_tile=(2, 2))
+    cells = re.findall(r'fill="(#[0-9a-f]{6})"[^>]*/>\n<text[^>]*>(T\dV\d)<', svg)
+    by_label = {label: fill for fill, label in cells}
+    assert set(by_label) == {"T0V0", "T0V1", "T1V0", "T1V1"}
+    assert by_label["T0V0"] == by_label["T0V1"] != by_label["T1V0"] == by_label["T1V1"]
+
+
+def test_tv_table_leaves_unowned_cells_empty() -> None:
+    rows = L.tv_table(L.Layout((2, 1), (2, 0)), (4, 1)).splitlines()
+    assert rows[0] == "(2,1):(2,0) over (4,1)"
+    assert [r for r in rows if "|" in r] == [
+        " 0  | T0V0 |",
+        " 1  |      |",
+        " 2  | T1V0 |",
+        " 3  |      |",
+    ]
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "layout-algebra.md"
