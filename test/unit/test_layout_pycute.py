@@ -109,6 +109,7 @@ def test_indexing(x: L.Layout) -> None:
         crd = L.idx2crd(i, x.shape)
         assert crd == pycute.idx2crd(i, x.shape)
         assert x(i) == x(crd) == L.crd2idx(crd, x.shape, x.stride) == theirs(i)
+        assert L.crd2idx(crd, x.shape, x.stride) == pycute.crd2idx(crd, x.shape, x.stride)
 
 
 @CHECK
@@ -311,6 +312,17 @@ def test_swizzle(bits: int, base: int, shift: int) -> None:
     assert (mine.yyy_mask, mine.zzz_mask) == (theirs.yyy_msk, theirs.zzz_msk)
     for offset in range(1 << 12):
         assert mine(offset) == theirs(offset)
+
+
+@CHECK
+@given(layouts, st.integers(0, 3), st.integers(0, 4), st.integers(1, 5), st.integers(0, 64))
+def test_composed_layout(x: L.Layout, bits: int, base: int, shift: int, offset: int) -> None:
+    assume(shift >= bits)
+    mine = L.ComposedLayout(L.Swizzle(bits, base, shift), offset, x)
+    theirs = pycute.ComposedLayout(pycute.Swizzle(bits, base, shift), offset, ref(x))
+    assert L.size(mine) == theirs.size()
+    for i in range(L.size(x)):
+        assert mine(i) == theirs(i)
 
 
 # ---------------------------------------------------------------------------------------------
