@@ -6,7 +6,9 @@ SPEC string of `!layout.layout<"SPEC">`. This pass does, with the algebra's own 
     %0 = "layout.make"() : () -> !layout.layout<"(4,8):(8">
     // error: malformed layout '(4,8):(8' in !layout.layout: ...
 
-It also checks that `layout.make` has one `index` operand per `?` entry of its result.
+The layout of every `!tile.tensor<ELEM, "SPACE", "SPEC">` view is checked the same way, and its
+memory space must be global, shared or register. It also checks that `layout.make` has one
+`index` operand per `?` entry of its result.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from tilec.binding import defined_types, walk
 from tilec.passes.base import Pass, register
 
 LAYOUT_TYPE = re.compile(r'!layout\.layout<"((?:[^"\\]|\\.)*)">')
+# `!tile.tensor<ELEM, "SPACE", "SPEC">`: a view's layout is checked the same way.
+TENSOR_TYPE = re.compile(r'!tile\.tensor<[^,<>]+, "(\w+)", "((?:[^"\\]|\\.)*)">')
+SPACES = ("global", "shared", "register")
 
 
 def dynamic_entry_count(spec: str) -> int:
@@ -40,7 +45,14 @@ class TileVerify(Pass):
         def check(op: ir.Operation) -> None:
             nonlocal failed
             for typ in defined_types(op):
-                for spec in LAYOUT_TYPE.findall(str(typ)):
+                for space, _spec in TENSOR_TYPE.findall(str(typ)):
+                    if space not in SPACES:
+                        self.error(op, f"unknown memory space '{space}' in {typ}")
+                        failed = True
+                specs = LAYOUT_TYPE.findall(str(typ)) + [
+                    s for _, s in TENSOR_TYPE.findall(str(typ))
+                ]
+                for spec in specs:
                     try:
                         parse_layout(spec, allow_dynamic=True)
                     except LayoutError as exc:

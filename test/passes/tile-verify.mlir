@@ -19,3 +19,14 @@ func.func @ok(%m: index, %ld: index) -> index {
 // ERR: tile-verify.mlir.bad:4:8: error: malformed layout '(4,8):(8'
 // ERR-NEXT: {{^}}  %a = "layout.make"() : () -> !layout.layout<"(4,8):(8">
 // ERR-NEXT: {{^}}       ^
+
+// -----
+
+// Every example's tile IR passes (views' layouts included).
+// RUN: tilec compile %repo/examples/vadd.tile --emit tile | tile-opt -p tile-verify | filecheck %s --check-prefix=VADD
+// RUN: tilec compile %repo/examples/transpose.tile --emit tile | tile-opt -p tile-verify
+// RUN: tilec compile %repo/examples/softmax.tile --emit tile | tile-opt -p tile-verify
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit tile | tile-opt -p tile-verify
+// RUN: tilec compile %repo/examples/gemm_sm90.tile --emit tile | tile-opt -p tile-verify
+// VADD: "tile.make_tensor"(%{{.*}}, %{{.*}}) {name = "x"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+// VADD: "tile.store"
