@@ -6,7 +6,7 @@ import sys
 
 import lit.formats
 
-config.name = "tilec"  # noqa: F821 - `config` is provided by lit
+config.name = "tilec"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".tile"]
 config.excludes = ["unit", "gpu", "Inputs", "Output", "lit.cfg.py"]
@@ -21,7 +21,7 @@ def tool(name: str) -> str:
     local = os.path.join(bin_dir, name)
     found = local if os.path.exists(local) else shutil.which(name)
     if found is None:
-        lit_config.fatal(f"'{name}' not found beside {sys.executable} or on PATH")  # noqa: F821
+        lit_config.fatal(f"'{name}' not found beside {sys.executable} or on PATH")
     return found
 
 
