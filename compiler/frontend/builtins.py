@@ -213,7 +213,8 @@ def algebra(c: ExprChecker, name: str, args: list[V], span: ast.Span) -> V:
         and isinstance(args[1], IntV)
         and args[1].static
     )
-    if isinstance(result, (int, tuple)) and L.DYN in L.flatten(result) and not runtime_query:
+    dynamic = result is L.DYN or (isinstance(result, tuple) and L.DYN in L.flatten(result))
+    if dynamic and not runtime_query:
         return c.error(
             f"{name} here is only known at run time; of the queries only size(tensor, mode) may be",
             span,
