@@ -1,6 +1,7 @@
 """Unit tests of tilec.diagnostics: rendering, the engine, expected-diagnostic checks."""
 
 import pytest
+
 from tilec.diagnostics import (
     Diagnostic,
     DiagnosticEngine,

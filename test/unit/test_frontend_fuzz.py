@@ -16,10 +16,33 @@ from tilec.frontend.lexer import decode_source
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.tile"))
 TOKEN = re.compile(r"\s+|//[^\n]*|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\.\.|.", re.S)
-GARBAGE = ["\x00", "\xff", "((((", "}", "{", "<", ">", ":", "o", "_", "99999999999999999999999",
-           "let", "kernel", "for", "\n", ";", "..", "swizzle<3,3,3>", "-", "é", "\t", "1e9"]
-SETTINGS = settings(max_examples=150, derandomize=True, deadline=None,
-                    suppress_health_check=list(HealthCheck))
+GARBAGE = [
+    "\x00",
+    "\xff",
+    "((((",
+    "}",
+    "{",
+    "<",
+    ">",
+    ":",
+    "o",
+    "_",
+    "99999999999999999999999",
+    "let",
+    "kernel",
+    "for",
+    "\n",
+    ";",
+    "..",
+    "swizzle<3,3,3>",
+    "-",
+    "é",
+    "\t",
+    "1e9",
+]
+SETTINGS = settings(
+    max_examples=150, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +102,13 @@ def test_example_mutations(ctx: object, path: Path) -> None:
     tokens = TOKEN.findall(path.read_text())
 
     @SETTINGS
-    @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 10**6), st.integers(0, 10**6)),
-                    min_size=1, max_size=4))
+    @given(
+        st.lists(
+            st.tuples(st.integers(0, 4), st.integers(0, 10**6), st.integers(0, 10**6)),
+            min_size=1,
+            max_size=4,
+        )
+    )
     def run(ops: list[tuple[int, int, int]]) -> None:
         compile_or_diagnose(mutate(tokens, ops), ctx)
 
