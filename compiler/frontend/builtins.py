@@ -394,21 +394,35 @@ def local_tile(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) 
             node.span,
         )
     tiled, rest = [], []
-    for m, size, crd, n in zip(modes, tile, coords, [node.args[2]] * len(tile), strict=True):
+    for m, size, crd in zip(modes, tile, coords, strict=True):
         if not isinstance(crd, (IntV, UnderscoreV)):
-            return c.error(f"a tile coordinate is an integer or '_', not {crd.describe()}", n.span)
+            return c.error(
+                f"a tile coordinate is an integer or '_', not {crd.describe()}", node.args[2].span
+            )
         extent = L.size(m)
         if t.space != "global" and extent is not L.DYN and extent % size:
             return c.error(
                 f"tile {size} does not divide the {t.space} mode of size {extent}",
                 node.args[1].span,
             )
-        stride = m.stride if not isinstance(m.stride, tuple) else L.DYN
-        tiled.append(L.Layout(size, stride))
+        try:
+            first, repeats = split_mode(m, size)
+        except L.LayoutError as exc:
+            return c.error(exc.message, node.span)
+        tiled.append(first)
         if isinstance(crd, UnderscoreV):
-            count = L.DYN if extent is L.DYN else -(-extent // size)
-            rest.append(L.Layout(count, L.DYN if stride is L.DYN else stride * size))
+            rest.append(repeats)
     return TensorV(t.elem, t.space, with_modes(t.layout, tiled + rest), t.alloc)
+
+
+def split_mode(m: L.Layout, n: int) -> tuple[L.Layout, L.Layout]:
+    """Mode `m` divided by `n`, as CuTe's logical_divide: its first n elements, and how those
+    repeat. A flat mode may have runtime entries and need not divide (a ragged global edge)."""
+    if isinstance(m.shape, tuple):
+        divided = L.logical_divide(m, n)
+        return divided[0], divided[1]
+    count = L.DYN if m.shape is L.DYN else -(-m.shape // n)
+    return L.Layout(n, m.stride), L.Layout(count, L.DYN if m.stride is L.DYN else m.stride * n)
 
 
 @builtin("partition", 2, 2)
@@ -427,12 +441,10 @@ def partition(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -
         extent, p = L.size(m), L.product(p)
         if extent is not L.DYN and extent % p:
             return c.error(f"{p} threads do not divide the mode of size {extent}", node.span)
-        stride = m.stride if not isinstance(m.stride, tuple) else L.DYN
-        out.append(
-            L.Layout(
-                L.DYN if extent is L.DYN else extent // p, L.DYN if stride is L.DYN else stride * p
-            )
-        )
+        try:
+            out.append(split_mode(m, p)[1])
+        except L.LayoutError as exc:
+            return c.error(exc.message, node.span)
     return TensorV(t.elem, t.space, with_modes(t.layout, out), t.alloc)
 
 

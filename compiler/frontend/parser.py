@@ -10,7 +10,7 @@ from tilec.frontend.types import SCALAR_TYPES
 # Each nesting level costs about ten Python frames; this keeps far from the recursion limit.
 MAX_DEPTH = 48
 # Builtins whose name may be followed by template arguments `<...>`.
-TEMPLATED = frozenset({"swizzle", "copy", "tiled_mma", "tiled_copy", "shared", "fragment"})
+TEMPLATED = frozenset({"swizzle", "copy", "tiled_mma", "shared", "fragment"})
 ADDITIVE = ("+", "-")
 MULTIPLICATIVE = ("*", "/", "%")
 
