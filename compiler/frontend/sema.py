@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tilec.diagnostics import DiagnosticEngine, DiagnosticError, Span, note
+from tilec.diagnostics import DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
 from tilec.frontend.expr import ExprChecker
@@ -61,15 +61,24 @@ def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
     """Check `module` with `-D` overrides `params`; raises DiagnosticError on any error."""
     diags = DiagnosticEngine()
     checker = ExprChecker(diags, module.span.file)
-    kernels = []
-    try:
-        _check_overrides(diags, module, params or {})
-        for kernel in module.kernels:
-            checked = KernelChecker(checker, kernel, params or {}).run()
-            if checked is not None:
-                kernels.append(checked)
-    except DiagnosticError:
-        raise DiagnosticError(diags.diagnostics) from None
+    if not module.kernels:
+        diags.error(
+            "no kernel in this file: it needs at least one 'kernel NAME(...) {...}'",
+            Span(module.span.file, 1, 1),
+        )
+    _check_overrides(diags, module, params or {})
+    kernels, seen = [], {}
+    for kernel in module.kernels:
+        if kernel.name in seen:
+            diags.error(
+                f"kernel '{kernel.name}' is already defined",
+                kernel.span,
+                [note("the first one is here", seen[kernel.name])],
+            )
+        seen.setdefault(kernel.name, kernel.span)
+        checked = KernelChecker(checker, kernel, params or {}).run()
+        if checked is not None:
+            kernels.append(checked)
     diags.raise_if_errors()
     return Checked(module, module.span.file, kernels, checker.values)
 

@@ -160,3 +160,12 @@ def test_examples_check_with_expected_budgets() -> None:
         path = ROOT / "examples" / f"{stem}.tile"
         (k,) = check(parse_source(path.read_text(), str(path)), {}).kernels
         assert k.smem_bytes == smem, stem
+
+
+@pytest.mark.parametrize("src", ["", "// only a comment\n", "\n\n"])
+def test_a_file_without_kernels_is_an_error_at_its_start(src: str) -> None:
+    with pytest.raises(DiagnosticError) as info:
+        check(parse_source(src, "e.tile"), {})
+    assert [d.header() for d in info.value.diagnostics] == [
+        "e.tile:1:1: error: no kernel in this file: it needs at least one 'kernel NAME(...) {...}'"
+    ]
