@@ -62,7 +62,3 @@ ATOMS: dict[str, Atom] = {
 WGMMA_N = range(8, 257, 8)
 # setmaxnreg's register counts.
 REGISTER_COUNTS = range(24, 257, 8)
-
-
-def needs_target(atom: Atom) -> str:
-    return " or ".join(sorted(atom.targets))

@@ -7,6 +7,7 @@ import math
 from tilec import layout as L
 from tilec.diagnostics import DiagnosticEngine, Span, note
 from tilec.frontend import ast
+from tilec.frontend.atoms import REGISTER_COUNTS
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
 from tilec.frontend.values import (
     Alloc,
@@ -27,8 +28,8 @@ from tilec.frontend.values import (
     V,
 )
 
-ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
 NAMESPACES = ("block", "thread")
+MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
 
 
 class ExprChecker:
@@ -41,12 +42,10 @@ class ExprChecker:
         self.allocs: list[Alloc] = []
         self.pipelines: list[IterV] = []
         self.let_name: str | None = None
-        self.scope_for_targs = Scope()  # the scope of the call being checked, for <T> arguments
 
-    def begin_kernel(self, scope: Scope) -> None:
+    def begin_kernel(self) -> None:
         self.header, self.allocs, self.pipelines = True, [], []
         self.target, self.threads = None, (1,)
-        del scope
 
     def error(self, message: str, span: Span, notes: list | None = None) -> ErrorV:
         self.diags.error(message, span, notes or [])
@@ -151,12 +150,7 @@ class ExprChecker:
                     kw.value.span,
                 )
         elif kw.name == "registers":
-            if not (
-                isinstance(value, IntV)
-                and value.static
-                and 24 <= value.value <= 256
-                and value.value % 8 == 0
-            ):
+            if not (isinstance(value, IntV) and value.value in REGISTER_COUNTS):
                 self.error("registers must be a multiple of 8 from 24 to 256", kw.value.span)
             elif self.target != "sm_90a":
                 self.error(
@@ -203,15 +197,14 @@ class ExprChecker:
             lo, hi = self.expr(node.lo, scope), self.expr(node.hi, scope)
             if not (isinstance(lo, IntV) and isinstance(hi, IntV) and lo.static and hi.static):
                 return self.error("a range lo..hi needs static integers", node.span)
+            if not 0 <= hi.value - lo.value < MAX_RANGE:
+                return self.error(f"a range lo..hi holds 1 to {MAX_RANGE} integers", node.span)
             return TupleV([IntV(i, str(i)) for i in range(lo.value, hi.value + 1)])
         if isinstance(node, ast.Call):
+            # The builtins' checks are built on this module, so it reaches them at call time.
             from tilec.frontend.builtins import call
 
-            saved, self.scope_for_targs = self.scope_for_targs, scope
-            try:
-                return call(self, node, scope)
-            finally:
-                self.scope_for_targs = saved
+            return call(self, node, scope)
         if isinstance(node, ast.AtomName):
             return self.error("an atom name belongs in <...> after copy or tiled_mma", node.span)
         return self.error("unexpected expression", node.span)
@@ -301,7 +294,7 @@ class ExprChecker:
         if isinstance(lhs, ErrorV) or isinstance(rhs, ErrorV):
             return ErrorV()
         if node.op == "o":
-            from tilec.frontend.builtins import algebra
+            from tilec.frontend.builtins_scalar import algebra  # imports this module
 
             return algebra(self, "composition", [lhs, rhs], node.span)
         if isinstance(lhs, IntV) and isinstance(rhs, IntV):

@@ -105,7 +105,7 @@ class KernelChecker:
 
     def run(self) -> CheckedKernel | None:
         errors = self.diags.error_count
-        self.c.begin_kernel(self.scope)
+        self.c.begin_kernel()
         for p in self.node.cparams:
             self.cparam(p)
         for a in self.node.args:

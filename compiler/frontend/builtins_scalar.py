@@ -1,0 +1,263 @@
+"""Frontend (check stage): builtins on compile-time values: layout algebra, integers, math,
+reductions and iteration spaces."""
+
+from __future__ import annotations
+
+from tilec import layout as L
+from tilec.frontend import ast
+from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
+from tilec.frontend.expr import ExprChecker, int_tuple, mode_sizes
+from tilec.frontend.values import (
+    ErrorV,
+    IntV,
+    IterV,
+    LayoutV,
+    RasterV,
+    SwizzleV,
+    TensorV,
+    TupleV,
+    UnderscoreV,
+    V,
+)
+
+SCALAR_BUILTINS: dict[str, Builtin] = {}
+builtin = registrar(SCALAR_BUILTINS)
+
+
+# Layout algebra --------------------------------------------------------------------------------
+
+ALGEBRA = (
+    "composition",
+    "complement",
+    "right_inverse",
+    "left_inverse",
+    "coalesce",
+    "filter",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "tile_to_shape",
+    "make_ordered_layout",
+    "max_common_layout",
+    "max_common_vector",
+    "upcast",
+    "downcast",
+    "size",
+    "rank",
+    "depth",
+    "cosize",
+    "shape",
+    "stride",
+    "get",
+    "select",
+)
+
+
+def to_algebra(v: V) -> object:
+    if isinstance(v, (LayoutV, SwizzleV)):
+        return v.obj
+    if isinstance(v, TensorV):
+        return v.layout
+    if isinstance(v, UnderscoreV):
+        return None
+    if isinstance(v, TupleV):
+        return tuple(to_algebra(x) for x in v.items)
+    if isinstance(v, IntV):
+        return v.value if v.static else L.DYN
+    raise TypeError(f"a {v.describe()} is not a layout, shape or integer")
+
+
+def from_algebra(x: object) -> V:
+    if isinstance(x, (L.Layout, L.ComposedLayout)):
+        return LayoutV(x)
+    if isinstance(x, L.Swizzle):
+        return SwizzleV(x)
+    if isinstance(x, bool) or x is None:
+        return ErrorV()
+    if isinstance(x, int):
+        return IntV(x, str(x))
+    if x is L.DYN:
+        return IntV(None, "?")
+    if isinstance(x, tuple):
+        return TupleV([from_algebra(i) for i in x])
+    return ErrorV()
+
+
+def algebra(c: ExprChecker, name: str, args: list[V], span: ast.Span) -> V:
+    """Evaluate a layout-algebra function at compile time; its errors are located at the call."""
+    try:
+        result = getattr(L, name)(*(to_algebra(a) for a in args))
+    except L.LayoutError as exc:
+        return c.error(exc.message, span)
+    except (
+        TypeError,
+        ValueError,
+        ArithmeticError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+    ) as exc:
+        return c.error(f"{name}: invalid arguments: {exc}", span)
+    runtime_query = (
+        name == "size"
+        and len(args) == 2
+        and isinstance(args[0], TensorV)
+        and isinstance(args[1], IntV)
+        and args[1].static
+    )
+    dynamic = result is L.DYN or (isinstance(result, tuple) and L.DYN in L.flatten(result))
+    if dynamic and not runtime_query:
+        return c.error(
+            f"{name} here is only known at run time; of the queries only size(tensor, mode) may be",
+            span,
+        )
+    return from_algebra(result)
+
+
+def _algebra_handler(name: str) -> Handler:
+    return lambda c, node, args, kw: algebra(c, name, args, node.span)
+
+
+for _name in ALGEBRA:
+    builtin(_name, 1, 3)(_algebra_handler(_name))
+
+
+@builtin("make_layout", 1, 2)
+def make_layout(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    shape = int_tuple(args[0])
+    stride = int_tuple(args[1]) if len(args) == 2 else None
+    if shape is None or (len(args) == 2 and stride is None):
+        return c.error("make_layout(shape[, stride]) takes int-tuples", node.span)
+    try:
+        return LayoutV(L.Layout(shape, stride))
+    except L.LayoutError as exc:
+        return c.error(exc.message, node.span)
+
+
+@builtin("swizzle", 0, 0, targs=(3, 3))
+def swizzle(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    bms = [c.values[id(t)] for t in node.targs]
+    if not all(isinstance(v, IntV) and v.static for v in bms):
+        return c.error("swizzle<B,M,S> takes three static integers", node.span)
+    try:
+        return SwizzleV(L.Swizzle(*(v.value for v in bms)))
+    except L.LayoutError as exc:
+        return c.error(exc.message, node.span)
+
+
+# Integers --------------------------------------------------------------------------------------
+
+
+@builtin("cdiv", 2, 2)
+@builtin("ceil_div", 2, 2)
+def cdiv(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    ints = ints_arg(c, node, args)
+    if ints is None:
+        return ErrorV()
+    a, b = ints
+    if b.static and b.value <= 0:
+        return c.error(f"cdiv by {b.value}", node.args[1].span)
+    if a.static and b.static:
+        return IntV(-(-a.value // b.value), str(-(-a.value // b.value)))
+    return IntV(None, f"cdiv({a.text}, {b.text})")
+
+
+@builtin("max", 2, 2)
+@builtin("min", 2, 2)
+def min_max(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    a, b = args
+    if isinstance(a, IntV) and isinstance(b, IntV):
+        if a.static and b.static:
+            v = max(a.value, b.value) if node.func == "max" else min(a.value, b.value)
+            return IntV(v, str(v))
+        return IntV(None, f"{node.func}({a.text}, {b.text})")
+    return c.elementwise(node.span, args, node.args)
+
+
+# Elementwise math and reductions ---------------------------------------------------------------
+
+UNARY_MATH = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "relu", "gelu", "sigmoid", "abs")
+
+
+def _unary(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    return c.elementwise(node.span, args, node.args)
+
+
+for _name in UNARY_MATH:
+    builtin(_name, 1, 1)(_unary)
+
+
+@builtin("reduce_max", 1, 1, ("mode",))
+@builtin("reduce_min", 1, 1, ("mode",))
+@builtin("reduce_sum", 1, 1, ("mode",))
+def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    x = args[0]
+    if not isinstance(x, TensorV) or x.space != "register":
+        return c.error(f"{node.func} reduces register values: load(...) first", node.args[0].span)
+    sizes = mode_sizes(x.logical_shape)
+    mode = kw.get("mode", IntV(0, "0"))
+    if not (isinstance(mode, IntV) and mode.static and 0 <= mode.value < len(sizes)):
+        span = node.kwarg("mode").span if node.kwarg("mode") else node.span
+        return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
+    sizes[mode.value] = 1
+    shape = tuple(sizes) if len(sizes) > 1 else sizes[0]
+    if x.block_shape is not None:
+        return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
+    return TensorV(x.elem, "register", L.Layout(shape))
+
+
+# Iteration -------------------------------------------------------------------------------------
+
+
+@builtin("range", 1, 3)
+def range_(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    ints = ints_arg(c, node, args)
+    if ints is None:
+        return ErrorV()
+    if len(ints) == 1:
+        ints = [IntV(0, "0"), ints[0]]
+    if len(ints) == 2:
+        ints = [*ints, IntV(1, "1")]
+    if ints[2].static and ints[2].value <= 0:
+        return c.error("the step of range must be positive", node.args[2].span)
+    return IterV("range", ints)
+
+
+@builtin("pipeline", 1, 1, ("stages",))
+def pipeline(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    ints = ints_arg(c, node, args)
+    stages = kw.get("stages", IntV(2, "2"))
+    snode = node.kwarg("stages")
+    if ints is None:
+        return ErrorV()
+    if not (isinstance(stages, IntV) and stages.static and 1 <= stages.value <= 16):
+        return c.error("stages must be a static integer from 1 to 16", (snode or node).span)
+    param = snode.id if isinstance(snode, ast.Name) else None
+    return IterV("pipeline", [IntV(0, "0"), ints[0], IntV(1, "1")], stages.value, param)
+
+
+@builtin("grouped", 1, 1)
+def grouped(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    g = args[0]
+    if not (isinstance(g, IntV) and g.static and g.value > 0):
+        return c.error("grouped(...) takes a positive static group size", node.span)
+    return RasterV(g.value)
+
+
+@builtin("persistent", 1, 1, ("raster",))
+def persistent(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    tiles = items(args[0])
+    if len(tiles) != 2 or not all(isinstance(t, IntV) for t in tiles):
+        return c.error("persistent takes the tile counts (m, n)", node.args[0].span)
+    raster = kw.get("raster")
+    if raster is not None and not isinstance(raster, RasterV):
+        return c.error("raster = takes grouped(N)", node.kwarg("raster").span)
+    group = raster.group if raster is not None else 1
+    return IterV("persistent", tiles, raster="grouped" if raster else "linear", group=group)

@@ -1,0 +1,311 @@
+"""Frontend (check stage): builtins on tensors: memory, views, copies and MMAs."""
+
+from __future__ import annotations
+
+from tilec import layout as L
+from tilec.frontend import ast
+from tilec.frontend.atoms import ATOMS, WGMMA_N
+from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
+from tilec.frontend.expr import ExprChecker, inner, int_tuple, static_ints, top_modes, with_modes
+from tilec.frontend.values import (
+    Alloc,
+    ErrorV,
+    FloatV,
+    IntV,
+    LayoutV,
+    MmaV,
+    TensorV,
+    TupleV,
+    UnderscoreV,
+    UnitV,
+    V,
+)
+
+TENSOR_BUILTINS: dict[str, Builtin] = {}
+builtin = registrar(TENSOR_BUILTINS)
+
+
+# Memory ----------------------------------------------------------------------------------------
+
+
+def _layout_arg(c: ExprChecker, v: V, node: ast.Node) -> object | None:
+    if isinstance(v, LayoutV):
+        obj = v.obj
+    elif isinstance(v, (TupleV, IntV)) and int_tuple(v) is not None:
+        obj = L.Layout(int_tuple(v))
+    else:
+        c.error(f"expected a layout or a shape, found {v.describe()}", node.span)
+        return None
+    if not (L.is_static(L.shape(obj)) and L.is_static(inner(obj).stride)):
+        c.error(f"this layout must be static, {obj} has runtime entries", node.span)
+        return None
+    return obj
+
+
+@builtin("shared", 1, 1, targs=(1, 1))
+def shared(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    elem = targ_type(c, node.targs[0])
+    obj = _layout_arg(c, args[0], node.args[0])
+    if elem is None or obj is None:
+        return ErrorV()
+    name = c.let_name or f"smem{len(c.allocs)}"
+    alloc = Alloc(name, node.span, elem, L.cosize(inner(obj)))
+    c.allocs.append(alloc)
+    return TensorV(elem, "shared", obj, alloc)
+
+
+@builtin("fragment", 1, 1, targs=(1, 1))
+def fragment(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    elem = targ_type(c, node.targs[0])
+    obj = _layout_arg(c, args[0], node.args[0])
+    if elem is None or obj is None:
+        return ErrorV()
+    v = args[0]
+    if isinstance(v, LayoutV) and v.block_shape is not None:
+        return TensorV(elem, "register", obj, block_shape=v.block_shape, mma=v.mma)
+    return TensorV(elem, "register", obj)
+
+
+@builtin("local_tile", 3, 3)
+def local_tile(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    t = tensor_arg(c, args[0], node.args[0])
+    tile = static_ints(args[1])
+    coords = items(args[2])
+    if t is None:
+        return ErrorV()
+    if tile is None or any(x <= 0 for x in tile):
+        return c.error("the tile shape must be positive static integers", node.args[1].span)
+    modes = top_modes(t.layout)
+    if not len(modes) == len(tile) == len(coords):
+        return c.error(
+            f"tensor rank {len(modes)}, tile rank {len(tile)} and coordinate rank "
+            f"{len(coords)} must agree",
+            node.span,
+        )
+    tiled, rest = [], []
+    for m, size, crd in zip(modes, tile, coords, strict=True):
+        if not isinstance(crd, (IntV, UnderscoreV)):
+            return c.error(
+                f"a tile coordinate is an integer or '_', not {crd.describe()}", node.args[2].span
+            )
+        extent = L.size(m)
+        if t.space != "global" and extent is not L.DYN and extent % size:
+            return c.error(
+                f"tile {size} does not divide the {t.space} mode of size {extent}",
+                node.args[1].span,
+            )
+        try:
+            first, repeats = split_mode(m, size)
+        except L.LayoutError as exc:
+            return c.error(exc.message, node.span)
+        tiled.append(first)
+        if isinstance(crd, UnderscoreV):
+            rest.append(repeats)
+    return TensorV(t.elem, t.space, with_modes(t.layout, tiled + rest), t.alloc)
+
+
+def split_mode(m: L.Layout, n: int) -> tuple[L.Layout, L.Layout]:
+    """Mode `m` divided by `n`, as CuTe's logical_divide: its first n elements, and how those
+    repeat. A flat mode may have runtime entries and need not divide (a ragged global edge)."""
+    if isinstance(m.shape, tuple):
+        divided = L.logical_divide(m, n)
+        return divided[0], divided[1]
+    count = L.DYN if m.shape is L.DYN else -(-m.shape // n)
+    return L.Layout(n, m.stride), L.Layout(count, L.DYN if m.stride is L.DYN else m.stride * n)
+
+
+@builtin("partition", 2, 2)
+def partition(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    t = tensor_arg(c, args[0], node.args[0])
+    thr = _layout_arg(c, args[1], node.args[1])
+    if t is None or thr is None:
+        return ErrorV()
+    modes, parts = top_modes(t.layout), list(L.shape(thr)) if L.rank(thr) > 1 else [L.size(thr)]
+    if len(parts) != len(modes):
+        return c.error(
+            f"thread layout rank {len(parts)} differs from tensor rank {len(modes)}", node.span
+        )
+    out = []
+    for m, p in zip(modes, parts, strict=True):
+        extent, p = L.size(m), L.product(p)
+        if extent is not L.DYN and extent % p:
+            return c.error(f"{p} threads do not divide the mode of size {extent}", node.span)
+        try:
+            out.append(split_mode(m, p)[1])
+        except L.LayoutError as exc:
+            return c.error(exc.message, node.span)
+    return TensorV(t.elem, t.space, with_modes(t.layout, out), t.alloc)
+
+
+@builtin("permute", 2, 2)
+def permute(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    t = tensor_arg(c, args[0], node.args[0])
+    perm = static_ints(args[1])
+    if t is None:
+        return ErrorV()
+    modes = top_modes(t.layout)
+    if perm is None or sorted(perm) != list(range(len(modes))):
+        return c.error(f"permute takes a permutation of 0..{len(modes) - 1}", node.args[1].span)
+    return TensorV(t.elem, t.space, with_modes(t.layout, [modes[p] for p in perm]), t.alloc)
+
+
+@builtin("load", 1, 1, ("other",))
+def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    t = tensor_arg(c, args[0], node.args[0], ("global", "shared"))
+    other = kw.get("other")
+    if other is not None and not (isinstance(other, (IntV, FloatV)) and other.value is not None):
+        return c.error("other = must be a static number", node.kwarg("other").span)
+    if t is None:
+        return ErrorV()
+    if not L.is_static(L.shape(t.layout)):
+        return c.error(
+            f"load needs a static tile shape, this tensor has shape "
+            f"{L.tuple_str(L.shape(t.layout))}: local_tile(...) it first",
+            node.span,
+        )
+    return TensorV(t.elem, "register", L.Layout(L.shape(t.layout)))
+
+
+def _same_size(c: ExprChecker, a: TensorV, b: TensorV, node: ast.Node) -> bool:
+    sa, sb = L.product(a.logical_shape), L.product(b.logical_shape)
+    if L.DYN in (sa, sb) or sa == sb:
+        return True
+    c.error(
+        f"sizes differ: {L.tuple_str(a.logical_shape)} ({sa} elements) vs "
+        f"{L.tuple_str(b.logical_shape)} ({sb} elements)",
+        node.span,
+    )
+    return False
+
+
+@builtin("store", 2, 2)
+def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    v = tensor_arg(c, args[0], node.args[0], ("register",))
+    t = tensor_arg(c, args[1], node.args[1], ("global", "shared"))
+    if v is None or t is None or not _same_size(c, v, t, node):
+        return ErrorV()
+    return UnitV()
+
+
+@builtin("copy", 2, 2, targs=(0, 1), atom_targs=True)
+def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    src = tensor_arg(c, args[0], node.args[0])
+    dst = tensor_arg(c, args[1], node.args[1])
+    atom = targ_atom(c, node.targs[0], "copy") if node.targs else None
+    if src is None or dst is None or (node.targs and atom is None):
+        return ErrorV()
+    if not _same_size(c, src, dst, node):
+        return ErrorV()
+    if atom is not None and not _copy_spaces_ok(c, atom.name, src, dst, node):
+        return ErrorV()
+    if dst.alloc is not None and c.pipelines:
+        pipe = c.pipelines[-1]
+        if pipe.stages > dst.alloc.stages:
+            dst.alloc.stages, dst.alloc.stages_param = pipe.stages, pipe.stages_param
+    return UnitV()
+
+
+COPY_SPACES = {
+    "cp_async": (("global", "shared"),),
+    "tma": (("global", "shared"), ("shared", "global")),
+    "ldmatrix": (("shared", "register"),),
+    "stmatrix": (("register", "shared"),),
+}
+
+
+def _copy_spaces_ok(c: ExprChecker, atom: str, src: TensorV, dst: TensorV, node: ast.Node) -> bool:
+    allowed = COPY_SPACES.get(atom.split(".")[0])
+    if allowed is None or (src.space, dst.space) in allowed:
+        return True
+    want = " or ".join(f"{a} -> {b}" for a, b in allowed)
+    c.error(f"atom '{atom}' copies {want}, not {src.space} -> {dst.space}", node.span)
+    return False
+
+
+@builtin("barrier", 0, 0)
+def barrier(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    return UnitV()
+
+
+# MMA -------------------------------------------------------------------------------------------
+
+
+@builtin("tiled_mma", 0, 0, ("atoms", "warpgroups", "n"), targs=(1, 1), atom_targs=True)
+def tiled_mma(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    atom = targ_atom(c, node.targs[0], "mma")
+    if atom is None:
+        return ErrorV()
+    key = "warpgroups" if atom.threads == 128 else "atoms"
+    tiling = static_ints(kw.get(key, IntV(1, "1")))
+    if tiling is None or len(tiling) > 3 or any(x <= 0 for x in tiling):
+        return c.error(f"{key} = takes up to three positive static integers", node.span)
+    tiling = (tiling + [1, 1])[:3]
+    n = kw.get("n")
+    if atom.mnk[1] == 0 and not (isinstance(n, IntV) and n.static and n.value in WGMMA_N):
+        return c.error(f"'{atom.name}' needs n = a multiple of 8 from 8 to 256", node.span)
+    if atom.mnk[1] != 0 and n is not None:
+        return c.error(f"'{atom.name}' has a fixed N of {atom.mnk[1]}", node.span)
+    needed = tiling[0] * tiling[1] * tiling[2] * atom.threads
+    have = 1
+    for t in c.threads:
+        have *= t
+    if needed > have:
+        return c.error(f"this tiled MMA needs {needed} threads, the kernel has {have}", node.span)
+    return MmaV(atom.name, tuple(tiling), n.value if isinstance(n, IntV) else None)
+
+
+def mma_atom_shape(mma: MmaV) -> tuple[int, int, int]:
+    m, n, k = ATOMS[mma.atom].mnk
+    return m, (mma.n if n == 0 else n), k
+
+
+@builtin("partition_a", 2, 2)
+@builtin("partition_b", 2, 2)
+@builtin("partition_c", 2, 2)
+def partition_mma(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    mma, shape = args[0], static_ints(args[1])
+    if not isinstance(mma, MmaV):
+        return c.error(f"{node.func} takes a tiled_mma first", node.args[0].span)
+    if shape is None or len(shape) != 2:
+        return c.error(f"{node.func} takes a static 2-d tile shape", node.args[1].span)
+    m, n, k = mma_atom_shape(mma)
+    rows, cols = {
+        "partition_a": ((m, 0), (k, 2)),
+        "partition_b": ((n, 1), (k, 2)),
+        "partition_c": ((m, 0), (n, 1)),
+    }[node.func]
+    per = []
+    for extent, (atom_extent, t) in zip(shape, (rows, cols), strict=True):
+        span = atom_extent * (mma.tiling[t] if t < 2 else 1)
+        if extent % span:
+            return c.error(
+                f"tile extent {extent} is not a multiple of {span} (atom "
+                f"{atom_extent} × {mma.tiling[t] if t < 2 else 1})",
+                node.args[1].span,
+            )
+        per.append(extent // span)
+    values = rows[0] * cols[0] // ATOMS[mma.atom].threads
+    return LayoutV(L.Layout((values, per[0], per[1])), tuple(shape), mma)
+
+
+@builtin("gemm", 4, 4)
+def gemm(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    mma = args[0]
+    if not isinstance(mma, MmaV):
+        return c.error("gemm takes a tiled_mma first", node.args[0].span)
+    atom = ATOMS[mma.atom]
+    a = tensor_arg(c, args[1], node.args[1], ("shared", "register"))
+    b = tensor_arg(c, args[2], node.args[2], ("shared", "register"))
+    acc = tensor_arg(c, args[3], node.args[3], ("register",))
+    if a is None or b is None or acc is None:
+        return ErrorV()
+    for t, n, want in (
+        (a, node.args[1], atom.ab),
+        (b, node.args[2], atom.ab),
+        (acc, node.args[3], atom.c),
+    ):
+        if t.elem != want:
+            return c.error(
+                f"atom '{atom.name}' needs {want} here, this tensor holds {t.elem}", n.span
+            )
+    return UnitV()
