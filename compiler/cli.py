@@ -122,6 +122,11 @@ def cmd_layout(args: argparse.Namespace) -> int:
     return layout_main(args.rest)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    message = "run 'python bench/bench_memory.py' on a GPU machine (it needs torch and bundles)"
+    raise DiagnosticError([Diagnostic("error", message, None)])
+
+
 def cmd_version(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -137,12 +142,57 @@ def cmd_version(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_not_yet(args: argparse.Namespace) -> int:
-    message = (
-        f"'tilec {args.command}' needs the tile-dialect lowering to GPU code, which is not "
-        "written yet; 'tilec compile --emit tile' is the furthest a .tile file goes today"
-    )
-    raise DiagnosticError([Diagnostic("error", message, None)])
+def _tile_files(inputs: list[str]) -> list[str]:
+    files: list[str] = []
+    for item in inputs:
+        path = Path(item)
+        files.extend(sorted(str(p) for p in path.glob("*.tile")) if path.is_dir() else [item])
+    return files
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from tilec.build import build
+
+    params, status = _parse_params(args.param), 0
+    for file in _tile_files(args.inputs):
+        try:
+            for bundle in build(file, args.output, params, args.arch):
+                print(f"{file}: wrote {bundle}")
+        except DiagnosticError as exc:
+            print_diagnostics(exc.diagnostics)
+            status = 1
+    return status
+
+
+def _parse_sizes(items: list[str]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise DiagnosticError(
+                [Diagnostic("error", f"--size expects NAME=INT, got '{item}'", None)]
+            )
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tilec.runtime import load
+    from tilec.runtime.measure import bytes_moved, random_args, time_ms
+
+    target = Path(args.input)
+    if target.suffix == ".tile":
+        from tilec.build import build
+
+        target = build(str(target), Path(args.bundle_dir), _parse_params(args.param), args.arch)[0]
+    kernel = load(target)
+    sizes = _parse_sizes(args.size)
+    kernel_args = random_args(kernel.manifest, sizes)
+    ms = time_ms(lambda: kernel(*kernel_args))
+    nbytes = bytes_moved(kernel.manifest, sizes)
+    rate = nbytes / ms / 1e6
+    print(f"{kernel.manifest.entry}: {ms * 1e3:.1f} us, {rate:.1f} GB/s (each tensor once)")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,14 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_layout)
 
-    for name, text in (
-        ("build", "precompile bundles (PTX + manifest) for machines without MLIR"),
-        ("run", "run a kernel on random inputs and time it"),
-        ("bench", "benchmark kernels against their references"),
-    ):
-        p = sub.add_parser(name, help=f"{text} (needs the GPU lowering, not yet written)")
-        p.add_argument("inputs", nargs="*")
-        p.set_defaults(func=cmd_not_yet)
+    p = sub.add_parser(
+        "build", help="precompile bundles (PTX + manifest) for machines without MLIR"
+    )
+    p.add_argument("inputs", nargs="+", metavar="DIR_OR_FILE", help=".tile files or folders")
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundles go here")
+    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", help="run a kernel on random inputs and time it (needs a GPU)")
+    p.add_argument("input", metavar="FILE_OR_BUNDLE", help="a .tile file or a bundle directory")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=INT", help="e.g. N=1000")
+    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--bundle-dir", default="build/run", help="where a .tile input is built")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="benchmark the examples against torch and the copy ceiling")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("version", help="print the versions of tilec and its toolchain")
     p.set_defaults(func=cmd_version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,8 +77,10 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
     checked = frontend.check(tree, options.params)
     if options.emit == "ast":
         return Artifact("ast", frontend.dump_ast(tree), frontend.target_of(checked))
+    from tilec.frontend.irgen import irgen  # the generator itself, not the package attribute
+
     with ctx:
-        module = frontend.irgen(checked, ctx)
+        module = irgen(checked, ctx)
     return Artifact("tile", module, frontend.target_of(checked))
 
 
@@ -123,8 +126,14 @@ def _step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
     raise AssertionError(f"unknown stage {key}")
 
 
-def compile_file(path: str, options: CompileOptions) -> Artifact:
-    """Compile `path` up to `options.emit`; raises DiagnosticError for every user-facing error."""
+def compile_file(
+    path: str, options: CompileOptions, on_stage: Callable[[Artifact], None] | None = None
+) -> Artifact:
+    """Compile `path` up to `options.emit`; raises DiagnosticError for every user-facing error.
+
+    `on_stage` sees every stage's artifact as it is produced (MLIR modules are changed in
+    place by the next stage: copy what you keep).
+    """
     if options.emit not in BY_KEY:
         raise fail(f"unknown stage '{options.emit}'", (f"stages: {', '.join(BY_KEY)}",))
     if options.arch is not None and options.arch not in ARCHES:
@@ -158,11 +167,15 @@ def compile_file(path: str, options: CompileOptions) -> Artifact:
     if position(artifact.stage) > position(options.emit):
         raise fail(f"the input already holds stage '{artifact.stage}', past --emit={options.emit}")
     _dump(options, stem, artifact)
+    if on_stage is not None:
+        on_stage(artifact)
     with ctx:
         try:
             while artifact.stage != options.emit:
                 artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
                 _dump(options, stem, artifact)
+                if on_stage is not None:
+                    on_stage(artifact)
         except ir.MLIRError as exc:
             raise DiagnosticError(binding.error_diagnostics(exc, path)) from None
     return artifact

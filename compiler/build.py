@@ -1,0 +1,208 @@
+"""Bundles: compile a `.tile` file to PTX and describe each kernel's launch in a manifest.
+
+The manifest comes from the `tile` stage (where tensors still carry their element types and
+layouts, and `tile.bindings` says where each runtime size comes from) and from the `gpu`
+stage (the dynamic shared memory the lowering chose). The runtime needs nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mlir import ir
+
+from tilec import __version__
+from tilec.binding import walk
+from tilec.driver import Artifact, CompileOptions, compile_file, fail
+from tilec.runtime.bundle import (
+    Manifest,
+    Param,
+    ScalarParam,
+    SizeParam,
+    TensorParam,
+    write_bundle,
+)
+
+_TENSOR = re.compile(r'!tile\.tensor<([^,<>]+), "global", "((?:[^"\\]|\\.)*)">')
+_BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
+SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
+
+
+@dataclass
+class KernelInfo:
+    """What the manifest needs of one kernel, read off its `tile`-stage function."""
+
+    name: str
+    target: str
+    threads: tuple[int, int, int]
+    grid: tuple[str, ...]
+    params: tuple[Param, ...]
+    constants: dict[str, Any]
+
+
+def _attr_list(attr: ir.Attribute) -> list[str]:
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(attr)]
+
+
+def _bindings(func: ir.Operation) -> dict[tuple[str, str, int], str]:
+    """(tensor, 'shape'|'stride', dim) -> size name, from `tile.bindings`."""
+    found: dict[tuple[str, str, int], str] = {}
+    bindings = ir.DictAttr(func.attributes["tile.bindings"])
+    for i in range(len(bindings)):
+        named = bindings[i]
+        for where in _attr_list(named.attr):
+            m = _BINDING.match(where)
+            if m:
+                found[(m.group(1), m.group(2), int(m.group(3)))] = named.name
+    return found
+
+
+def _tensor_types(func: ir.Operation) -> dict[str, tuple[str, str]]:
+    """tensor name -> (element type, layout spec), from its `tile.make_tensor`."""
+    found: dict[str, tuple[str, str]] = {}
+    for op in func.regions[0].blocks[0].operations:
+        if op.operation.name != "tile.make_tensor":
+            continue
+        m = _TENSOR.search(str(op.results[0].type))
+        if m:
+            found[ir.StringAttr(op.attributes["name"]).value] = (m.group(1).strip(), m.group(2))
+    return found
+
+
+def _rank(spec: str) -> int:
+    from tilec.dialects.layout.text import parse_layout
+
+    return len(parse_layout(spec, allow_dynamic=True).shape)
+
+
+def kernel_info(func: ir.Operation) -> KernelInfo:
+    attrs = func.attributes
+    name = ir.StringAttr(attrs["sym_name"]).value
+    names = _attr_list(attrs["tile.arg_names"])
+    arg_types = [str(a.type) for a in func.regions[0].blocks[0].arguments]
+    bindings = _bindings(func)
+    tensors = _tensor_types(func)
+    params: list[Param] = []
+    for arg, typ in zip(names, arg_types, strict=True):
+        if typ.startswith("!llvm.ptr"):
+            dtype, spec = tensors[arg]
+            rank = _rank(spec)
+            shape = tuple(bindings.get((arg, "shape", d), "?") for d in range(rank))
+            strides = None
+            if any((arg, "stride", d) in bindings for d in range(rank)):
+                strides = tuple(bindings.get((arg, "stride", d), 1) for d in range(rank))
+            params.append(TensorParam(arg, dtype, shape, strides))
+        elif typ == "index":
+            params.append(SizeParam(arg))
+        elif typ in SCALAR_DTYPES:
+            params.append(ScalarParam(arg, SCALAR_DTYPES[typ]))
+        else:
+            raise fail(f"kernel '{name}': argument '{arg}' of type {typ} cannot be launched yet")
+    threads = [int(t) for t in ir.DenseI64ArrayAttr(attrs["tile.threads"])]
+    constants: dict[str, Any] = {}
+    cparams = ir.DictAttr(attrs["tile.params"])
+    for i in range(len(cparams)):
+        named = cparams[i]
+        if isinstance(named.attr, ir.IntegerAttr):
+            constants[named.name] = ir.IntegerAttr(named.attr).value
+    grid = tuple(_attr_list(attrs["tile.grid"]))
+    return KernelInfo(
+        name=name,
+        target=ir.StringAttr(attrs["tile.target"]).value,
+        threads=tuple((threads + [1, 1])[:3]),
+        grid=(grid + ("1", "1"))[:3],
+        params=tuple(params),
+        constants=constants,
+    )
+
+
+def kernels_of(tile_module: ir.Module) -> list[KernelInfo]:
+    return [
+        kernel_info(op.operation)
+        for op in tile_module.body.operations
+        if op.operation.name == "func.func" and "tile.kernel" in op.operation.attributes
+    ]
+
+
+def _dynamic_smem(gpu_module: ir.Module) -> dict[str, int]:
+    """kernel name -> `tile.dynamic_smem` of its gpu.func (0 when absent)."""
+    found: dict[str, int] = {}
+
+    def visit(op: ir.Operation) -> None:
+        if op.name != "gpu.func":
+            return
+        smem = op.attributes["tile.dynamic_smem"] if "tile.dynamic_smem" in op.attributes else None
+        found[ir.StringAttr(op.attributes["sym_name"]).value] = (
+            ir.IntegerAttr(smem).value if smem is not None else 0
+        )
+
+    walk(gpu_module.operation, visit)
+    return found
+
+
+@dataclass
+class Compiled:
+    """A compiled `.tile` file: its PTX and one manifest per kernel."""
+
+    ptx: str
+    manifests: list[Manifest]
+
+
+def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
+    """Compile `path` to PTX and describe each kernel (MLIR side; raises DiagnosticError)."""
+    source = Path(path).read_bytes()
+    stages: dict[str, Artifact] = {}
+
+    def keep(artifact: Artifact) -> None:
+        if artifact.stage in ("tile", "gpu"):
+            stages[artifact.stage] = Artifact(artifact.stage, str(artifact.value), artifact.arch)
+
+    ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=keep)
+    ctx_module = ir.Module.parse(stages["tile"].value, context=_context())
+    gpu_module = ir.Module.parse(stages["gpu"].value, context=ctx_module.context)
+    smem = _dynamic_smem(gpu_module)
+    digest = "sha256:" + hashlib.sha256(source).hexdigest()
+    manifests = []
+    for info in kernels_of(ctx_module):
+        manifests.append(
+            Manifest(
+                entry=info.name,
+                target=ptx.arch or info.target,
+                params=info.params,
+                grid=info.grid,
+                block=info.threads,
+                dynamic_smem=smem.get(info.name, 0),
+                constants=info.constants,
+                source_hash=digest,
+                source_params=dict(params),
+                tilec_version=__version__,
+            )
+        )
+    return Compiled(str(ptx.value), manifests)
+
+
+_CTX: list[ir.Context] = []
+
+
+def _context() -> ir.Context:
+    from tilec.context import make_context
+
+    if not _CTX:
+        _CTX.append(make_context())
+    return _CTX[0]
+
+
+def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | None) -> list[Path]:
+    """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`."""
+    compiled = compile_tile(path, params, arch)
+    written = []
+    for manifest in compiled.manifests:
+        suffix = f"_{arch.replace('_', '')}" if arch else ""
+        target = Path(out_dir) / f"{manifest.entry}{suffix}"
+        write_bundle(target, replace(manifest), compiled.ptx)
+        written.append(target)
+    return written

@@ -1,0 +1,76 @@
+"""Runtime: random inputs, timing and bandwidth for a bundle (`tilec run`; needs torch)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from tilec.runtime.bundle import DTYPE_SIZES, Manifest, ScalarParam, TensorParam
+from tilec.runtime.formula import evaluate
+
+TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32"}
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - depends on the machine
+        raise RuntimeError("tilec run needs torch to make device tensors") from None
+    return torch
+
+
+def shapes(manifest: Manifest, sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Each tensor parameter's concrete shape, from the size symbols."""
+    out = {}
+    for p in manifest.tensors():
+        try:
+            out[p.name] = tuple(evaluate(d, {**manifest.constants, **sizes}) for d in p.shape)
+        except Exception as exc:  # noqa: BLE001 - reported with the missing name
+            raise ValueError(
+                f"tensor '{p.name}' has shape {p.shape}: give --size ({exc})"
+            ) from None
+    return out
+
+
+def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> list[Any]:
+    """torch tensors with standard-normal values (never zeros) and scalars of 1.5."""
+    torch = _torch()
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dims = shapes(manifest, sizes)
+    args: list[Any] = []
+    for p in manifest.params:
+        if isinstance(p, TensorParam):
+            dtype = getattr(torch, TORCH_DTYPES[p.dtype])
+            t = torch.randn(dims[p.name], generator=gen, device="cuda", dtype=torch.float32)
+            args.append(t.to(dtype))
+        elif isinstance(p, ScalarParam):
+            args.append(1.5)
+    return args
+
+
+def bytes_moved(manifest: Manifest, sizes: dict[str, int]) -> int:
+    """Each tensor read or written once: the least traffic the kernel can have."""
+    total = 0
+    for name, shape in shapes(manifest, sizes).items():
+        dtype = next(p.dtype for p in manifest.tensors() if p.name == name)
+        n = 1
+        for d in shape:
+            n *= d
+        total += n * DTYPE_SIZES[dtype]
+    return total
+
+
+def time_ms(fn: Any, warmup: int = 5, iters: int = 50) -> float:
+    """Median of `iters` launches, each timed with CUDA events."""
+    torch = _torch()
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)

@@ -1,0 +1,58 @@
+"""Manifests from tile IR: parameters, bindings, grid and block of every example kernel."""
+
+from pathlib import Path
+
+import pytest
+
+from tilec.build import kernels_of
+from tilec.driver import CompileOptions, compile_file
+from tilec.runtime.bundle import Manifest, ScalarParam, SizeParam, TensorParam
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def infos(name: str, **params: str):  # noqa: ANN201
+    artifact = compile_file(str(EXAMPLES / name), CompileOptions(emit="tile", params=params))
+    return kernels_of(artifact.value)
+
+
+def test_vadd_manifest_params_bind_n_from_every_tensor() -> None:
+    (info,) = infos("vadd.tile")
+    assert info.name == "vadd" and info.target == "sm_80"
+    assert info.threads == (256, 1, 1)
+    assert info.grid[0] == "cdiv(N, 4096)"
+    tensors = [p for p in info.params if isinstance(p, TensorParam)]
+    assert [(t.name, t.dtype, t.shape, t.strides) for t in tensors] == [
+        ("x", "f32", ("N",), None),
+        ("y", "f32", ("N",), None),
+        ("out", "f32", ("N",), None),
+    ]
+    assert [p.name for p in info.params if isinstance(p, SizeParam)] == ["N"]
+
+
+def test_parameters_override_reaches_the_grid_and_constants() -> None:
+    (info,) = infos("vadd.tile", BLOCK="1024")
+    assert info.grid[0] == "cdiv(N, 1024)"
+    assert info.constants["BLOCK"] == 1024
+
+
+@pytest.mark.parametrize("name", ["transpose.tile", "softmax.tile", "gemm_sm80.tile"])
+def test_every_example_gives_a_valid_manifest(name: str) -> None:
+    for info in infos(name):
+        manifest = Manifest(
+            entry=info.name,
+            target=info.target,
+            params=info.params,
+            grid=info.grid,
+            block=info.threads,
+            constants=info.constants,
+        )
+        shapes = {p.name: p.shape for p in manifest.tensors()}
+        assert all(len(s) == 2 for s in shapes.values())
+        assert manifest.symbols() >= {p.name for p in info.params if isinstance(p, SizeParam)}
+
+
+def test_gemm_scalar_alpha_is_a_scalar_parameter() -> None:
+    (info,) = infos("gemm_sm80.tile")
+    scalars = [p for p in info.params if isinstance(p, ScalarParam)]
+    assert [(s.name, s.dtype) for s in scalars] == [("alpha", "f32")]
