@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtins_scalar import SCALAR_BUILTINS
 from tilec.frontend.builtins_tensor import TENSOR_BUILTINS
@@ -38,4 +39,7 @@ def call(c: ExprChecker, node: ast.Call, scope: Scope) -> V:
         )
     if any(isinstance(v, ErrorV) for v in [*args, *kw.values(), *targs]):
         return ErrorV()
-    return spec.fn(c, node, args, kw)
+    try:
+        return spec.fn(c, node, args, kw)
+    except L.LayoutError as exc:  # a layout the arguments make is not one CuTe defines
+        return c.error(exc.message, node.span)

@@ -266,8 +266,8 @@ def partition_mma(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V
     mma, shape = args[0], static_ints(args[1])
     if not isinstance(mma, MmaV):
         return c.error(f"{node.func} takes a tiled_mma first", node.args[0].span)
-    if shape is None or len(shape) != 2:
-        return c.error(f"{node.func} takes a static 2-d tile shape", node.args[1].span)
+    if shape is None or len(shape) != 2 or min(shape) <= 0:
+        return c.error(f"{node.func} takes a positive static 2-d tile shape", node.args[1].span)
     m, n, k = mma_atom_shape(mma)
     rows, cols = {
         "partition_a": ((m, 0), (k, 2)),

@@ -332,7 +332,9 @@ class ExprChecker:
             if not isinstance(v, (TensorV, IntV, FloatV)):
                 return self.error(f"elementwise math on a {v.describe()}", n.span)
         if not tensors:
-            return FloatV(None, "f32")
+            return self.error(
+                "this math applies to register values; on scalars only + - * / are supported", span
+            )
         result = max(tensors, key=lambda t: L.product(t.logical_shape))
         for t, n in zip(operands, nodes, strict=True):
             if isinstance(t, TensorV) and not broadcastable(t.logical_shape, result.logical_shape):

@@ -121,3 +121,73 @@ def test_examples_compile_unchanged(ctx: object) -> None:
         module = irgen(check(parse_source(path.read_text(), str(path)), {}), ctx)
         with ctx:
             assert module.operation.verify()
+
+
+HEADER = (
+    "kernel k<BM: int = 64, T: type = f16>(A: T[M, K], B: f32[(K, N):(ldb, 1)], s: f32)\n"
+    "  grid(cdiv(M, BM)) threads(128) target({})\n{{\n"
+)
+# Scalars, shapes, layouts and tensors of every kind, to be passed where they do not belong.
+VALUES = [
+    *("A", "B", "s", "M", "BM", "0", "-3", "1", "2.5", "_", "block.x", "(4, 8)"),
+    *("(8, 4):(4, 1)", "((2, 2), 4)", "(BM, 32)", "(block.x, _)", "f32", "T", "-inf"),
+    "local_tile(A, (BM, 32), (block.x, 0))",
+    "local_tile(B, (32, 16), (0, _))",
+    "load(local_tile(A, (BM, 32), (0, 0)))",
+    "shared<f16>((64, 32))",
+    "fragment<f32>((4, 8))",
+    "tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (2, 2, 1))",
+]
+ATOMS_USED = [
+    "cp_async.cg.16",
+    "tma",
+    "ldmatrix.x4",
+    "sm80.mma_16x8x16.f32.f16.f16.f32",
+    "sm90.wgmma_64xNx16.f32.f16.f16",
+    "vec.16",
+]
+
+
+def call_text(draw: st.DrawFn, names: list[str]) -> str:
+    """A call of a random builtin with its declared arity and random, often ill-typed,
+    arguments: the checker must reject every misuse with a located error."""
+    from tilec.frontend.builtins import BUILTINS
+
+    leaves = [*names, *VALUES]
+    func = draw(st.sampled_from(sorted(BUILTINS)))
+    spec = BUILTINS[func]
+    targs = ""
+    if spec.targs[1]:
+        pool = ATOMS_USED if spec.atom_targs else ["f16", "T", "3", "0", "-1", "BM", "(2, 2)"]
+        count = draw(st.integers(spec.targs[0], spec.targs[1]))
+        targs = "<" + ", ".join(draw(st.sampled_from(pool)) for _ in range(count)) + ">"
+    count = draw(st.integers(spec.min_args, spec.max_args))
+    args = [draw(st.sampled_from(leaves)) for _ in range(count)]
+    kwargs = [
+        f"{k} = {draw(st.sampled_from([*VALUES[:19], 'grouped(2)', '1..2']))}"
+        for k in spec.kwargs
+        if draw(st.booleans())
+    ]
+    return f"{func}{targs}({', '.join(args + kwargs)})"
+
+
+@st.composite
+def random_kernels(draw: st.DrawFn) -> str:
+    lines, names = [], []
+    for i in range(draw(st.integers(1, 6))):
+        text = call_text(draw, names)
+        if draw(st.integers(0, 3)) == 0:
+            text = f"{text} {draw(st.sampled_from(['+', '*', 'o', '-']))} {call_text(draw, names)}"
+        if draw(st.booleans()):
+            lines.append(f"  let v{i} = {text}")
+            names.append(f"v{i}")
+        else:
+            lines.append(f"  {text}")
+    target = draw(st.sampled_from(["sm_80", "sm_90a"]))
+    return HEADER.format(target) + "\n".join(lines) + "\n}\n"
+
+
+@SETTINGS
+@given(random_kernels())
+def test_random_builtin_calls(ctx: object, src: str) -> None:
+    compile_or_diagnose(src, ctx)
