@@ -73,3 +73,19 @@ func.func @swizzle() -> index {
   %x = "layout.crd2idx"(%s, %c1, %c0) : (!layout.layout<"?">, index, index) -> index
   return %x : index
 }
+
+// -----
+
+// slice keeps the `_` modes; the fixed coordinate's value (here a runtime one) only moves the
+// offset, so the sliced layout folds even when the coordinate is dynamic.
+// CHECK-LABEL: func.func @slice(
+// CHECK: "layout.make"() : () -> !layout.layout<"(4,8):(16,2)">
+// CHECK: "layout.make"() : () -> !layout.layout<"((2,4)):((1,16))">
+// CHECK-NOT: layout.slice
+func.func @slice(%i: index) {
+  %a = "layout.make"() : () -> !layout.layout<"((2,4),8):((1,16),2)">
+  %s = "layout.slice"(%a, %i) {pattern = "((?,_),_)"} : (!layout.layout<"((2,4),8):((1,16),2)">, index) -> !layout.layout<"?">
+  %t = "layout.slice"(%a, %i) {pattern = "(_,?)"} : (!layout.layout<"((2,4),8):((1,16),2)">, index) -> !layout.layout<"?">
+  "test.use"(%s, %t) : (!layout.layout<"?">, !layout.layout<"?">) -> ()
+  return
+}
