@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError
 from tilec.frontend import ast
 from tilec.frontend.dump import dump_ast as _dump_node
+
+# Imported here so that `tilec.frontend.irgen` is the function, never the submodule that
+# importing it later would otherwise put in its place.
+from tilec.frontend.irgen import irgen
 from tilec.frontend.lexer import decode_source
 from tilec.frontend.parser import parse
 from tilec.frontend.sema import Checked, check
-
-if TYPE_CHECKING:
-    from mlir import ir
 
 __all__ = [
     "Checked",
@@ -47,20 +47,16 @@ def parse_source(text: str, file: str) -> ast.Module:
 
 
 def dump_ast(tree: ast.Node | Checked) -> str:
-    """`--emit ast`: the (checked) program as an indented S-expression."""
-    return _dump_node(tree.module if isinstance(tree, Checked) else tree)
+    """`--emit ast`: the program as an indented S-expression; a checked one also shows the value
+    of every expression."""
+    if isinstance(tree, Checked):
+        return _dump_node(tree.module, tree.values)
+    return _dump_node(tree)
 
 
 def compile_to_ast_text(text: str, file: str, params: dict[str, str] | None = None) -> str:
     """Parse and check `text`, then dump its AST; raises DiagnosticError."""
     return dump_ast(check(parse_source(text, file), params or {}))
-
-
-def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
-    """The `tile`-dialect module of a checked program (imports MLIR only when called)."""
-    from tilec.frontend.irgen import irgen as generate
-
-    return generate(checked, ctx)
 
 
 def target_of(checked: Checked) -> str | None:

@@ -7,7 +7,7 @@ import pytest
 
 from tilec import layout as L
 from tilec.diagnostics import DiagnosticError, render
-from tilec.frontend import check, parse_source
+from tilec.frontend import check, dump_ast, parse_source
 from tilec.frontend.values import TensorV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +169,17 @@ def test_a_file_without_kernels_is_an_error_at_its_start(src: str) -> None:
     assert [d.header() for d in info.value.diagnostics] == [
         "e.tile:1:1: error: no kernel in this file: it needs at least one 'kernel NAME(...) {...}'"
     ]
+
+
+def test_checked_ast_dump_shows_values() -> None:
+    c, _ = checked("let g = local_tile(A, (BM, 32), (block.x, _))")
+    text = dump_ast(c)
+    assert "(Call @2:9 func=local_tile : global tensor f16[(64,32,?):(?,1,32)]" in text
+    assert "(Name @2:24 id=BM : int 64)" in text and "(Attr @2:34 attr=x : int block.x" in text
+
+
+def test_frontend_irgen_stays_the_function() -> None:
+    import tilec.frontend
+    import tilec.frontend.irgen  # noqa: F401 - importing the submodule must not shadow it
+
+    assert callable(tilec.frontend.irgen) and tilec.frontend.irgen.__name__ == "irgen"
