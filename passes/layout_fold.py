@@ -120,6 +120,11 @@ class LayoutFold(Pass):
             cotarget = constant_index(op.operands[1])
             if cotarget is not None:
                 self.replace_layout(op, A.complement(layouts[0], cotarget))
+        elif name in ("upcast", "downcast"):
+            factor = ir.IntegerAttr(op.attributes["factor"]).value
+            self.replace_layout(op, getattr(A, name)(layouts[0], factor))
+        elif name == "max_common_vector":
+            self.replace_index(op, A.max_common_vector(layouts[0], layouts[1]))
         elif name in ("size", "cosize"):
             self.replace_index(op, getattr(A, name)(layouts[0]))
         elif name in ("crd2idx", "apply"):

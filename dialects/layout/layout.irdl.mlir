@@ -209,4 +209,31 @@ irdl.dialect @layout {
     irdl.operands(layout: %c1)
     irdl.results(result: %c2)
   }
+
+  // upcast / downcast(layout) {factor}: reinterpret for elements `factor` times wider/narrower.
+  irdl.operation @upcast {
+    %c1 = irdl.base @layout::@layout
+    %c2 = irdl.base "#builtin.integer"
+    %c3 = irdl.base @layout::@layout
+    irdl.operands(input: %c1)
+    irdl.attributes {"factor" = %c2}
+    irdl.results(result: %c3)
+  }
+  irdl.operation @downcast {
+    %c1 = irdl.base @layout::@layout
+    %c2 = irdl.base "#builtin.integer"
+    %c3 = irdl.base @layout::@layout
+    irdl.operands(input: %c1)
+    irdl.attributes {"factor" = %c2}
+    irdl.results(result: %c3)
+  }
+
+  // max_common_vector(a, b): how many elements both layouts keep contiguous (index result).
+  irdl.operation @max_common_vector {
+    %c1 = irdl.base @layout::@layout
+    %c2 = irdl.base @layout::@layout
+    %c3 = irdl.is index
+    irdl.operands(lhs: %c1, rhs: %c2)
+    irdl.results(result: %c3)
+  }
 }

@@ -89,3 +89,24 @@ func.func @slice(%i: index) {
   "test.use"(%s, %t) : (!layout.layout<"?">, !layout.layout<"?">) -> ()
   return
 }
+
+// -----
+
+// Vector widths from the layouts: f16 (8,64) row-major viewed as 16-byte vectors (upcast by 8),
+// and how many elements a row-major and a column-major view share contiguously.
+// CHECK-LABEL: func.func @vectors(
+// CHECK: "layout.make"() : () -> !layout.layout<"(8,8):(8,1)">
+// CHECK: "layout.make"() : () -> !layout.layout<"(8,16):(16,1)">
+// CHECK-DAG: arith.constant 512 : index
+// CHECK-DAG: arith.constant 1 : index
+func.func @vectors() -> (index, index) {
+  %r = "layout.make"() : () -> !layout.layout<"(8,64):(64,1)">
+  %c = "layout.make"() : () -> !layout.layout<"(8,64):(1,8)">
+  %s = "layout.make"() : () -> !layout.layout<"(8,8):(8,1)">
+  %u = "layout.upcast"(%r) {factor = 8 : i64} : (!layout.layout<"(8,64):(64,1)">) -> !layout.layout<"?">
+  %d = "layout.downcast"(%s) {factor = 2 : i64} : (!layout.layout<"(8,8):(8,1)">) -> !layout.layout<"?">
+  %v = "layout.max_common_vector"(%r, %r) : (!layout.layout<"(8,64):(64,1)">, !layout.layout<"(8,64):(64,1)">) -> index
+  %w = "layout.max_common_vector"(%r, %c) : (!layout.layout<"(8,64):(64,1)">, !layout.layout<"(8,64):(1,8)">) -> index
+  "test.use"(%u, %d) : (!layout.layout<"?">, !layout.layout<"?">) -> ()
+  return %v, %w : index, index
+}
