@@ -9,6 +9,7 @@ from mlir.dialects import arith, func, scf
 
 from tilec import layout as L
 from tilec.diagnostics import Span
+from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import static_ints
 from tilec.frontend.irgen_expr import ExprGen, elem, i64
@@ -27,12 +28,12 @@ def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
 
 
 def tensor_type(t: TensorV) -> ir.Type:
-    return ir.Type.parse(f'!tile.tensor<{SCALAR_TYPES[t.elem][0]}, "{t.space}", "{t.layout}">')
+    return TensorType(SCALAR_TYPES[t.elem][0], t.space, str(t.layout)).get()
 
 
 def mma_type(m: MmaV) -> ir.Type:
     atom = m.atom.replace("xNx", f"x{m.n}x") if m.n is not None else m.atom
-    return ir.Type.parse(f'!tile.mma<"{atom}", "{L.tuple_str(m.tiling)}">')
+    return MmaType(atom, L.tuple_str(m.tiling)).get()
 
 
 class KernelGen(ExprGen):

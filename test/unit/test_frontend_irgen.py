@@ -4,8 +4,11 @@ import re
 from pathlib import Path
 
 import pytest
+from mlir import ir
 
+from tilec import layout as L
 from tilec.context import make_context
+from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import check, irgen, parse_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,3 +98,22 @@ def test_language_doc_kernels_compile(ctx) -> None:  # noqa: ANN001
 def test_statement_location_is_its_first_token(ctx) -> None:  # noqa: ANN001
     src = "kernel k(x: f32[N]) grid(1) threads(32) target(sm_80) {\n  barrier()\n}\n"
     assert ("tile.barrier", 'loc("k.tile":2:3)') in located_ops(ctx, src, "k.tile")
+
+
+def test_tile_types_round_trip_through_mlir(ctx) -> None:  # noqa: ANN001
+    src = (ROOT / "examples" / "gemm_sm80.tile").read_text()
+    module = irgen(check(parse_source(src, "g.tile"), {}), ctx)
+    with ctx:
+        types = [
+            op.result.type
+            for op in module.body.operations[0].regions[0].blocks[0]
+            if op.operation.name == "tile.alloc_shared"
+        ]
+        shared = TensorType.of(types[0])
+        assert shared == TensorType("f16", "shared", "Sw<2,3,3> o 0 o (128,32):(32,1)")
+        assert shared.get() == types[0]
+        value = shared.layout_value()
+        assert isinstance(value, L.ComposedLayout) and value.inner == L.Layout((128, 32), (32, 1))
+        assert TensorType.of(ir.IndexType.get()) is None
+        mma = MmaType("sm80.mma_16x8x16.f32.f16.f16.f32", "(2,2,1)")
+        assert MmaType.of(mma.get()) == mma

@@ -1,0 +1,53 @@
+"""The `tile` dialect's types as Python values: build them for irgen, read them in passes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilec import layout as L
+
+SPACES = ("global", "shared", "register")
+_TENSOR = re.compile(r'!tile\.tensor<(.+), "(global|shared|register)", "([^"]*)">')
+_MMA = re.compile(r'!tile\.mma<"([^"]*)", "([^"]*)">')
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """`!tile.tensor<ELEM, "SPACE", "LAYOUT">`: a view's element type, space and layout text."""
+
+    elem: str  # the MLIR spelling: f16, bf16, f32, ...
+    space: str
+    layout: str  # CuTe text; `?` entries are runtime values
+
+    def get(self) -> ir.Type:
+        """The MLIR type (needs a context with the tile dialect loaded)."""
+        return ir.Type.parse(f'!tile.tensor<{self.elem}, "{self.space}", "{self.layout}">')
+
+    def layout_value(self) -> L.Layout | L.ComposedLayout:
+        """The layout as a `tilec.layout` value, `?` entries as `tilec.layout.DYN`."""
+        return L.parse_layout(self.layout, allow_dynamic=True)
+
+    @staticmethod
+    def of(t: ir.Type) -> TensorType | None:
+        """The tensor type `t` is, or None if it is another type."""
+        m = _TENSOR.fullmatch(str(t))
+        return TensorType(m.group(1), m.group(2), m.group(3)) if m else None
+
+
+@dataclass(frozen=True)
+class MmaType:
+    """`!tile.mma<"ATOM", "(m,n,k)">`: an atom and how often it repeats over warps or groups."""
+
+    atom: str
+    tiling: str
+
+    def get(self) -> ir.Type:
+        return ir.Type.parse(f'!tile.mma<"{self.atom}", "{self.tiling}">')
+
+    @staticmethod
+    def of(t: ir.Type) -> MmaType | None:
+        m = _MMA.fullmatch(str(t))
+        return MmaType(m.group(1), m.group(2)) if m else None
