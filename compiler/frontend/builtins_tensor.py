@@ -196,6 +196,12 @@ def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
         return ErrorV()
     if not _same_size(c, src, dst, node):
         return ErrorV()
+    if src.elem != dst.elem:
+        return c.error(
+            f"copy moves {src.elem} into {dst.elem}: copies do not convert; load, convert "
+            "with ': type' and store instead",
+            node.span,
+        )
     if atom is not None and not _copy_spaces_ok(c, atom.name, src, dst, node):
         return ErrorV()
     if dst.alloc is not None and c.pipelines:

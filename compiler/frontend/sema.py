@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tilec.diagnostics import DiagnosticEngine, Span, note
+from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
 from tilec.frontend.expr import ExprChecker
@@ -55,6 +55,7 @@ class Checked:
     file: str
     kernels: list[CheckedKernel]
     values: dict[int, V]
+    warnings: list[Diagnostic]  # what checking found that does not stop compilation
 
 
 def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
@@ -80,7 +81,7 @@ def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
         if checked is not None:
             kernels.append(checked)
     diags.raise_if_errors()
-    return Checked(module, module.span.file, kernels, checker.values)
+    return Checked(module, module.span.file, kernels, checker.values, diags.diagnostics)
 
 
 def _check_overrides(diags: DiagnosticEngine, module: ast.Module, params: dict[str, str]) -> None:

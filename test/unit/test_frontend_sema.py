@@ -183,3 +183,11 @@ def test_frontend_irgen_stays_the_function() -> None:
     import tilec.frontend.irgen  # noqa: F401 - importing the submodule must not shadow it
 
     assert callable(tilec.frontend.irgen) and tilec.frontend.irgen.__name__ == "irgen"
+
+
+def test_warnings_of_a_successful_check_are_kept() -> None:
+    c, _ = checked("load(local_tile(A, (BM, 32), (0, 0)))")
+    assert [d.header() for d in c.warnings] == [
+        "k.tile:2:1: warning: result of this expression (register tensor f16[(64,32):(1,64)]) "
+        "is unused"
+    ]
