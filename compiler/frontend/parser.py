@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
 from tilec.diagnostics import DiagnosticEngine, Span
 from tilec.frontend import ast
 from tilec.frontend.lexer import Token, lex
@@ -13,6 +16,7 @@ MAX_DEPTH = 48
 TEMPLATED = frozenset({"swizzle", "copy", "tiled_mma", "shared", "fragment"})
 ADDITIVE = ("+", "-")
 MULTIPLICATIVE = ("*", "/", "%")
+T = TypeVar("T")
 
 
 class ParseError(Exception):
@@ -52,7 +56,7 @@ class Parser:
             return self.advance()
         self.fail(f"expected {what or repr(kind)}, found {describe(self.tok)}")
 
-    def fail(self, message: str, span: Span | None = None) -> None:
+    def fail(self, message: str, span: Span | None = None) -> NoReturn:
         self.diags.error(message, span or self.tok.span)
         raise ParseError
 
@@ -116,7 +120,8 @@ class Parser:
         body = self.block()
         return ast.Kernel(name.span, name.text, cparams, args, clauses, body)
 
-    def comma_list(self, close: str, item):  # noqa: ANN001, ANN202 - item is a bound parser
+    def comma_list(self, close: str, item: Callable[[], T]) -> list[T]:
+        """`item (, item)* [,]` up to and including `close`; newlines in between are ignored."""
         items = []
         self.skip_newlines()
         while not self.at(close):
@@ -129,9 +134,7 @@ class Parser:
         return items
 
     def cparams(self) -> list[ast.CParam]:
-        params = self.comma_list(">", self.cparam)
-        self.type_params = {p.name for p in params if p.kind == "type"}
-        return params
+        return self.comma_list(">", self.cparam)
 
     def cparam(self) -> ast.CParam:
         name = self.ident("a parameter name")
