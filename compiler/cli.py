@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -297,14 +296,3 @@ def main(argv: list[str] | None = None) -> int:
     except DiagnosticError as exc:
         print_diagnostics(exc.diagnostics)
         return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # noqa: BLE001 - a bug in tilec: one line, not a traceback
-        if os.environ.get("TILEC_DEBUG"):
-            raise
-        print(
-            f"tilec: internal error: {type(exc).__name__}: {exc} "
-            "(a bug in tilec; set TILEC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 2

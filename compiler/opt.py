@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,14 +222,4 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_passes:
         print(list_passes())
         return 0
-    try:
-        return run(args)
-    except Exception as exc:  # noqa: BLE001 - a bug in tilec: one line, not a traceback
-        if os.environ.get("TILEC_DEBUG"):
-            raise
-        print(
-            f"tile-opt: internal error: {type(exc).__name__}: {exc} "
-            "(a bug in tilec; set TILEC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 2
+    return run(args)

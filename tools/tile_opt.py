@@ -1,12 +1,12 @@
 """Entry point of `tile-opt` (the logic lives in `tilec.opt`)."""
 
-import sys
-
-from tilec.opt import main as _main
+from tilec.tools import entry
 
 
 def main() -> None:
-    sys.exit(_main())
+    from tilec.opt import main as opt_main
+
+    entry("tile-opt", opt_main)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """Entry point of `tilec` (the logic lives in `tilec.cli`)."""
 
-import sys
-
-from tilec.cli import main as _main
+from tilec.tools import entry
 
 
 def main() -> None:
-    sys.exit(_main())
+    from tilec.cli import main as cli_main
+
+    entry("tilec", cli_main)
 
 
 if __name__ == "__main__":
