@@ -7,6 +7,7 @@ from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
 from tilec.frontend.expr import ExprChecker, int_tuple, mode_sizes
+from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.values import (
     ErrorV,
     IntV,
@@ -118,6 +119,9 @@ def algebra(c: ExprChecker, name: str, args: list[V], span: ast.Span) -> V:
             f"{name} here is only known at run time; of the queries only size(tensor, mode) may be",
             span,
         )
+    leaves = L.flatten(result) if isinstance(result, (int, tuple)) else ()
+    if any(isinstance(x, int) and abs(x) > MAX_INT for x in leaves):
+        return c.error(f"{name} here gives an integer beyond 64 bits", span)
     return from_algebra(result)
 
 

@@ -9,10 +9,10 @@ from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
 from tilec.frontend.expr import ExprChecker
+from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
     Alloc,
-    Binding,
     ErrorV,
     FloatV,
     IntV,
@@ -134,16 +134,8 @@ class KernelChecker:
             total,
         )
 
-    def define(self, name: str, value: V, span: Span, node: ast.Node | None = None) -> None:
-        prev = self.scope.names.get(name)
-        if prev is not None:
-            self.diags.error(
-                f"'{name}' is already defined",
-                span,
-                [note(f"'{name}' was defined here", prev.span)],
-            )
-            return
-        self.scope.names[name] = Binding(value, span, node)
+    def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:
+        self.c.define(self.scope, name, value, span, node)
 
     # Compile-time parameters ------------------------------------------------------------------
 
@@ -176,10 +168,12 @@ class KernelChecker:
             return ErrorV()
         try:
             value = int(text, 0)
+            if abs(value) > MAX_INT:
+                raise ValueError(text)
         except ValueError:
             self.diags.error(
                 f"-D {p.name}={text}: '{p.name}' is an int parameter and '{text}' "
-                "is not an integer",
+                "is not a 64-bit integer",
                 p.span,
             )
             return ErrorV()

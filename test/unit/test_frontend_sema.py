@@ -98,7 +98,11 @@ def test_parameter_overrides() -> None:
     c, _ = checked("", params={"BM": "0x20", "T": "bf16"})
     assert c.kernels[0].params == {"BM": 32, "T": "bf16"}
     assert errors("", params={"BM": "f16"}) == [
-        "k.tile:1:10: error: -D BM=f16: 'BM' is an int parameter and 'f16' is not an integer"
+        "k.tile:1:10: error: -D BM=f16: 'BM' is an int parameter and 'f16' is not a 64-bit integer"
+    ]
+    assert errors("", params={"BM": str(2**64)}) == [
+        f"k.tile:1:10: error: -D BM={2**64}: 'BM' is an int parameter and '{2**64}' is not a "
+        "64-bit integer"
     ]
     assert errors("", params={"X": "1"}) == [
         "error: -D X: no compile-time parameter named 'X' (parameters: BM, T)"
@@ -190,4 +194,10 @@ def test_warnings_of_a_successful_check_are_kept() -> None:
     assert [d.header() for d in c.warnings] == [
         "k.tile:2:1: warning: result of this expression (register tensor f16[(64,32):(1,64)]) "
         "is unused"
+    ]
+
+
+def test_algebra_results_beyond_64_bits_are_errors() -> None:
+    assert errors(f"let n = size(({2**62}, 4))") == [
+        "k.tile:2:9: error: size here gives an integer beyond 64 bits"
     ]
