@@ -11,29 +11,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from tilec.runtime import load
-
-
-def median_ms(fn: Callable[[], object], reps: int = 15, inner: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
-    return statistics.median(times)
+from tilec.runtime.measure import time_ms
 
 
 def gbs(nbytes: int, ms: float) -> float:
@@ -46,7 +29,7 @@ Row = tuple[str, str, float, float, str]
 def bench_copy() -> float:
     n = 1 << 28  # 1 GiB of f32
     src, dst = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
-    return gbs(2 * n * 4, median_ms(lambda: dst.copy_(src)))
+    return gbs(2 * n * 4, time_ms(lambda: dst.copy_(src)))
 
 
 def bench_vadd(root: Path, arch: str) -> Row:
@@ -56,8 +39,8 @@ def bench_vadd(root: Path, arch: str) -> Row:
     vadd = load(root / f"vadd_{arch}")
     vadd(x, y, out)
     assert torch.equal(out, x + y)
-    ours = gbs(3 * n * 4, median_ms(lambda: vadd(x, y, out)))
-    ref = gbs(3 * n * 4, median_ms(lambda: torch.add(x, y, out=out)))
+    ours = gbs(3 * n * 4, time_ms(lambda: vadd(x, y, out)))
+    ref = gbs(3 * n * 4, time_ms(lambda: torch.add(x, y, out=out)))
     return ("vadd", "N=2^28 f32", ours, ref, "torch.add")
 
 
@@ -68,8 +51,8 @@ def bench_transpose(root: Path, arch: str) -> Row:
     transpose = load(root / f"transpose_{arch}")
     transpose(a, b)
     assert torch.equal(b, a.t())
-    ours = gbs(2 * m * n * 4, median_ms(lambda: transpose(a, b)))
-    ref = gbs(2 * m * n * 4, median_ms(lambda: b.copy_(a.t())))
+    ours = gbs(2 * m * n * 4, time_ms(lambda: transpose(a, b)))
+    ref = gbs(2 * m * n * 4, time_ms(lambda: b.copy_(a.t())))
     return ("transpose", f"{m}x{n} f32", ours, ref, "b.copy_(a.t())")
 
 
@@ -82,8 +65,8 @@ def bench_softmax(root: Path, arch: str) -> Row:
     ref_y = torch.softmax(x.double(), 1)
     err = ((y.double() - ref_y).norm() / ref_y.norm()).item()
     assert err < 2e-3, err
-    ours = gbs(2 * r * c * 2, median_ms(lambda: softmax(x, y)))
-    ref = gbs(2 * r * c * 2, median_ms(lambda: torch.softmax(x, 1, out=y)))
+    ours = gbs(2 * r * c * 2, time_ms(lambda: softmax(x, y)))
+    ref = gbs(2 * r * c * 2, time_ms(lambda: torch.softmax(x, 1, out=y)))
     return ("softmax", f"{r}x{c} f16", ours, ref, "torch.softmax")
 
 

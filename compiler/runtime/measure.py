@@ -60,17 +60,22 @@ def bytes_moved(manifest: Manifest, sizes: dict[str, int]) -> int:
     return total
 
 
-def time_ms(fn: Any, warmup: int = 5, iters: int = 50) -> float:
-    """Median of `iters` launches, each timed with CUDA events."""
+def time_ms(fn: Any, warmup: int = 5, iters: int = 15, inner: int = 20) -> float:
+    """Median over `iters` samples of `inner` back-to-back launches timed with CUDA events.
+
+    Back-to-back launches amortise the Python launch gap, so the figure is the kernel's.
+    """
     torch = _torch()
     for _ in range(warmup):
         fn()
+    torch.cuda.synchronize()
     times = []
     for _ in range(iters):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(inner):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / inner)
     return statistics.median(times)
