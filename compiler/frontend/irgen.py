@@ -69,6 +69,9 @@ class KernelGen(ExprGen):
     def bind(self, name: str, value: object) -> None:
         self.env[-1][name] = value
 
+    def bound(self, name: str) -> bool:
+        return any(name in scope for scope in self.env)
+
     def lookup(self, name: str) -> object:
         for scope in reversed(self.env):
             if name in scope:
@@ -158,6 +161,9 @@ class KernelGen(ExprGen):
     def stmt(self, stmt: ast.Node) -> None:
         if isinstance(stmt, ast.Let):
             it = self.values[id(stmt.value)]
+            if isinstance(stmt.value, ast.Name):  # an alias: the same IR value, if it has one
+                self.bind(stmt.name, self.expr(stmt.value))
+                return
             if isinstance(it, IterV) and it.how == "persistent":
                 self.bind(stmt.name, self.tile_counts(stmt.value))
                 return

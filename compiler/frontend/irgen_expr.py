@@ -36,7 +36,12 @@ class ExprGen:
     values: dict[int, V]
 
     def expr(self, node: ast.Node) -> object:
+        """The IR value of `node`: an ir.Value, a tuple of them (tile coordinates, tile counts,
+        let-bound tuples), or None for what exists only at compile time."""
         v = self.values[id(node)]
+        if isinstance(node, ast.Name) and not (isinstance(v, IntV) and v.static):
+            # Compile-time parameters and builtin names are in no scope: they have no IR value.
+            return self.lookup(node.id) if self.bound(node.id) else None
         if isinstance(v, IntV):
             return self.int_value(v, node.span, node)
         if isinstance(v, FloatV):
