@@ -137,6 +137,8 @@ VALUES = [
     "shared<f16>((64, 32))",
     "fragment<f32>((4, 8))",
     "tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (2, 2, 1))",
+    "persistent((cdiv(M, BM), 4))",
+    "t.m",
 ]
 ATOMS_USED = [
     "cp_async.cg.16",
@@ -176,8 +178,16 @@ def random_kernels(draw: st.DrawFn) -> str:
     lines, names = [], []
     for i in range(draw(st.integers(1, 6))):
         text = call_text(draw, names)
-        if draw(st.integers(0, 3)) == 0:
+        shape = draw(st.integers(0, 5))
+        if shape == 0:
             text = f"{text} {draw(st.sampled_from(['+', '*', 'o', '-']))} {call_text(draw, names)}"
+        elif shape == 1 and names:  # aliases and loops over whatever a name holds
+            text = draw(st.sampled_from(names))
+            if draw(st.booleans()):
+                lines.append(
+                    f"  for t in {text} {{ let w = t\n    {call_text(draw, ['t', 'w'])} }}"
+                )
+                continue
         if draw(st.booleans()):
             lines.append(f"  let v{i} = {text}")
             names.append(f"v{i}")
