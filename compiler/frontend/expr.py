@@ -343,7 +343,10 @@ class ExprChecker:
                     f"{L.tuple_str(result.logical_shape)} do not match",
                     n.span,
                 )
-        elem = "f32" if any(t.elem == "f32" for t in tensors) else result.elem
+        # f32 wins; integers meeting a float become f32, as in C.
+        floats = any(is_float_type(t.elem) for t in tensors)
+        widen = any(isinstance(v, FloatV) for v in operands) and not floats
+        elem = "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
         return TensorV(elem, "register", result.layout, None, result.block_shape, result.mma)
 
     def cast(self, node: ast.Cast, scope: Scope) -> V:
@@ -355,10 +358,10 @@ class ExprChecker:
             if v.space != "register":
                 return self.error("only register values convert: load(...) first", node.span)
             return TensorV(ty.name, "register", v.layout)
-        if isinstance(v, (IntV, FloatV)):
-            if is_float_type(ty.name):
-                return FloatV(getattr(v, "value", None), ty.name)
-            return v if isinstance(v, IntV) else IntV(None, f"{v}")
+        if isinstance(v, (IntV, FloatV)) and is_float_type(ty.name):
+            return FloatV(None if v.value is None else float(v.value), ty.name)
+        if isinstance(v, IntV):
+            return v  # integers and indices are one kind of scalar here
         if isinstance(v, ErrorV):
             return v
         return self.error(f"cannot convert a {v.describe()} to {ty.name}", node.span)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
@@ -12,10 +10,10 @@ from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import static_ints
-from tilec.frontend.irgen_expr import ExprGen, elem, i64
+from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64
 from tilec.frontend.sema import Checked, CheckedKernel
-from tilec.frontend.types import SCALAR_TYPES, is_float_type
-from tilec.frontend.values import FloatV, IntV, IterV, MmaV, TensorV, TupleV, V
+from tilec.frontend.types import SCALAR_TYPES
+from tilec.frontend.values import IterV, MmaV, TensorV, TupleV
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -179,7 +177,7 @@ class KernelGen(ExprGen):
                     stmt.init.span,
                     [value],
                     [],
-                    {"value": self.scalar_attr(init, t.elem)},
+                    {"value": constant_attr(init, t.elem)},
                 )
             self.bind(stmt.name, value)
         elif isinstance(stmt, ast.ExprStmt):
@@ -188,14 +186,6 @@ class KernelGen(ExprGen):
             self.for_stmt(stmt)
         elif isinstance(stmt, ast.WarpSpecialize):
             self.warp_specialize(stmt)
-
-    def scalar_attr(self, v: V | None, elem_name: str) -> ir.Attribute:
-        """`v` (a static number; 0 when absent) as an attribute of element type `elem_name`."""
-        ty = elem(elem_name)
-        number = v.value if isinstance(v, (IntV, FloatV)) else 0
-        if is_float_type(elem_name):
-            return ir.FloatAttr.get(ty, float(number))
-        return ir.IntegerAttr.get(ty, int(number) if math.isfinite(number) else 0)
 
     def for_stmt(self, stmt: ast.For) -> None:
         it: IterV = self.values[id(stmt.iter)]

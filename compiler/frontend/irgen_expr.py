@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith
 
 from tilec import layout as L
 from tilec.diagnostics import Span
 from tilec.frontend import ast
-from tilec.frontend.types import SCALAR_TYPES
+from tilec.frontend.types import SCALAR_TYPES, is_float_type
 from tilec.frontend.values import FloatV, IntV, MmaV, TensorV, TupleV, UnderscoreV, V
 
 BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
@@ -103,7 +105,7 @@ class ExprGen:
     def float_value(self, v: FloatV, node: ast.Node) -> ir.Value:
         if v.value is not None:
             return arith.ConstantOp(
-                elem(v.elem), ir.FloatAttr.get(elem(v.elem), v.value), loc=self.loc(node.span)
+                elem(v.elem), constant_attr(v, v.elem), loc=self.loc(node.span)
             ).result
         if isinstance(node, ast.Name):
             return self.lookup(node.id)
@@ -118,22 +120,27 @@ class ExprGen:
         raise AssertionError(f"no runtime value for {type(node).__name__}")
 
     def scalar(self, node: ast.Node, elem_name: str) -> ir.Value:
-        """A scalar operand of elementwise math, as a value of `elem_name` (ints convert)."""
+        """A scalar operand of elementwise math as a value of type `elem_name`."""
         v = self.values[id(node)]
-        if isinstance(v, IntV) and v.static:
-            return self.float_value(FloatV(float(v.value), elem_name), node)
+        loc, target = self.loc(node.span), elem(elem_name)
+        if isinstance(v, (IntV, FloatV)) and v.value is not None:
+            return arith.ConstantOp(target, constant_attr(v, elem_name), loc=loc).result
         value = self.expr(node)
-        if isinstance(v, IntV):
-            i64v = arith.IndexCastOp(ir.IntegerType.get_signless(64), value).result
-            return arith.SIToFPOp(elem(elem_name), i64v, loc=self.loc(node.span)).result
-        if isinstance(v, FloatV) and v.elem != elem_name:
-            return self.convert_scalar(value, v.elem, elem_name, node.span)
-        return value
-
-    def convert_scalar(self, value: ir.Value, src: str, dst: str, span: Span) -> ir.Value:
-        wider = SCALAR_TYPES[dst][1] > SCALAR_TYPES[src][1]
-        op = arith.ExtFOp if wider else arith.TruncFOp
-        return op(elem(dst), value, loc=self.loc(span)).result
+        if isinstance(v, IntV):  # an index
+            if not is_float_type(elem_name):
+                return arith.IndexCastOp(target, value, loc=loc).result
+            wide = arith.IndexCastOp(ir.IntegerType.get_signless(64), value, loc=loc).result
+            return arith.SIToFPOp(target, wide, loc=loc).result
+        if v.elem == elem_name:
+            return value
+        if not is_float_type(elem_name):
+            return arith.FPToSIOp(target, value, loc=loc).result
+        src, dst = SCALAR_TYPES[v.elem][1], SCALAR_TYPES[elem_name][1]
+        if src == dst:  # f16 <-> bf16: through f32, as neither is wider
+            value = arith.ExtFOp(elem("f32"), value, loc=loc).result
+            src = 4
+        op = arith.ExtFOp if dst > src else arith.TruncFOp
+        return op(target, value, loc=loc).result
 
     # Tensors ------------------------------------------------------------------------------------
 
@@ -270,7 +277,7 @@ class ExprGen:
                 span,
                 [self.expr(node.args[0])],
                 [rtype],
-                {"other": self.scalar_attr(other, src.elem)},
+                {"other": constant_attr(other, src.elem)},
             ).result
         if f == "tiled_mma":
             return self.op("tile.tiled_mma", span, [], [rtype]).result
@@ -328,6 +335,20 @@ def _items(v: V) -> list[V]:
 
 def elem(name: str) -> ir.Type:
     return ir.Type.parse(SCALAR_TYPES[name][0])
+
+
+def constant_attr(v: V | None, elem_name: str) -> ir.Attribute:
+    """A static number (0 when absent) as an attribute of element type `elem_name`; integers
+    wrap to the type's width, as a conversion to it would."""
+    ty = elem(elem_name)
+    number = v.value if isinstance(v, (IntV, FloatV)) and v.value is not None else 0
+    if is_float_type(elem_name):
+        return ir.FloatAttr.get(ty, float(number))
+    bits = ir.IntegerType(ty).width
+    value = int(number) % (1 << bits) if math.isfinite(number) else 0
+    if not elem_name.startswith("u") and value >= 1 << (bits - 1) and bits > 1:
+        value -= 1 << bits
+    return ir.IntegerAttr.get(ty, value)
 
 
 def i64(value: int) -> ir.Attribute:
