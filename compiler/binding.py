@@ -137,3 +137,12 @@ def erase_dead(root: ir.Operation, prefix: str) -> None:
             return
         for op in dead:
             op.erase()
+
+
+def is_float_type(t: ir.Type) -> bool:
+    """Whether `t` is a float type (the bindings downcast parsed types to their class)."""
+    return isinstance(t, ir.FloatType)
+
+
+def is_float_attr(a: ir.Attribute) -> bool:
+    return isinstance(a, ir.FloatAttr)

@@ -27,8 +27,20 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("ast", "ast", "text", summary="the parsed and checked program, as a tree"),
     Stage("tile", "tile.mlir", "mlir", summary="tile + layout dialects, straight from the source"),
-    Stage("lowered", "lowered.mlir", "mlir", summary="layouts folded, tile ops lowered"),
-    Stage("gpu", "gpu.mlir", "mlir", summary="gpu/nvgpu/scf/memref/arith kernels"),
+    Stage(
+        "lowered",
+        "lowered.mlir",
+        "mlir",
+        "tile-verify,convert-tile-to-gpu,canonicalize,cse",
+        "layouts folded, tile ops lowered",
+    ),
+    Stage(
+        "gpu",
+        "gpu.mlir",
+        "mlir",
+        "outline-tile-kernels,canonicalize,cse",
+        "gpu/nvgpu/scf/memref/arith kernels",
+    ),
     Stage("nvvm", "nvvm.mlir", "mlir", NVVM_PIPELINE, "the gpu.module in NVVM + LLVM dialects"),
     Stage("llvm", "ll", "llvm-ir", LLVM_PIPELINE, "LLVM IR of the gpu.module"),
     Stage("ptx", "ptx", "ptx", summary="PTX text from llvmlite's NVPTX backend"),

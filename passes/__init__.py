@@ -7,9 +7,17 @@ register the same way when `--load-pass-plugin` imports them.
 
 from tilec.passes.base import PASSES, Pass, register
 from tilec.passes.convert_layout_to_arith import ConvertLayoutToArith
+from tilec.passes.convert_tile_to_gpu import ConvertTileToGpu
 from tilec.passes.layout_fold import LayoutFold
+from tilec.passes.outline_tile_kernels import OutlineTileKernels
 from tilec.passes.tile_verify import TileVerify
 
-BUILTIN_PASSES = (TileVerify, LayoutFold, ConvertLayoutToArith)
+BUILTIN_PASSES = (
+    TileVerify,
+    LayoutFold,
+    ConvertLayoutToArith,
+    ConvertTileToGpu,
+    OutlineTileKernels,
+)
 
 __all__ = ["BUILTIN_PASSES", "PASSES", "Pass", "register"]

@@ -1,0 +1,176 @@
+"""Passes: `convert-tile-to-gpu`, tile kernels expanded in place into gpu/scf/arith/math/llvm."""
+
+from __future__ import annotations
+
+from functools import reduce as fold
+from operator import mul
+
+from mlir import ir
+from mlir.dialects import gpu, llvm
+
+from tilec.binding import is_float_attr, walk
+from tilec.passes import tile_memory, tile_views
+from tilec.passes.base import Pass, register
+from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.passes.tile_fragments import Frag, Reduced, binary, constant, convert, elementwise
+from tilec.passes.tile_fragments import unary as unary_op
+from tilec.passes.tile_reduce import reduce
+from tilec.passes.tile_views import LoweringError, View, tensor_type
+
+DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
+ID_OPS = {
+    "tile.block_id": gpu.BlockIdOp,
+    "tile.thread_id": gpu.ThreadIdOp,
+    "tile.grid_dim": gpu.GridDimOp,
+}
+
+
+class KernelLowering:
+    """The state of one kernel: what each tile value has become (a View or a register Frag)."""
+
+    def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
+        self.func, self.module = func, module
+        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        if "tile.threads" not in func.attributes:
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
+        self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.threads = fold(mul, self.dims, 1)
+        self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
+        entry = func.regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_begin(entry), func.location:
+            self.tid = self.linear_thread_id()
+
+    def linear_thread_id(self) -> ir.Value:
+        """x + X*(y + Y*z), with dimensions of extent 1 dropped."""
+        b = IndexBuilder()
+        t, scale = 0, 1
+        for dim, extent in zip(DIMS, self.dims, strict=False):
+            if extent > 1:
+                t = b.add(t, b.mul(gpu.ThreadIdOp(dim).result, scale))
+            scale *= extent
+        return b.value(t)
+
+    def get(self, op: ir.Operation, value: ir.Value) -> View | Frag | Reduced:
+        if value not in self.lowered:
+            raise LoweringError(op, "operand was not produced by a lowered tile op")
+        return self.lowered[value]
+
+    def view(self, op: ir.Operation, value: ir.Value) -> View:
+        v = self.get(op, value)
+        if not isinstance(v, View):
+            raise LoweringError(op, "expected a global or shared tensor view")
+        return v
+
+    def frag(self, op: ir.Operation, value: ir.Value) -> Frag:
+        v = self.get(op, value)
+        if not isinstance(v, Frag):
+            raise LoweringError(op, "expected a register tensor of a full tile")
+        return v
+
+    def operand(self, op: ir.Operation, value: ir.Value) -> Frag | Reduced | ir.Value:
+        return value if tensor_type(value.type) is None else self.get(op, value)
+
+    def lower(self, op: ir.Operation) -> None:
+        name = op.name
+        b = IndexBuilder()
+        result: View | Frag | Reduced | None = None
+        if name in ID_OPS:
+            dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
+            op.results[0].replace_all_uses_with(ID_OPS[name](dim).result)
+        elif name == "tile.make_tensor":
+            ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
+            result = tile_views.make_tensor(op, ptr)
+        elif name == "tile.size":
+            extent = self.view(op, op.operands[0]).shape[
+                ir.IntegerAttr(op.attributes["mode"]).value
+            ]
+            op.results[0].replace_all_uses_with(b.value(extent))
+        elif name == "tile.local_tile":
+            result = tile_views.local_tile(op, self.view(op, op.operands[0]), b)
+        elif name == "tile.slice":
+            result = tile_views.slice_view(op, self.view(op, op.operands[0]), b)
+        elif name == "tile.permute":
+            result = tile_views.permute(op, self.view(op, op.operands[0]))
+        elif name == "tile.alloc_shared":
+            result = tile_views.alloc_shared(op, self.module, self.name)
+        elif name == "tile.barrier":
+            gpu.BarrierOp()
+        elif name == "tile.load":
+            view = self.view(op, op.operands[0])
+            attr = op.attributes["other"]
+            kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
+            other = constant(view.elem, kind(attr).value)
+            loaded = tile_memory.load(op, view, other, self.tid, self.threads)
+            elem = tensor_type(op.results[0].type).elem
+            result = elementwise(op, [loaded], lambda x: convert(x, elem))
+        elif name == "tile.store":
+            dst = self.view(op, op.operands[1])
+            tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
+        elif name == "tile.copy":
+            src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
+            tile_memory.copy(op, src, dst, self.tid, self.threads)
+        elif name == "tile.binary":
+            kind = ir.StringAttr(op.attributes["op"]).value
+            args = [self.operand(op, v) for v in op.operands]
+            result = elementwise(op, args, lambda x, y: binary(op, kind, x, y))
+        elif name == "tile.unary":
+            kind = ir.StringAttr(op.attributes["op"]).value
+            result = elementwise(
+                op, [self.operand(op, op.operands[0])], lambda x: unary_op(op, kind, x)
+            )
+        elif name == "tile.convert":
+            elem = tensor_type(op.results[0].type).elem
+            result = elementwise(op, [self.operand(op, op.operands[0])], lambda x: convert(x, elem))
+        elif name == "tile.reduce":
+            in_loop = op.parent.name != "func.func"
+            frag = self.frag(op, op.operands[0])
+            result = reduce(op, frag, self.tid, self.module, self.name, in_loop)
+        else:
+            raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
+        if result is not None:
+            self.lowered[op.results[0]] = result
+
+
+@register
+class ConvertTileToGpu(Pass):
+    """Expand tile kernels into gpu/scf/arith/math/llvm ops: views, vector copies, registers.
+
+    Views become pointer + index math, block-level load/store/copy become per-thread 16-byte
+    vector accesses (predicated versions for ragged edges), register tensors per-thread
+    scalars, reductions shuffles + shared memory:
+
+        %t = "tile.local_tile"(%x, %bid) {coord = "(?)", tile = array<i64: 4096>} : ...
+        %a = "tile.load"(%t) {other = 0.0 : f32} : (...) -> !tile.tensor<f32, "register", ...>
+      →
+        %p = llvm.getelementptr inbounds %x1[%off] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+        %v = scf.if %in_bounds_and_aligned -> (f32, ...) {
+          %q = llvm.load %p {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32> ...
+        } else { ... scalar loads under scf.if, `other` outside ... }
+    """
+
+    name = "convert-tile-to-gpu"
+
+    def run(self, module: ir.Operation) -> None:
+        funcs: list[ir.Operation] = []
+        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
+        for func in funcs:
+            if "tile.kernel" in func.attributes:
+                self.lower_kernel(func, module)
+
+    def lower_kernel(self, func: ir.Operation, module: ir.Operation) -> None:
+        ops: list[ir.Operation] = []
+        walk(func, lambda op: ops.append(op) if op.name.startswith("tile.") else None)
+        try:
+            kernel = KernelLowering(func, module)
+            for op in ops:
+                with ir.InsertionPoint(op), op.location:
+                    kernel.lower(op)
+            for op in reversed(ops):
+                for r in op.results:
+                    user = next((u.owner for u in r.uses), None)
+                    if user is not None:
+                        raise LoweringError(user, "a tile tensor cannot cross into this op")
+                op.erase()
+        except LoweringError as err:
+            self.error(err.op, str(err))
+            self.fail()

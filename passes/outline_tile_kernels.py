@@ -1,0 +1,128 @@
+"""Passes: `outline-tile-kernels`, lowered tile kernels become gpu.funcs of gpu.module @kernels."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm
+
+from tilec.binding import walk
+from tilec.passes.base import Pass, register
+
+GLOBAL_PTR = "!llvm.ptr<1>"
+
+
+def is_shared_global(op: ir.Operation) -> bool:
+    if op.name != "llvm.mlir.global" or "addr_space" not in op.attributes:
+        return False
+    return ir.IntegerAttr(op.attributes["addr_space"]).value == 3
+
+
+@register
+class OutlineTileKernels(Pass):
+    """Move each lowered tile kernel into `gpu.module @kernels` as a `gpu.func` with the ABI.
+
+    Arguments keep their order: `!llvm.ptr` → `!llvm.ptr<1>`, `index` → `i64`, scalars as
+    they are; `tile.*` attributes are copied, `tile.dynamic_smem` and `gpu.known_block_size`
+    added; workgroup globals move along:
+
+        func.func @vadd(%x: !llvm.ptr, %n: index) attributes {tile.kernel, tile.threads = ...}
+      →
+        module attributes {gpu.container_module} {
+          gpu.module @kernels {
+            gpu.func @vadd(%x: !llvm.ptr<1>, %n: i64) kernel attributes {
+                gpu.known_block_size = array<i32: 256, 1, 1>, tile.dynamic_smem = 0 : i64, ...}
+    """
+
+    name = "outline-tile-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        body = module.regions[0].blocks[0]
+        kernels = [
+            op.operation
+            for op in body.operations
+            if op.operation.name == "func.func" and "tile.kernel" in op.operation.attributes
+        ]
+        if not kernels:
+            return
+        failed = False
+        for func in kernels:
+            nested: list[ir.Operation] = []
+            walk(
+                func, lambda op, found=nested: found.append(op) if op.name[:5] == "tile." else None
+            )
+            if nested:
+                self.error(nested[0], f"'{nested[0].name}' is left; run convert-tile-to-gpu first")
+                failed = True
+            if len(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results):
+                self.error(func, "a kernel returns nothing")
+                failed = True
+        if failed:
+            self.fail()
+        module.attributes["gpu.container_module"] = ir.UnitAttr.get()
+        with ir.InsertionPoint(body), module.location:
+            container = gpu.GPUModuleOp("kernels")
+            container.regions[0].blocks.append()
+        inner = container.regions[0].blocks[0]
+        for op in [o.operation for o in body.operations if is_shared_global(o.operation)]:
+            inner.append(op)
+        for func in kernels:
+            self.outline(func, inner)
+
+    @staticmethod
+    def outline(func: ir.Operation, inner: ir.Block) -> None:
+        old = func.regions[0].blocks[0]
+        index = ir.IndexType.get()
+        new_types = []
+        for arg in old.arguments:
+            t = arg.type
+            if str(t) == "!llvm.ptr":
+                t = ir.Type.parse(GLOBAL_PTR)
+            elif t == index:
+                t = ir.IntegerType.get_signless(64)
+            new_types.append(t)
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        threads = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        with ir.InsertionPoint(inner), func.location:
+            block = [*threads, 1, 1][:3]
+            kernel = gpu.GPUFuncOp(
+                ir.TypeAttr.get(ir.FunctionType.get(new_types, [])),
+                sym_name=name,
+                kernel=True,
+                known_block_size=block,
+            )
+            for i in range(len(func.attributes)):
+                attr = func.attributes[i]
+                if attr.name.startswith("tile.") and attr.name != "tile.kernel":
+                    kernel.attributes[attr.name] = attr.attr
+            kernel.attributes["tile.dynamic_smem"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), 0
+            )
+            entry = kernel.body.blocks.append(*new_types)
+        with ir.InsertionPoint.at_block_begin(entry), func.location:
+            for old_arg, new_arg in zip(old.arguments, entry.arguments, strict=True):
+                if old_arg.type == new_arg.type:
+                    old_arg.replace_all_uses_with(new_arg)
+                elif old_arg.type == index:
+                    old_arg.replace_all_uses_with(arith.IndexCastOp(index, new_arg).result)
+                else:
+                    OutlineTileKernels.rebind_pointer(old_arg, new_arg)
+        for op in [o.operation for o in old.operations]:
+            if op.name == "func.return":
+                with ir.InsertionPoint(entry), op.location:
+                    gpu.ReturnOp([])
+                op.erase()
+            else:
+                entry.append(op)
+        func.erase()
+
+    @staticmethod
+    def rebind_pointer(old_arg: ir.Value, new_arg: ir.Value) -> None:
+        """Casts to the global space become the new argument; other uses see a generic one."""
+        for use in list(old_arg.uses):
+            user = use.owner
+            if user.name == "llvm.addrspacecast" and user.results[0].type == new_arg.type:
+                user.results[0].replace_all_uses_with(new_arg)
+                user.erase()
+        if any(True for _ in old_arg.uses):
+            generic = llvm.AddrSpaceCastOp(old_arg.type, new_arg).result
+            old_arg.replace_all_uses_with(generic)

@@ -1,0 +1,247 @@
+r"""Passes (lowered stage): register tensors as per-thread SSA values, for convert-tile-to-gpu.
+
+A block-level tile of static shape S is spread over the block's T threads in chunks of V
+contiguous elements (V elements of mode `m`, the mode contiguous in global memory; 16 bytes
+where the layouts allow). Elements are numbered with mode m fastest, then the other modes in
+order; chunk v holds elements v*V .. v*V+V-1 and belongs to thread v mod T, as its chunk
+number v div T. So one instruction of all threads touches T consecutive chunks (coalesced):
+
+    e = j + V * (t + T * i)        j: element in chunk, t: thread, i: chunk of the thread
+
+    bits of e:  [ i ........ | warp | lane  | j  ]      (powers of two)
+                              \____ t ____/
+
+Each thread keeps its chunks fully unrolled as scalars (`values[i][j]`), so nothing is
+indexed dynamically and nothing goes to local memory. Every register tensor made from the
+same tile by the same thread count has the same partition, so elementwise ops line up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, math
+
+from tilec.binding import is_float_type
+from tilec.dialects.layout import algebra as A
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, is_pow2
+from tilec.passes.tile_views import LoweringError
+
+
+@dataclass(frozen=True)
+class Partition:
+    shape: tuple[int, ...]
+    m: int  # the mode a chunk runs along
+    vec: int  # V
+    threads: int  # T
+
+    @property
+    def order(self) -> list[int]:
+        return [self.m] + [k for k in range(len(self.shape)) if k != self.m]
+
+    @property
+    def chunks(self) -> int:
+        return A.product(self.shape) // self.vec
+
+    @property
+    def iters(self) -> int:
+        return -(-self.chunks // self.threads)
+
+    def active(self, i: int, t: ir.Value, b: IndexBuilder) -> ir.Value | None:
+        """Whether thread t has chunk i (None: every thread has it)."""
+        if (i + 1) * self.threads <= self.chunks:
+            return None
+        v = b.add(t, i * self.threads)
+        return arith.CmpIOp(arith.CmpIPredicate.ult, b.value(v), b.value(self.chunks)).result
+
+    def chunk_coords(self, i: int, t: ir.Value, b: IndexBuilder) -> list[Term]:
+        """Coordinates of element 0 of thread t's chunk i (column-major in `order`)."""
+        rest: Term = b.mul(b.add(t, i * self.threads), self.vec)
+        coords: list[Term] = [0] * len(self.shape)
+        order = self.order
+        for n, k in enumerate(order):
+            last = n == len(order) - 1
+            coords[k] = rest if last else b.rem(rest, self.shape[k])
+            rest = rest if last else b.div(rest, self.shape[k])
+        return coords
+
+    def bits(self, mode: int) -> tuple[int, int]:
+        """The bit range [lo, hi) of e that holds the coordinate of `mode` (powers of two)."""
+        lo = 0
+        for k in self.order:
+            width = self.shape[k].bit_length() - 1
+            if k == mode:
+                return lo, lo + width
+            lo += width
+        raise ValueError(mode)
+
+
+@dataclass
+class Frag:
+    """One thread's part of a register tensor: values[i][j] for chunk i, element j."""
+
+    part: Partition
+    elem: ir.Type
+    values: list[list[ir.Value]]
+
+    def at(self, i: int, j: int) -> ir.Value:
+        return self.values[i][j]
+
+
+@dataclass
+class Reduced:
+    """A tensor reduced along `mode` to extent 1: one value per group of elements that share
+    every other coordinate, already combined over all threads; broadcasts back over `part`."""
+
+    part: Partition
+    mode: int
+    elem: ir.Type
+    groups: dict[tuple[int, int], ir.Value]
+
+    def at(self, i: int, j: int) -> ir.Value:
+        return self.groups[group_key(self.part, self.mode, i, j)]
+
+
+def group_key(part: Partition, mode: int, i: int, j: int) -> tuple[int, int]:
+    """(i, j) with the bits that address `mode` cleared: equal keys share a reduced value."""
+    lo, hi = part.bits(mode)
+    vb = part.vec.bit_length() - 1
+    ib = vb + part.threads.bit_length() - 1
+    mask = ((1 << hi) - 1) ^ ((1 << lo) - 1)
+    return i & ~(mask >> ib), j & ~(mask & ((1 << vb) - 1))
+
+
+def is_float(t: ir.Type) -> bool:
+    return is_float_type(t)
+
+
+def convert(v: ir.Value, to: ir.Type) -> ir.Value:
+    """Element type conversion (float widths, int widths, int <-> float, signed)."""
+    src = v.type
+    if src == to:
+        return v
+    if is_float(src) and is_float(to):
+        wider = to.width > src.width
+        return (arith.ExtFOp if wider else arith.TruncFOp)(to, v).result
+    if is_float(to):
+        return arith.SIToFPOp(to, v).result
+    if is_float(src):
+        return arith.FPToSIOp(to, v).result
+    wider = to.width > src.width
+    return (arith.ExtSIOp if wider else arith.TruncIOp)(to, v).result
+
+
+def constant(t: ir.Type, x: float) -> ir.Value:
+    if is_float(t):
+        return arith.ConstantOp(t, ir.FloatAttr.get(t, x)).result
+    return arith.ConstantOp(t, ir.IntegerAttr.get(t, int(x))).result
+
+
+FLOAT_BINARY = {
+    "add": arith.AddFOp,
+    "sub": arith.SubFOp,
+    "mul": arith.MulFOp,
+    "div": arith.DivFOp,
+    "rem": arith.RemFOp,
+    "max": arith.MaximumFOp,
+    "min": arith.MinimumFOp,
+}
+INT_BINARY = {
+    "add": arith.AddIOp,
+    "sub": arith.SubIOp,
+    "mul": arith.MulIOp,
+    "div": arith.DivSIOp,
+    "rem": arith.RemSIOp,
+    "max": arith.MaxSIOp,
+    "min": arith.MinSIOp,
+}
+REDUCE_OP = {"max": "max", "min": "min", "sum": "add"}
+
+
+def binary(op: ir.Operation | None, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    table = FLOAT_BINARY if is_float(x.type) else INT_BINARY
+    if kind not in table:
+        raise LoweringError(op, f"unknown binary op '{kind}'")
+    return table[kind](x, y).result
+
+
+def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
+    if not is_float(x.type):
+        if kind == "neg":
+            return arith.SubIOp(constant(x.type, 0), x).result
+        if kind == "abs":
+            return math.AbsIOp(x).result
+        raise LoweringError(op, f"'{kind}' needs a float operand, got {x.type}")
+    simple = {
+        "exp": math.ExpOp,
+        "exp2": math.Exp2Op,
+        "log": math.LogOp,
+        "sqrt": math.SqrtOp,
+        "rsqrt": math.RsqrtOp,
+        "tanh": math.TanhOp,
+        "abs": math.AbsFOp,
+        "neg": arith.NegFOp,
+    }
+    if kind in simple:
+        return simple[kind](x).result
+    one = constant(x.type, 1.0)
+    if kind == "relu":
+        return arith.MaximumFOp(x, constant(x.type, 0.0)).result
+    if kind == "sigmoid":  # 1 / (1 + exp(-x))
+        e = math.ExpOp(arith.NegFOp(x).result).result
+        return arith.DivFOp(one, arith.AddFOp(one, e).result).result
+    if kind == "gelu":  # x/2 * (1 + erf(x / sqrt 2))
+        scaled = arith.MulFOp(x, constant(x.type, 0.7071067811865476)).result
+        erf = arith.AddFOp(one, math.ErfOp(scaled).result).result
+        return arith.MulFOp(arith.MulFOp(x, constant(x.type, 0.5)).result, erf).result
+    raise LoweringError(op, f"unknown unary op '{kind}'")
+
+
+Value = Frag | Reduced | ir.Value
+
+
+def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag:  # noqa: ANN001
+    """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast."""
+    frags = [x for x in operands if isinstance(x, Frag | Reduced)]
+    if not frags:
+        raise LoweringError(op, "elementwise op without a register tensor operand")
+    full = [x for x in frags if isinstance(x, Frag)]
+    part = (full or frags)[0].part
+    if any(x.part != part for x in frags):
+        raise LoweringError(op, "operands are spread over the threads differently")
+    out: list[list[ir.Value]] = []
+    for i in range(part.iters):
+        row = []
+        for j in range(part.vec):
+            args = [x.at(i, j) if isinstance(x, Frag | Reduced) else x for x in operands]
+            row.append(fn(*args))
+        out.append(row)
+    return Frag(part, out[0][0].type, out)
+
+
+def combine(kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    return binary(None, REDUCE_OP[kind], x, y)
+
+
+def identity(kind: str, t: ir.Type) -> ir.Value:
+    if kind == "sum":
+        return constant(t, 0)
+    if is_float(t):
+        return constant(t, float("-inf") if kind == "max" else float("inf"))
+    width = t.width
+    return constant(t, -(1 << (width - 1)) if kind == "max" else (1 << (width - 1)) - 1)
+
+
+def check_reducible(op: ir.Operation, part: Partition, mode: int, kind: str) -> None:
+    if kind not in REDUCE_OP:
+        raise LoweringError(op, f"unknown reduction '{kind}'")
+    if not 0 <= mode < len(part.shape):
+        raise LoweringError(op, f"mode {mode} is out of range for shape {part.shape}")
+    sizes = [*part.shape, part.threads, part.vec]
+    if not all(is_pow2(s) for s in sizes):
+        raise LoweringError(
+            op,
+            f"a reduction needs power-of-two extents and threads, got {part.shape} over "
+            f"{part.threads} threads",
+        )

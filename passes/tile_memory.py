@@ -1,0 +1,280 @@
+"""Passes (lowered stage): block-level load/store/copy as vector accesses (convert-tile-to-gpu).
+
+Each access is emitted twice under one uniform `scf.if`: the fast version, taken when the
+whole tile is in bounds and every global side is aligned for its vector width, moves each
+chunk with 16-byte (or narrower) `llvm.load`/`llvm.store` of a vector; the other version
+moves element by element, each one predicated on the view's bounds (loads read `other` out of
+bounds, stores are skipped). The vector width of a side comes from the layouts: how many
+elements stay contiguous in memory along the chunk's order (`max_common_vector` of the view
+against the compact tile), capped by the swizzle's intact groups and by 16 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, llvm, scf
+
+from tilec.dialects.layout import algebra as A
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_fragments import Frag, Partition, constant, convert
+from tilec.passes.tile_views import (
+    LoweringError,
+    View,
+    all_of,
+    elem_bytes,
+    element_address,
+    in_bounds,
+)
+
+VECTOR_BYTES = 16
+# A `?` stride stands for a stride the algebra must treat as unrelated to every other mode:
+# larger than any tile, so no mode ever coalesces with it.
+PROBE_STRIDE = 1 << 40
+
+
+def largest_pow2_dividing(n: int, cap: int) -> int:
+    w = 1
+    while w * 2 <= cap and n % (w * 2) == 0:
+        w *= 2
+    return w
+
+
+def contiguity(view: View, part: Partition) -> int:
+    """Elements of a chunk that are contiguous in the view's memory, from the chunk start."""
+    order = part.order
+    probe = [d if isinstance(d, int) else PROBE_STRIDE for d in view.stride]
+    shape = tuple(part.shape[k] for k in order)
+    laid = A.Layout(shape, tuple(probe[k] for k in order))
+    n = A.max_common_vector(laid, A.Layout(shape, A.compact_col_major(shape)))
+    if view.swizzle is not None:
+        n = min(n, 1 << view.swizzle.base)
+    return n
+
+
+def choose_partition(view: View, shape: tuple[int, ...], threads: int) -> Partition:
+    """Chunks run along the view's unit-stride mode, as wide as 16 bytes allow."""
+    unit = [k for k, d in enumerate(view.stride) if d == 1 and shape[k] > 1]
+    m = unit[0] if unit else max(range(len(shape)), key=lambda k: shape[k])
+    one = Partition(shape, m, 1, threads)
+    cap = VECTOR_BYTES // elem_bytes(view.elem)
+    vec = largest_pow2_dividing(math.gcd(contiguity(view, one), shape[m]), cap)
+    return Partition(shape, m, vec, threads)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One view accessed with one partition: its vector width and its fast-path condition."""
+
+    view: View
+    width: int
+
+    @staticmethod
+    def of(view: View, part: Partition) -> Side:
+        cap = VECTOR_BYTES // elem_bytes(view.elem)
+        width = largest_pow2_dividing(contiguity(view, part), min(cap, part.vec))
+        # Chunk starts step other modes by their strides: a static one must keep the width.
+        for k, d in enumerate(view.stride):
+            if k != part.m and isinstance(d, int) and part.shape[k] > 1:
+                width = largest_pow2_dividing(d, width)
+        if isinstance(view.offset, int):
+            width = largest_pow2_dividing(view.offset, width) if view.offset else width
+        return Side(view, width)
+
+    def fast(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
+        """Whole tile in bounds, and (global memory) base, offset, `?` strides aligned."""
+        last = [s - 1 for s in part.shape]
+        conds = [in_bounds(self.view, last, b)]
+        if self.width > 1 and self.view.space == "global":
+            conds.append(self.aligned(part, b))
+        return all_of(conds)
+
+    def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value:
+        i64 = ir.IntegerType.get_signless(64)
+        nbytes = self.width * elem_bytes(self.view.elem)
+        bits = llvm.PtrToIntOp(i64, self.view.base).result
+        terms: list[Term] = [self.view.offset] + [
+            d for k, d in enumerate(self.view.stride) if k != part.m and not isinstance(d, int)
+        ]
+        for term in terms:
+            if not isinstance(term, int):
+                scaled = b.mul(term, elem_bytes(self.view.elem))
+                bits = arith.OrIOp(bits, arith.IndexCastOp(i64, b.value(scaled)).result).result
+        low = arith.AndIOp(bits, constant(i64, nbytes - 1)).result
+        return arith.CmpIOp(arith.CmpIPredicate.eq, low, constant(i64, 0)).result
+
+
+def if_else(
+    cond: ir.Value | bool, types: list[ir.Type], then: Callable[[], list], other: Callable[[], list]
+) -> list[ir.Value]:
+    """scf.if cond -> types { then() } else { other() }; folded when cond is static."""
+    if cond is True:
+        return then()
+    if cond is False:
+        return other()
+    op = scf.IfOp(cond, types, has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp(then())
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(other())
+    return list(op.results)
+
+
+def when(cond: ir.Value | bool, body: Callable[[], None]) -> None:
+    """scf.if cond { body() }, folded when cond is static."""
+    if cond is True:
+        body()
+    elif cond is not False:
+        op = scf.IfOp(cond)
+        with ir.InsertionPoint(op.then_block):
+            body()
+            scf.YieldOp([])
+
+
+def shifted(coords: list[Term], m: int, s: int, b: IndexBuilder) -> list[Term]:
+    return [b.add(c, s) if k == m else c for k, c in enumerate(coords)]
+
+
+def read_chunk(
+    side: Side, part: Partition, coords: list[Term], other: ir.Value | None, b: IndexBuilder
+) -> list[ir.Value]:
+    """The V values of the chunk at `coords`: vectors of side.width, or predicated scalars."""
+    view, w, out = side.view, side.width, []
+    for s in range(0, part.vec, w):
+        at = shifted(coords, part.m, s, b)
+        if other is None and w > 1:
+            vt = ir.VectorType.get([w], view.elem)
+            align = w * elem_bytes(view.elem)
+            vec = llvm.LoadOp(vt, element_address(view, at, b), alignment=align).result
+            i32 = ir.IntegerType.get_signless(32)
+            out += [llvm.ExtractElementOp(vec, constant(i32, e)).result for e in range(w)]
+            continue
+        for e in range(w):
+            here = shifted(at, part.m, e, b)
+
+            def load(here: list[Term] = here) -> list[ir.Value]:
+                return [llvm.LoadOp(view.elem, element_address(view, here, b)).result]
+
+            cond = True if other is None else in_bounds(view, here, b)
+            out += if_else(cond, [view.elem], load, lambda: [other])
+    return out
+
+
+def write_chunk(
+    side: Side,
+    part: Partition,
+    coords: list[Term],
+    values: list[ir.Value],
+    guarded: bool,
+    b: IndexBuilder,
+) -> None:
+    view, w = side.view, side.width
+    values = [convert(v, view.elem) for v in values]
+    for s in range(0, part.vec, w):
+        at = shifted(coords, part.m, s, b)
+        if not guarded and w > 1:
+            vt = ir.VectorType.get([w], view.elem)
+            vec = llvm.UndefOp(vt).result
+            i32 = ir.IntegerType.get_signless(32)
+            for e in range(w):
+                vec = llvm.InsertElementOp(vec, values[s + e], constant(i32, e)).result
+            align = w * elem_bytes(view.elem)
+            llvm.StoreOp(vec, element_address(view, at, b), alignment=align)
+            continue
+        for e in range(w):
+            here = shifted(at, part.m, e, b)
+            value = values[s + e]
+
+            def store(here: list[Term] = here, value: ir.Value = value) -> None:
+                llvm.StoreOp(value, element_address(view, here, b))
+
+            when(in_bounds(view, here, b) if guarded else True, store)
+
+
+def per_chunk(
+    part: Partition,
+    t: ir.Value,
+    b: IndexBuilder,
+    types: list[ir.Type],
+    body: Callable[[list[Term]], list[ir.Value]],
+    idle: Callable[[], list[ir.Value]],
+    i: int,
+) -> list[ir.Value]:
+    """body(coords of chunk i), under `i < chunks of this thread` when not every thread has i."""
+    active = part.active(i, t, b)
+    coords = part.chunk_coords(i, t, b)
+    return if_else(True if active is None else active, types, lambda: body(coords), idle)
+
+
+def load(op: ir.Operation, view: View, other: ir.Value, t: ir.Value, threads: int) -> Frag:
+    b = IndexBuilder()
+    part = choose_partition(view, view.static_shape(op), threads)
+    side = Side.of(view, part)
+    types = [view.elem] * (part.vec * part.iters)
+
+    def version(fallback: ir.Value | None) -> list[ir.Value]:
+        vals: list[ir.Value] = []
+        for i in range(part.iters):
+            vals += per_chunk(
+                part,
+                t,
+                b,
+                [view.elem] * part.vec,
+                lambda c: read_chunk(side, part, c, fallback, b),
+                lambda: [other] * part.vec,
+                i,
+            )
+        return vals
+
+    flat = if_else(side.fast(part, b), types, lambda: version(None), lambda: version(other))
+    rows = [flat[i * part.vec : (i + 1) * part.vec] for i in range(part.iters)]
+    return Frag(part, view.elem, rows)
+
+
+def store(op: ir.Operation, frag: Frag, view: View, t: ir.Value) -> None:
+    b = IndexBuilder()
+    part = frag.part
+    if view.static_shape(op) != part.shape:
+        raise LoweringError(op, f"storing a {part.shape} tile into a {tuple(view.shape)} view")
+    side = Side.of(view, part)
+
+    def version(guarded: bool) -> list[ir.Value]:
+        for i in range(part.iters):
+
+            def body(c: list[Term], i: int = i) -> list[ir.Value]:
+                write_chunk(side, part, c, frag.values[i], guarded, b)
+                return []
+
+            per_chunk(part, t, b, [], body, list, i)
+        return []
+
+    if_else(side.fast(part, b), [], lambda: version(False), lambda: version(True))
+
+
+def copy(op: ir.Operation, src: View, dst: View, t: ir.Value, threads: int) -> None:
+    """Chunks follow the global side (coalesced); the shared side uses what its layout allows."""
+    b = IndexBuilder()
+    shape = src.static_shape(op)
+    if dst.static_shape(op) != shape:
+        raise LoweringError(op, f"copying a {shape} tile into a {tuple(dst.shape)} view")
+    lead = dst if dst.space == "global" and src.space != "global" else src
+    part = choose_partition(lead, shape, threads)
+    reader, writer = Side.of(src, part), Side.of(dst, part)
+    fast = all_of([reader.fast(part, b), writer.fast(part, b)])
+    zero = constant(src.elem, 0)
+
+    def version(guarded: bool) -> list[ir.Value]:
+        for i in range(part.iters):
+
+            def body(c: list[Term]) -> list[ir.Value]:
+                vals = read_chunk(reader, part, c, zero if guarded else None, b)
+                write_chunk(writer, part, c, vals, guarded, b)
+                return []
+
+            per_chunk(part, t, b, [], body, list, i)
+        return []
+
+    if_else(fast, [], lambda: version(False), lambda: version(True))

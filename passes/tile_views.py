@@ -1,0 +1,275 @@
+"""Passes (lowered stage): tile views as pointer + index math, for `convert-tile-to-gpu`.
+
+A view (`make_tensor`, `local_tile`, `slice`, `permute`, `alloc_shared`) becomes a `View`: a
+base pointer, an element offset, one extent and one stride per mode (static ints where the
+layout says so, SSA `index` values for its `?`), an optional swizzle applied to the whole
+offset, and the bounds that predicate ragged edges. A bound says "origin + coordinate of mode
+`mode` < extent" in the coordinates of the tensor the view was cut from:
+
+    make_tensor X (?,?):(?,1)        bounds  0 + r < M,       0 + c < N
+    local_tile (32,32) at (by, bx)   bounds  32*by + r < M,   32*bx + c < N
+    slice (_, 5)                     bounds  32*by + r < M,   32*bx + 5 < N   (mode None)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from mlir import ir
+from mlir.dialects import arith, llvm
+
+from tilec.binding import is_float_type
+from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.text import parse_layout
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+
+TENSOR_TYPE = re.compile(r'^!tile\.tensor<(.+), "(\w+)", "((?:[^"\\]|\\.)*)">$')
+GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for an SSA index
+GEP_INBOUNDS = 3  # the `inbounds` no-wrap flags (inbounds implies nusw)
+SHARED_SPACE = 3
+GLOBAL_SPACE = 1
+
+
+class LoweringError(Exception):
+    """A located failure: `op` cannot be lowered, for the reason in the message."""
+
+    def __init__(self, op: ir.Operation | ir.OpView, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+@dataclass(frozen=True)
+class TensorType:
+    elem: ir.Type
+    space: str
+    layout: A.Layout | A.ComposedLayout
+
+
+def tensor_type(typ: ir.Type) -> TensorType | None:
+    """The parts of a `!tile.tensor<ELEM, "SPACE", "LAYOUT">` type, None for other types."""
+    m = TENSOR_TYPE.match(str(typ))
+    if m is None:
+        return None
+    return TensorType(ir.Type.parse(m.group(1)), m.group(2), parse_layout(m.group(3), True))
+
+
+def elem_bytes(elem: ir.Type) -> int:
+    width = elem.width if is_float_type(elem) or isinstance(elem, ir.IntegerType) else 32
+    return max(1, width // 8)
+
+
+@dataclass(frozen=True)
+class Bound:
+    origin: Term
+    extent: Term
+    mode: int | None  # None: a coordinate fixed by a slice, already in `origin`
+
+
+@dataclass
+class View:
+    elem: ir.Type
+    space: str  # "global" or "shared"
+    base: ir.Value  # !llvm.ptr<1> or !llvm.ptr<3>
+    offset: Term  # elements from base (inside the swizzle)
+    shape: list[Term]
+    stride: list[Term]
+    swizzle: A.Swizzle | None = None
+    bounds: list[Bound] = field(default_factory=list)
+
+    def static_shape(self, op: ir.Operation) -> tuple[int, ...]:
+        if not all(isinstance(s, int) for s in self.shape):
+            raise LoweringError(op, "a block-level access needs a static tile shape; tile first")
+        return tuple(self.shape)
+
+
+def flat_modes(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> A.Layout:
+    inner = layout.inner if isinstance(layout, A.ComposedLayout) else layout
+    if any(A.is_tuple(s) for s in (inner.shape if A.is_tuple(inner.shape) else ())):
+        raise LoweringError(op, f"nested modes in {layout} are not supported by this lowering")
+    if not A.is_tuple(inner.shape):
+        return A.Layout((inner.shape,), (inner.stride,))
+    return inner
+
+
+def parse_coord(op: ir.Operation, text: str, rank: int) -> list[str]:
+    items = [c.strip() for c in text.strip().strip("()").split(",")]
+    if len(items) != rank or any(
+        c not in ("?", "_") and not c.lstrip("-").isdigit() for c in items
+    ):
+        raise LoweringError(op, f"coordinate '{text}' does not fit a rank-{rank} tensor")
+    return items
+
+
+def coord_terms(op: ir.Operation, items: list[str], operands: list[ir.Value]) -> list[Term | None]:
+    """One term per coordinate entry: an SSA value for `?`, an int, None for `_`."""
+    rest = iter(operands)
+    out: list[Term | None] = []
+    for c in items:
+        out.append(next(rest) if c == "?" else None if c == "_" else int(c))
+    if next(rest, None) is not None:
+        raise LoweringError(op, "more index operands than '?' entries in the coordinate")
+    return out
+
+
+def make_tensor(op: ir.Operation, ptr: ir.Value) -> View:
+    t = tensor_type(op.results[0].type)
+    lay = flat_modes(op, t.layout)
+    wanted = list(A.flatten(lay.shape) + A.flatten(lay.stride)).count(A.DYN)
+    if len(op.operands) != 1 + wanted:
+        raise LoweringError(op, f"make_tensor of {t.layout} needs {wanted} index operand(s)")
+    operands = iter(list(op.operands)[1:])
+    shape = [next(operands) if s is A.DYN else s for s in lay.shape]
+    stride = [next(operands) if d is A.DYN else d for d in lay.stride]
+    bounds = [Bound(0, s, k) for k, s in enumerate(shape)]
+    return View(t.elem, "global", ptr, 0, shape, stride, None, bounds)
+
+
+def local_tile(op: ir.Operation, view: View, b: IndexBuilder) -> View:
+    tile = list(ir.DenseI64ArrayAttr(op.attributes["tile"]))
+    coord_text = ir.StringAttr(op.attributes["coord"]).value
+    items = parse_coord(op, coord_text, len(view.shape))
+    if len(tile) != len(view.shape):
+        raise LoweringError(op, f"tile {tile} does not fit a rank-{len(view.shape)} tensor")
+    if "_" in items:
+        raise LoweringError(op, "local_tile keeping all tiles of a mode ('_') is not lowered yet")
+    coords = coord_terms(op, items, list(op.operands)[1:])
+    offset, bounds = view.offset, list(view.bounds)
+    for k, (c, t) in enumerate(zip(coords, tile, strict=True)):
+        start = b.mul(c, t)
+        offset = b.add(offset, b.mul(start, view.stride[k]))
+        bounds = [replace(x, origin=b.add(x.origin, start)) if x.mode == k else x for x in bounds]
+    return replace(view, offset=offset, shape=tile, bounds=bounds)
+
+
+def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
+    items = parse_coord(op, ir.StringAttr(op.attributes["coord"]).value, len(view.shape))
+    coords = coord_terms(op, items, list(op.operands)[1:])
+    kept = [k for k, c in enumerate(coords) if c is None]
+    offset = view.offset
+    bounds: list[Bound] = []
+    for k, c in enumerate(coords):
+        if c is not None:
+            offset = b.add(offset, b.mul(c, view.stride[k]))
+    for x in view.bounds:
+        if x.mode is None or x.mode in kept:
+            bounds.append(replace(x, mode=None if x.mode is None else kept.index(x.mode)))
+        else:
+            bounds.append(Bound(b.add(x.origin, coords[x.mode]), x.extent, None))
+    return replace(
+        view,
+        offset=offset,
+        shape=[view.shape[k] for k in kept],
+        stride=[view.stride[k] for k in kept],
+        bounds=bounds,
+    )
+
+
+def permute(op: ir.Operation, view: View) -> View:
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["perm"]))
+    if sorted(perm) != list(range(len(view.shape))):
+        raise LoweringError(op, f"perm {perm} is not a permutation of {len(view.shape)} modes")
+    bounds = [x if x.mode is None else replace(x, mode=perm.index(x.mode)) for x in view.bounds]
+    return replace(
+        view,
+        shape=[view.shape[k] for k in perm],
+        stride=[view.stride[k] for k in perm],
+        bounds=bounds,
+    )
+
+
+def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) -> str:
+    """An addrspace-3 `llvm.mlir.global` of `count` elements (16-byte aligned); its symbol."""
+    body = module.regions[0].blocks[0]
+    taken = {
+        ir.StringAttr(o.attributes["sym_name"]).value
+        for o in body.operations
+        if o.operation.name == "llvm.mlir.global"
+    }
+    symbol, n = name, 0
+    while symbol in taken:
+        n += 1
+        symbol = f"{name}_{n}"
+    with ir.InsertionPoint.at_block_begin(body):
+        llvm.GlobalOp(
+            ir.Type.parse(f"!llvm.array<{count} x {elem}>"),
+            symbol,
+            ir.Attribute.parse("#llvm.linkage<internal>"),
+            alignment=16,
+            addr_space=SHARED_SPACE,
+        )
+    return symbol
+
+
+def shared_pointer(symbol: str) -> ir.Value:
+    return llvm.AddressOfOp(ir.Type.parse(f"!llvm.ptr<{SHARED_SPACE}>"), symbol).result
+
+
+def alloc_shared(op: ir.Operation, module: ir.Operation, kernel: str) -> View:
+    t = tensor_type(op.results[0].type)
+    lay = flat_modes(op, t.layout)
+    if not A.is_static(lay.shape) or not A.is_static(lay.stride):
+        raise LoweringError(op, f"shared buffer layout {t.layout} must be static")
+    name = ir.StringAttr(op.attributes["name"]).value
+    # A swizzle moves offsets within their aligned power-of-two block: count what it reaches.
+    span = max(t.layout(i) for i in range(A.size(t.layout))) + 1
+    symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)
+    swizzle, offset = None, 0
+    if isinstance(t.layout, A.ComposedLayout):
+        if not isinstance(t.layout.outer, A.Swizzle):
+            raise LoweringError(op, f"shared layout {t.layout}: only a swizzle may compose")
+        swizzle, offset = t.layout.outer, t.layout.offset
+    ptr = shared_pointer(symbol)
+    return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [])
+
+
+def element_address(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value:
+    """&view[coords]: base + swizzle(offset + sum(coord * stride)), as a typed GEP."""
+    index: Term = view.offset
+    for c, d in zip(coords, view.stride, strict=True):
+        index = b.add(index, b.mul(c, d))
+    if view.swizzle is not None:
+        index = b.swizzle(view.swizzle, index)
+    return gep(view.base, index, view.elem, b)
+
+
+def gep(base: ir.Value, index: Term, elem: ir.Type, b: IndexBuilder) -> ir.Value:
+    """&base[index] in elements of `elem`."""
+    if index == 0:
+        return base
+    i64 = arith.IndexCastOp(ir.IntegerType.get_signless(64), b.value(index)).result
+    return llvm.GEPOp(
+        base.type,
+        base,
+        [i64],
+        ir.DenseI32ArrayAttr.get([GEP_DYNAMIC]),
+        elem,
+        ir.IntegerAttr.get(ir.IntegerType.get_signless(32), GEP_INBOUNDS),
+    ).result
+
+
+def all_of(conds: list[ir.Value | bool]) -> ir.Value | bool:
+    """The conjunction, folding static truths: True, False or an i1 value."""
+    result: ir.Value | bool = True
+    for c in conds:
+        if c is True:
+            continue
+        if c is False:
+            return False
+        result = c if result is True else arith.AndIOp(result, c).result
+    return result
+
+
+def less_than(b: IndexBuilder, lhs: Term, rhs: Term) -> ir.Value | bool:
+    if isinstance(lhs, int) and isinstance(rhs, int):
+        return lhs < rhs
+    return arith.CmpIOp(arith.CmpIPredicate.slt, b.value(lhs), b.value(rhs)).result
+
+
+def in_bounds(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value | bool:
+    """Whether the element at `coords` lies inside every bound of the view."""
+    conds = []
+    for x in view.bounds:
+        pos = x.origin if x.mode is None else b.add(x.origin, coords[x.mode])
+        conds.append(less_than(b, pos, x.extent))
+    return all_of(conds)

@@ -1,0 +1,103 @@
+// convert-tile-to-gpu: views become pointer + index math, block-level accesses 16-byte vector
+// loads/stores under a uniform in-bounds-and-aligned test (predicated scalars otherwise),
+// shared buffers addrspace-3 globals with the swizzle as xor/shift/and, reductions shuffles.
+// RUN: tile-opt -p convert-tile-to-gpu --split-input-file %s | filecheck %s
+// RUN: tile-opt -p convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
+
+// vadd: 4096 f32 over 256 threads = 4 chunks of vector<4xf32> per thread and operand.
+// CHECK-LABEL: func.func @vadd(
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[X:.*]] = llvm.addrspacecast %arg0 : !llvm.ptr to !llvm.ptr<1>
+// CHECK: %[[B:.*]] = gpu.block_id x
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %arg3 : index
+// CHECK: %[[AL:.*]] = arith.cmpi eq
+// CHECK: %[[FAST:.*]] = arith.andi %[[IN]], %[[AL]] : i1
+// CHECK: scf.if %[[FAST]] -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: } else {
+// CHECK: arith.cmpi slt
+// CHECK: scf.if %{{.*}} -> (f32)
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK-COUNT-16: arith.addf
+// CHECK: scf.if
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: } else {
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-NOT: tile.
+func.func @vadd(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %arg3: index) attributes {tile.kernel, tile.threads = array<i64: 256, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg3) {name = "x"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+  %1 = "tile.make_tensor"(%arg1, %arg3) {name = "y"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+  %2 = "tile.make_tensor"(%arg2, %arg3) {name = "out"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+  %3 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %4 = "tile.local_tile"(%0, %3) {coord = "(?)", tile = array<i64: 4096>} : (!tile.tensor<f32, "global", "(?):(1)">, index) -> !tile.tensor<f32, "global", "4096:1">
+  %5 = "tile.load"(%4) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "4096:1">) -> !tile.tensor<f32, "register", "4096:1">
+  %7 = "tile.local_tile"(%1, %3) {coord = "(?)", tile = array<i64: 4096>} : (!tile.tensor<f32, "global", "(?):(1)">, index) -> !tile.tensor<f32, "global", "4096:1">
+  %8 = "tile.load"(%7) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "4096:1">) -> !tile.tensor<f32, "register", "4096:1">
+  %9 = "tile.binary"(%5, %8) {op = "add"} : (!tile.tensor<f32, "register", "4096:1">, !tile.tensor<f32, "register", "4096:1">) -> !tile.tensor<f32, "register", "4096:1">
+  %11 = "tile.local_tile"(%2, %3) {coord = "(?)", tile = array<i64: 4096>} : (!tile.tensor<f32, "global", "(?):(1)">, index) -> !tile.tensor<f32, "global", "4096:1">
+  "tile.store"(%9, %11) : (!tile.tensor<f32, "register", "4096:1">, !tile.tensor<f32, "global", "4096:1">) -> ()
+  return
+}
+
+// -----
+
+// transpose: a swizzled shared buffer (an addrspace-3 global), 16-byte global accesses on
+// both sides, scalar shared accesses through offset ^ ((offset & 992) >> 5), one barrier.
+// CHECK: llvm.mlir.global internal @__smem_transpose_s() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x f32>
+// CHECK-LABEL: func.func @transpose(
+// CHECK: llvm.mlir.addressof @__smem_transpose_s : !llvm.ptr<3>
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: %[[HI:.*]] = arith.andi %{{.*}}, %c992{{.*}} : index
+// CHECK: %[[SH:.*]] = arith.shrui %[[HI]], %c5{{.*}} : index
+// CHECK: arith.xori %{{.*}}, %[[SH]] : index
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+func.func @transpose(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index) attributes {tile.kernel, tile.threads = array<i64: 256, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg3, %arg3) {name = "X"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg3, %arg2, %arg2) {name = "Y"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %2 = "tile.alloc_shared"() {name = "s"} : () -> !tile.tensor<f32, "shared", "Sw<5,0,5> o 0 o (32,32):(32,1)">
+  %3 = "tile.block_id"() {dim = 1 : i64} : () -> index
+  %4 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %5 = "tile.local_tile"(%0, %3, %4) {coord = "(?,?)", tile = array<i64: 32, 32>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(32,32):(?,1)">
+  "tile.copy"(%5, %2) {atom = "auto"} : (!tile.tensor<f32, "global", "(32,32):(?,1)">, !tile.tensor<f32, "shared", "Sw<5,0,5> o 0 o (32,32):(32,1)">) -> ()
+  "tile.barrier"() : () -> ()
+  %6 = "tile.permute"(%2) {perm = array<i64: 1, 0>} : (!tile.tensor<f32, "shared", "Sw<5,0,5> o 0 o (32,32):(32,1)">) -> !tile.tensor<f32, "shared", "Sw<5,0,5> o 0 o (32,32):(1,32)">
+  %9 = "tile.local_tile"(%1, %4, %3) {coord = "(?,?)", tile = array<i64: 32, 32>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(32,32):(?,1)">
+  "tile.copy"(%6, %9) {atom = "auto"} : (!tile.tensor<f32, "shared", "Sw<5,0,5> o 0 o (32,32):(1,32)">, !tile.tensor<f32, "global", "(32,32):(?,1)">) -> ()
+  return
+}
+
+// -----
+
+// A row max over 1024 f16 on 128 threads: vector<8xf16> loads, in-thread max, five butterfly
+// shuffles, then the four warps through shared memory; the result broadcasts to the sub.
+// CHECK-LABEL: func.func @rowmax(
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
+// CHECK-COUNT-8: arith.extf %{{.*}} : f16 to f32
+// CHECK-COUNT-7: arith.maximumf
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-COUNT-8: arith.subf
+// CHECK-COUNT-8: math.exp
+func.func @rowmax(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg3, %arg3) {name = "X"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,?):(?,1)">
+  %2 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %3 = "tile.local_tile"(%0, %2) {coord = "(?,0)", tile = array<i64: 1, 1024>} : (!tile.tensor<f16, "global", "(?,?):(?,1)">, index) -> !tile.tensor<f16, "global", "(1,1024):(?,1)">
+  %4 = "tile.load"(%3) {other = 0xFC00 : f16} : (!tile.tensor<f16, "global", "(1,1024):(?,1)">) -> !tile.tensor<f16, "register", "(1,1024):(1,1)">
+  %5 = "tile.convert"(%4) : (!tile.tensor<f16, "register", "(1,1024):(1,1)">) -> !tile.tensor<f32, "register", "(1,1024):(1,1)">
+  %6 = "tile.reduce"(%5) {kind = "max", mode = 1 : i64} : (!tile.tensor<f32, "register", "(1,1024):(1,1)">) -> !tile.tensor<f32, "register", "(1,1):(1,1)">
+  %7 = "tile.binary"(%5, %6) {op = "sub"} : (!tile.tensor<f32, "register", "(1,1024):(1,1)">, !tile.tensor<f32, "register", "(1,1):(1,1)">) -> !tile.tensor<f32, "register", "(1,1024):(1,1)">
+  %8 = "tile.unary"(%7) {op = "exp"} : (!tile.tensor<f32, "register", "(1,1024):(1,1)">) -> !tile.tensor<f32, "register", "(1,1024):(1,1)">
+  %12 = "tile.local_tile"(%0, %2) {coord = "(?,0)", tile = array<i64: 1, 1024>} : (!tile.tensor<f16, "global", "(?,?):(?,1)">, index) -> !tile.tensor<f16, "global", "(1,1024):(?,1)">
+  "tile.store"(%8, %12) : (!tile.tensor<f32, "register", "(1,1024):(1,1)">, !tile.tensor<f16, "global", "(1,1024):(?,1)">) -> ()
+  return
+}
