@@ -1,0 +1,15 @@
+// examples/transpose.tile to PTX: 16-byte global loads and stores on both sides of a swizzled
+// shared tile (the swizzle's xor), one barrier, no local memory.
+// RUN: tilec compile %repo/examples/transpose.tile --emit ptx | filecheck %s
+// RUN: tilec compile %repo/examples/transpose.tile --emit ptx --arch sm_90a | filecheck %s
+
+// CHECK-LABEL: .visible .entry transpose(
+// CHECK: .shared .align 16 .b8 __smem_transpose_s[4096];
+// CHECK-NOT: .local
+// CHECK: ld.global.v4.b32
+// CHECK: xor.b{{32|64}}
+// CHECK: st.shared.b32
+// CHECK: bar.sync 0;
+// CHECK: ld.shared.b32
+// CHECK: st.global.v4.b32
+// CHECK-NOT: .local
