@@ -10,8 +10,9 @@ from mlir.dialects import arith
 from tilec import layout as L
 from tilec.diagnostics import Span
 from tilec.frontend import ast
+from tilec.frontend.expr import int_tuple
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
-from tilec.frontend.values import FloatV, IntV, MmaV, TensorV, TupleV, UnderscoreV, V
+from tilec.frontend.values import FloatV, IntV, LayoutV, MmaV, TensorV, TupleV, UnderscoreV, V
 
 BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
 INT_OPS = {
@@ -242,10 +243,9 @@ class ExprGen:
             ).result
         if f == "partition":
             threads = self.values[id(node.args[1])]
-            spec = (
-                str(threads.obj)
-                if hasattr(threads, "obj")
-                else str(L.Layout(tuple(x.value for x in _items(threads))))
+            # A layout, or a shape (the checker made sure), which spreads the threads compactly.
+            spec = str(
+                threads.obj if isinstance(threads, LayoutV) else L.Layout(int_tuple(threads))
             )
             return self.op(
                 "tile.partition",

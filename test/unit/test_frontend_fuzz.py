@@ -124,7 +124,8 @@ def test_examples_compile_unchanged(ctx: object) -> None:
 
 
 HEADER = (
-    "kernel k<BM: int = 64, T: type = f16>(A: T[M, K], B: f32[(K, N):(ldb, 1)], s: f32)\n"
+    "kernel k<BM: int = 64, T: type = f16>(A: T[M, K], B: f32[(K, N):(ldb, 1)], s: f32,\n"
+    "    h: bf16, I: i32[M])\n"
     "  grid(cdiv(M, BM)) threads(128) target({})\n{{\n"
 )
 # Scalars, shapes, layouts and tensors of every kind, to be passed where they do not belong.
@@ -138,6 +139,10 @@ VALUES = [
     "fragment<f32>((4, 8))",
     "tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (2, 2, 1))",
     "persistent((cdiv(M, BM), 4))",
+    "h",
+    "fragment<i32>((4, 8))",
+    "load(local_tile(I, (32,), block.x))",
+    "fragment<u8>((BM, 32))",
     "t.m",
 ]
 ATOMS_USED = [

@@ -117,3 +117,13 @@ def test_tile_types_round_trip_through_mlir(ctx) -> None:  # noqa: ANN001
         assert TensorType.of(ir.IndexType.get()) is None
         mma = MmaType("sm80.mma_16x8x16.f32.f16.f16.f32", "(2,2,1)")
         assert MmaType.of(mma.get()) == mma
+
+
+def test_partition_by_a_nested_thread_shape(ctx) -> None:  # noqa: ANN001
+    src = (
+        "kernel k(A: f16[M, K]) grid(1) threads(16) target(sm_80) {\n"
+        "  let p = partition(local_tile(A, (8, 8), (0, 0)), ((2, 2), 4))\n}\n"
+    )
+    asm = generate(ctx, src)
+    assert '{threads = "((2,2),4):((1,2),4)"}' in asm
+    assert '-> !tile.tensor<f16, "global", "(2,2):(?,4)">' in asm
