@@ -143,6 +143,9 @@ VALUES = [
     "fragment<i32>((4, 8))",
     "load(local_tile(I, (32,), block.x))",
     "fragment<u8>((BM, 32))",
+    "local_tile(A, (BM, 32), (block.x, _))[_, _, 1]",
+    "A[_, 0]",
+    "permute(A, (1, 0))",
     "t.m",
 ]
 ATOMS_USED = [
@@ -160,7 +163,7 @@ def call_text(draw: st.DrawFn, names: list[str]) -> str:
     arguments: the checker must reject every misuse with a located error."""
     from tilec.frontend.builtins import BUILTINS
 
-    leaves = [*names, *VALUES]
+    leaves = [*names, *VALUES, *(f"{n}[_, 0]" for n in names)]
     func = draw(st.sampled_from(sorted(BUILTINS)))
     spec = BUILTINS[func]
     targs = ""
