@@ -85,10 +85,16 @@ class Side:
         return Side(view, width)
 
     def fast(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
-        """Whole tile in bounds, and (global memory) base, offset, `?` strides aligned."""
+        """Whole tile in bounds, and base, offset and `?` strides aligned for the width.
+
+        A shared buffer's base is a 16-byte aligned global: only its runtime parts need a test.
+        """
         last = [s - 1 for s in part.shape]
         conds = [in_bounds(self.view, last, b)]
-        if self.width > 1 and self.view.space == "global":
+        dynamic = not isinstance(self.view.offset, int) or any(
+            not isinstance(d, int) for k, d in enumerate(self.view.stride) if k != part.m
+        )
+        if self.width > 1 and (self.view.space == "global" or dynamic):
             conds.append(self.aligned(part, b))
         return all_of(conds)
 
