@@ -5,15 +5,12 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
-from tilec import layout as L
 from tilec.diagnostics import Span
-from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import static_ints
-from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64
+from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64, tensor_type
 from tilec.frontend.sema import Checked, CheckedKernel
-from tilec.frontend.types import SCALAR_TYPES
-from tilec.frontend.values import IterV, MmaV, TensorV, TupleV
+from tilec.frontend.values import IterV, TupleV
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -23,15 +20,6 @@ def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
         for kernel in checked.kernels:
             KernelGen(checked, kernel, module).run()
     return module
-
-
-def tensor_type(t: TensorV) -> ir.Type:
-    return TensorType(SCALAR_TYPES[t.elem][0], t.space, str(t.layout)).get()
-
-
-def mma_type(m: MmaV) -> ir.Type:
-    atom = m.atom.replace("xNx", f"x{m.n}x") if m.n is not None else m.atom
-    return MmaType(atom, L.tuple_str(m.tiling)).get()
 
 
 class KernelGen(ExprGen):

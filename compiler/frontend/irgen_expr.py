@@ -9,6 +9,7 @@ from mlir.dialects import arith
 
 from tilec import layout as L
 from tilec.diagnostics import Span
+from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import int_tuple
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
@@ -174,8 +175,6 @@ class ExprGen:
         return self.tensor_call(node, v, result_type)
 
     def result_type(self, v: TensorV | MmaV) -> ir.Type:
-        from tilec.frontend.irgen import mma_type, tensor_type
-
         return mma_type(v) if isinstance(v, MmaV) else tensor_type(v)
 
     def elementwise(
@@ -335,6 +334,16 @@ def _items(v: V) -> list[V]:
 
 def elem(name: str) -> ir.Type:
     return ir.Type.parse(SCALAR_TYPES[name][0])
+
+
+def tensor_type(t: TensorV) -> ir.Type:
+    return TensorType(SCALAR_TYPES[t.elem][0], t.space, str(t.layout)).get()
+
+
+def mma_type(m: MmaV) -> ir.Type:
+    """The tiled MMA's type; wgmma's N is filled into the atom's name (`64xNx16` -> `64x256x16`)."""
+    atom = m.atom.replace("xNx", f"x{m.n}x") if m.n is not None else m.atom
+    return MmaType(atom, L.tuple_str(m.tiling)).get()
 
 
 def constant_attr(v: V | None, elem_name: str) -> ir.Attribute:
