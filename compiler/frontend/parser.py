@@ -10,7 +10,8 @@ from tilec.frontend import ast
 from tilec.frontend.lexer import Token, lex
 from tilec.frontend.types import SCALAR_TYPES
 
-# Each nesting level costs about ten Python frames; this keeps far from the recursion limit.
+# Each level of nesting (or operator in a chain) costs the parser, the checker and irgen a few
+# Python frames each; this keeps all of them far from the recursion limit.
 MAX_DEPTH = 48
 # Builtins whose name may be followed by template arguments `<...>`.
 TEMPLATED = frozenset({"swizzle", "copy", "tiled_mma", "shared", "fragment"})
@@ -78,6 +79,12 @@ class Parser:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.fail(f"nesting deeper than {MAX_DEPTH} levels")
+
+    def link(self, links: int) -> int:
+        """One more operator in a chain like `a + b + c`: the tree it builds deepens by one
+        level per operator, so a chain counts against the nesting limit as parentheses do."""
+        self.nest()
+        return links + 1
 
     # Module and kernel --------------------------------------------------------------------------
 
@@ -284,11 +291,13 @@ class Parser:
     def expr(self) -> ast.Node:
         self.nest()
         node = self.compose()
+        links = 0
         while self.at(":") and self.is_type_name(self.peek()):
+            links = self.link(links)
             self.advance()
             ty = self.advance()
             node = ast.Cast(self.join(node.span), node, ast.Name(ty.span, ty.text))
-        self.depth -= 1
+        self.depth -= 1 + links
         return node
 
     def is_type_name(self, tok: Token) -> bool:
@@ -296,10 +305,13 @@ class Parser:
 
     def compose(self) -> ast.Node:
         node = self.range_expr()
+        links = 0
         while self.at("ident") and self.tok.text == "o":
+            links = self.link(links)
             self.advance()
             rhs = self.range_expr()
             node = ast.Binary(self.join(node.span), "o", node, rhs)
+        self.depth -= links
         return node
 
     def range_expr(self) -> ast.Node:
@@ -312,18 +324,24 @@ class Parser:
 
     def additive(self) -> ast.Node:
         node = self.multiplicative()
+        links = 0
         while self.at(*ADDITIVE):
+            links = self.link(links)
             op = self.advance()
             rhs = self.multiplicative()
             node = ast.Binary(self.join(node.span), op.kind, node, rhs)
+        self.depth -= links
         return node
 
     def multiplicative(self) -> ast.Node:
         node = self.unary()
+        links = 0
         while self.at(*MULTIPLICATIVE):
+            links = self.link(links)
             op = self.advance()
             rhs = self.unary()
             node = ast.Binary(self.join(node.span), op.kind, node, rhs)
+        self.depth -= links
         return node
 
     def unary(self) -> ast.Node:
@@ -337,16 +355,20 @@ class Parser:
 
     def postfix(self) -> ast.Node:
         node = self.primary()
+        links = 0
         while True:
             if self.at(".") and self.peek().kind == "ident":
+                links = self.link(links)
                 self.advance()
                 attr = self.advance()
                 node = ast.Attr(self.join(node.span), node, attr.text)
             elif self.at("["):
+                links = self.link(links)
                 self.advance()
                 indices = self.comma_list("]", self.expr)
                 node = ast.Index(self.join(node.span), node, indices)
             else:
+                self.depth -= links
                 return node
 
     def primary(self) -> ast.Node:

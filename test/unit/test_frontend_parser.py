@@ -163,3 +163,32 @@ def test_dump_ast_is_an_s_expression_with_positions() -> None:
     text = dump_ast(module)
     assert text.startswith("(Module @1:1\n  :kernels\n    (Kernel @1:8 name=k\n")
     assert "(CParam @1:10 name=W\n" in text and "(IntLit @1:14 value=4))" in text
+
+
+@pytest.mark.parametrize(
+    "chain", [" + 1", ".x", " : f32", " o swizzle<1,1,1>", "[0]", " * 2"], ids=repr
+)
+def test_long_operator_chains_are_located_errors(chain: str) -> None:
+    src = "kernel k() grid(1) threads(1) target(sm_80) {\n let v = block" + chain * 3000 + "\n}"
+    assert any(f"nesting deeper than {MAX_DEPTH} levels" in e for e in errors(src))
+
+
+def test_programs_at_the_nesting_limit_go_all_the_way_through() -> None:
+    from tilec.context import make_context
+    from tilec.frontend import check, irgen
+
+    def program(n: int) -> str:
+        mixed = "-(" * n + "1" + " + 1" * n + ")" * n
+        return f"kernel k() grid(1) threads(1) target(sm_80) {{\n  let v = {mixed}\n}}\n"
+
+    deepest = None
+    for n in range(MAX_DEPTH, 0, -1):  # the deepest mix of parens, signs and sums accepted
+        try:
+            deepest = parse_source(program(n), "f.tile")
+            break
+        except DiagnosticError:
+            continue
+    assert deepest is not None and n > MAX_DEPTH // 8
+    checked = check(deepest, {})  # no RecursionError in the checker, the dump or irgen
+    assert "(Binary" in dump_ast(checked)
+    irgen(checked, make_context())
