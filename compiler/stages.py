@@ -22,8 +22,8 @@ class Stage:
     summary: str = ""
 
 
-# `lowered` and `gpu` need the tile-dialect lowering passes (issue 5); until they exist these
-# stages stop with a clear error instead of silently passing tile IR through.
+# `lowered` expands tile ops in place (views to pointer math, block-level copies partitioned
+# over threads); `gpu` outlines each kernel into a gpu.module for the upstream conversions.
 STAGES: tuple[Stage, ...] = (
     Stage("ast", "ast", "text", summary="the parsed and checked program, as a tree"),
     Stage("tile", "tile.mlir", "mlir", summary="tile + layout dialects, straight from the source"),

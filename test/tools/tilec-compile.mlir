@@ -5,7 +5,6 @@
 // RUN: rm -rf %t && tilec compile %s --from gpu --emit ptx --dump-dir %t -o %t.ptx && ls %t | filecheck %s --check-prefix=DUMP
 // RUN: tile-opt -p "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})" %s | filecheck %s --check-prefix=NVVM
 // RUN: not tilec compile %s --emit ptx 2>&1 | filecheck %s --check-prefix=NOSTAGE
-// RUN: not tilec compile %S/Inputs/noop.tile.mlir --emit gpu 2>&1 | filecheck %s --check-prefix=NOTYET
 // RUN: not tilec compile %s.missing.tile 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: not tilec compile %s --from gpu --emit nope 2>&1 | filecheck %s --check-prefix=BADEMIT
 // RUN: not tilec compile %s --from gpu -D BM 2>&1 | filecheck %s --check-prefix=BADPARAM
@@ -26,7 +25,6 @@
 
 // NOSTAGE: error: cannot tell which stage
 // NOSTAGE-NEXT: note: name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE
-// NOTYET: error: stage 'lowered' is not available yet
 // MISSING: error: cannot read '{{.*}}.missing.tile'
 // BADEMIT: error: unknown stage 'nope'
 // BADPARAM: error: -D expects NAME=VALUE, got 'BM'

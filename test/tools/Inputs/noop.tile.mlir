@@ -1,5 +1,0 @@
-module {
-  func.func @k() attributes {tile.target = "sm_80"} {
-    return
-  }
-}
