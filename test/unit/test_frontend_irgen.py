@@ -127,3 +127,12 @@ def test_partition_by_a_nested_thread_shape(ctx) -> None:  # noqa: ANN001
     asm = generate(ctx, src)
     assert '{threads = "((2,2),4):((1,2),4)"}' in asm
     assert '-> !tile.tensor<f16, "global", "(2,2):(?,4)">' in asm
+
+
+def test_language_doc_names_every_builtin_and_atom() -> None:
+    from tilec.frontend.atoms import ATOMS
+    from tilec.frontend.builtins import BUILTINS
+
+    doc = (ROOT / "docs" / "language.md").read_text()
+    assert [name for name in sorted(BUILTINS) if f"`{name}" not in doc] == []
+    assert [atom for atom in ATOMS if f"`{atom}`" not in doc] == []
