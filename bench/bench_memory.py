@@ -75,15 +75,25 @@ def main() -> None:
     parser.add_argument("--bundles", default="build/examples")
     parser.add_argument("--arch", default="sm90a")
     parser.add_argument("--out", help="also write the markdown table here")
+    parser.add_argument(
+        "--sweep", metavar="DIR", help="time every variant folder DIR/<name>/<kernel>_<arch>"
+    )
     args = parser.parse_args()
-    root = Path(args.bundles)
     ceiling = bench_copy()
     rows: list[Row] = [("device copy (torch)", "1 GiB f32", ceiling, ceiling, "copy_")]
-    for bench in (bench_vadd, bench_transpose, bench_softmax):
-        try:
-            rows.append(bench(root, args.arch))
-        except Exception as exc:  # noqa: BLE001 - one failing kernel must not hide the others
-            print(f"{bench.__name__}: FAILED: {type(exc).__name__}: {exc}")
+    roots = [(Path(args.bundles), "")]
+    if args.sweep:
+        roots = [(d, f" {d.name}") for d in sorted(Path(args.sweep).iterdir()) if d.is_dir()]
+    benches = {"vadd": bench_vadd, "transpose": bench_transpose, "softmax": bench_softmax}
+    for root, label in roots:
+        for kernel, bench in benches.items():
+            if not (root / f"{kernel}_{args.arch}").is_dir():
+                continue
+            try:
+                name, size, ours, ref, what = bench(root, args.arch)
+                rows.append((name + label, size, ours, ref, what))
+            except Exception as exc:  # noqa: BLE001 - one failing kernel must not hide the others
+                print(f"{kernel}{label}: FAILED: {type(exc).__name__}: {exc}")
     today = datetime.date.today().isoformat()
     lines = [
         f"Measured {today} on {torch.cuda.get_device_name()}, torch {torch.__version__}, "
