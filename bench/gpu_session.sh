@@ -11,7 +11,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
-python3 -m pytest -q -p no:cacheprovider test/gpu 2>&1 | tee "$out/gpu-tests.log"
+python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu 2>&1 | tee "$out/gpu-tests.log"
 for arch in sm90a sm80; do
   python3 bench/bench_memory.py --bundles build/examples --arch "$arch" \
     --out "$out/perf-$arch.md" 2>&1 | tee "$out/bench-$arch.log"

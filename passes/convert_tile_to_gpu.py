@@ -12,7 +12,16 @@ from tilec.binding import is_float_attr, walk
 from tilec.passes import tile_memory, tile_views
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder
-from tilec.passes.tile_fragments import Frag, Reduced, binary, constant, convert, elementwise
+from tilec.passes.tile_fragments import (
+    Frag,
+    Reduced,
+    binary,
+    constant,
+    convert,
+    elementwise,
+    is_float,
+    reciprocal,
+)
 from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_views import LoweringError, View, tensor_type
@@ -112,6 +121,13 @@ class KernelLowering:
         elif name == "tile.binary":
             kind = ir.StringAttr(op.attributes["op"]).value
             args = [self.operand(op, v) for v in op.operands]
+            lhs, rhs = args
+            if (
+                kind == "div"
+                and not isinstance(rhs, Frag)
+                and is_float(tensor_type(op.results[0].type).elem)
+            ):
+                args, kind = [lhs, reciprocal(rhs)], "mul"
             result = elementwise(op, args, lambda x, y: binary(op, kind, x, y))
         elif name == "tile.unary":
             kind = ir.StringAttr(op.attributes["op"]).value

@@ -1,6 +1,7 @@
-// examples/softmax.tile to PTX: each thread reads its 8 halves of the row once (one 16-byte
-// load), reduces them in registers, then butterfly shuffles and shared memory across the 16
-// warps (twice: max, sum), and writes one 16-byte vector; no local memory.
+// examples/softmax.tile to PTX: each thread reads its 32 halves of the row once (four 16-byte
+// loads), reduces them in registers, then butterfly shuffles and shared memory across the 4
+// warps (twice: max, sum); the division by the row sum is one reciprocal and a multiply per
+// element (no div.rn.f32); 16-byte stores; no local memory.
 // RUN: tilec compile %repo/examples/softmax.tile --emit ptx | filecheck %s
 // RUN: tilec compile %repo/examples/softmax.tile --emit ptx --arch sm_90a | filecheck %s
 
@@ -12,5 +13,8 @@
 // CHECK: ex2.approx
 // CHECK: shfl.sync.bfly.b32
 // CHECK: bar.sync 0;
+// CHECK-NOT: div.rn.f32
+// CHECK: rcp.rn.f32
+// CHECK-NOT: div.rn.f32
 // CHECK: st.global.v4.b32
 // CHECK-NOT: .local

@@ -4,7 +4,7 @@
 // RUN: tilec compile %repo/examples/transpose.tile --emit ptx --arch sm_90a | filecheck %s
 
 // CHECK-LABEL: .visible .entry transpose(
-// CHECK: .shared .align 16 .b8 __smem_transpose_s[4096];
+// CHECK: .shared .align 16 .b8 __smem_transpose_s[16384];
 // CHECK-NOT: .local
 // CHECK: ld.global.v4.b32
 // CHECK: xor.b{{32|64}}
