@@ -154,7 +154,6 @@ class Compiled:
 
 def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
     """Compile `path` to PTX and describe each kernel (MLIR side; raises DiagnosticError)."""
-    source = Path(path).read_bytes()
     stages: dict[str, Artifact] = {}
 
     def keep(artifact: Artifact) -> None:
@@ -162,6 +161,7 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
             stages[artifact.stage] = Artifact(artifact.stage, str(artifact.value), artifact.arch)
 
     ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=keep)
+    source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
     ctx_module = ir.Module.parse(stages["tile"].value, context=_context())
     gpu_module = ir.Module.parse(stages["gpu"].value, context=ctx_module.context)
     smem = _dynamic_smem(gpu_module)

@@ -56,3 +56,28 @@ def test_gemm_scalar_alpha_is_a_scalar_parameter() -> None:
     (info,) = infos("gemm_sm80.tile")
     scalars = [p for p in info.params if isinstance(p, ScalarParam)]
     assert [(s.name, s.dtype) for s in scalars] == [("alpha", "f32")]
+
+
+def test_compile_api_returns_a_kernel_and_hits_the_cache(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import tilec
+
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    kernel = tilec.compile(str(EXAMPLES / "vadd.tile"), BLOCK=1024)
+    assert kernel.manifest.entry == "vadd"
+    assert kernel.manifest.grid[0] == "cdiv(N, 1024)"
+    assert ".visible .entry vadd(" in kernel.ptx
+    bundles = list(tmp_path.glob("*/*/manifest.json"))
+    assert len(bundles) == 1
+    again = tilec.compile(str(EXAMPLES / "vadd.tile"), BLOCK=1024)
+    assert again.manifest == kernel.manifest
+    assert len(list(tmp_path.glob("*/*/manifest.json"))) == 1  # served from the cache
+    other = tilec.compile(str(EXAMPLES / "vadd.tile"), BLOCK=2048, arch="sm_90a")
+    assert other.manifest.target == "sm_90a"
+    assert len(list(tmp_path.glob("*/*/manifest.json"))) == 2
+
+
+def test_build_cli_reports_a_missing_file(capsys) -> None:  # noqa: ANN001
+    from tilec.cli import main
+
+    assert main(["build", "no/such.tile", "-o", "build/never"]) == 1
+    assert "error: cannot read 'no/such.tile'" in capsys.readouterr().err
