@@ -36,6 +36,7 @@ class Artifact:
     stage: str
     value: object  # str for text stages, bytes for cubin, ir.Module for MLIR stages
     arch: str | None
+    warnings: list[Diagnostic] = field(default_factory=list)  # from the frontend's checks
 
     def as_bytes(self) -> bytes:
         if isinstance(self.value, bytes):
@@ -76,12 +77,14 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
     tree = frontend.parse_source(text, file)
     checked = frontend.check(tree, options.params)
     if options.emit == "ast":
-        return Artifact("ast", frontend.dump_ast(tree), frontend.target_of(checked))
+        return Artifact(
+            "ast", frontend.dump_ast(checked), frontend.target_of(checked), checked.warnings
+        )
     from tilec.frontend.irgen import irgen  # the generator itself, not the package attribute
 
     with ctx:
         module = irgen(checked, ctx)
-    return Artifact("tile", module, frontend.target_of(checked))
+    return Artifact("tile", module, frontend.target_of(checked), checked.warnings)
 
 
 def _mlir_step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
@@ -160,10 +163,12 @@ def compile_file(
     _dump(options, stem, artifact)
     if on_stage is not None:
         on_stage(artifact)
+    warnings = artifact.warnings
     with ctx:
         try:
             while artifact.stage != options.emit:
                 artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
+                artifact.warnings = warnings
                 _dump(options, stem, artifact)
                 if on_stage is not None:
                     on_stage(artifact)
