@@ -78,7 +78,7 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
     checked = frontend.check(tree, options.params)
     if options.emit == "ast":
         return Artifact(
-            "ast", frontend.dump_ast(checked), frontend.target_of(checked), checked.warnings
+            "ast", frontend.dump_ast(tree), frontend.target_of(checked), checked.warnings
         )
     from tilec.frontend.irgen import irgen  # the generator itself, not the package attribute
 
