@@ -83,12 +83,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
     )
     if args.verify_diagnostics:
         return _verify_diagnostics(args.input, options)
-    artifact = compile_file(args.input, options)
+    banks = None
+    if args.report == "banks":
+        from tilec.banks import BankReport
+
+        banks = BankReport(args.input)
+    artifact = compile_file(args.input, options, banks)
     data = artifact.as_bytes()
     if args.output in (None, "-"):
         sys.stdout.buffer.write(data)
     else:
         Path(args.output).write_bytes(data)
+    if banks is not None:
+        print("\n".join(banks.finish(options)), file=sys.stderr)
     if args.resource_usage and artifact.stage in ("ptx",):
         from tilec.backend import ptxas_reports
 
@@ -248,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--resource-usage",
         action="store_true",
         help="with --emit ptx: ptxas's registers/spills/shared memory per kernel",
+    )
+    p.add_argument(
+        "--report",
+        choices=("banks",),
+        help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu stage)",
     )
     p.set_defaults(func=cmd_compile)
 

@@ -1,0 +1,394 @@
+"""Stages `lowered` and `gpu`: a static shared-memory bank-conflict report (`--report banks`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilec import binding
+from tilec.diagnostics import Span
+
+BANKS = 32  # shared memory has 32 banks ...
+WORD = 4  # ... each 4 bytes wide: bank = (byte address / 4) mod 32
+WARP = 32
+SHARED = 3  # the NVPTX address space of shared memory
+LOOP_SAMPLES = 4  # an scf.for index is bound to each of its first iterations in turn
+SHOWN_LANES = 8  # a conflict's report names the first lanes that hit the worst bank
+MAX_DEPTH = 200  # deeper address expressions are reported as unknown, never a RecursionError
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """The worst bank of one warp-wide access: `degree` distinct words share `bank`."""
+
+    degree: int
+    phase: int = 0
+    bank: int = 0
+    lanes: tuple[int, ...] = ()
+
+
+def bank_conflict(addresses: Sequence[int], width: int) -> Conflict:
+    """The conflict degree of a warp accessing byte `addresses[lane]`, `width` bytes per lane.
+
+    The banks serve 128 bytes per pass, so wide accesses are split into phases of lanes, and
+    only lanes of one phase can conflict:
+
+        width 4:  | lanes 0-31 |                       one phase
+        width 8:  | lanes 0-15 | lanes 16-31 |         two phases
+        width 16: | 0-7 | 8-15 | 16-23 | 24-31 |       four phases
+
+    In a phase, a bank serves one 4-byte word per pass; lanes reading the same word share it
+    (a broadcast), so the degree is the most DISTINCT words any one bank holds.
+    """
+    per_phase = max(1, min(WARP, BANKS * WORD // max(width, 1)))
+    worst = Conflict(0)
+    for phase, start in enumerate(range(0, len(addresses), per_phase)):
+        words: dict[int, dict[int, list[int]]] = {}  # bank -> word -> lanes touching it
+        for lane in range(start, min(start + per_phase, len(addresses))):
+            first, last = addresses[lane] // WORD, (addresses[lane] + max(width, 1) - 1) // WORD
+            for word in range(first, last + 1):
+                words.setdefault(word % BANKS, {}).setdefault(word, []).append(lane)
+        for bank, held in sorted(words.items()):
+            if len(held) > worst.degree:
+                lanes = tuple(sorted(first[0] for first in held.values()))
+                worst = Conflict(len(held), phase, bank, lanes)
+    return worst
+
+
+class Unknown(Exception):
+    """The address cannot be evaluated statically; the message says what it depends on."""
+
+
+_CMP: dict[int, Callable[[int, int], bool]] = {
+    0: lambda a, b: a == b,
+    1: lambda a, b: a != b,
+    2: lambda a, b: a < b,
+    3: lambda a, b: a <= b,
+    4: lambda a, b: a > b,
+    5: lambda a, b: a >= b,
+    6: lambda a, b: a < b,  # unsigned predicates: addresses and ids are never negative
+    7: lambda a, b: a <= b,
+    8: lambda a, b: a > b,
+    9: lambda a, b: a >= b,
+}
+
+_BINARY_BY_NAME: dict[str, Callable[[int, int], int]] = {
+    "addi": lambda a, b: a + b,
+    "subi": lambda a, b: a - b,
+    "muli": lambda a, b: a * b,
+    "divui": lambda a, b: a // b,
+    "divsi": lambda a, b: int(a / b),
+    "floordivsi": lambda a, b: a // b,
+    "ceildivsi": lambda a, b: -(-a // b),
+    "remui": lambda a, b: a % b,
+    "remsi": lambda a, b: a - b * int(a / b),
+    "andi": lambda a, b: a & b,
+    "ori": lambda a, b: a | b,
+    "xori": lambda a, b: a ^ b,
+    "shli": lambda a, b: a << b,
+    "shrui": lambda a, b: a >> b,
+    "shrsi": lambda a, b: a >> b,
+    "maxsi": max,
+    "maxui": max,
+    "minsi": min,
+    "minui": min,
+}
+_BINARY = {f"arith.{name}": f for name, f in _BINARY_BY_NAME.items()}
+
+# Ops whose result is their first operand, as far as an address is concerned.
+_PASS_THROUGH = {
+    "arith.index_cast",
+    "arith.index_castui",
+    "arith.extsi",
+    "arith.extui",
+    "llvm.ptrtoint",
+    "llvm.inttoptr",
+    "llvm.addrspacecast",
+    "llvm.bitcast",
+    "builtin.unrealized_conversion_cast",
+}
+_DIMS = {"x": 0, "y": 1, "z": 2}
+_ARRAY = re.compile(r"^!llvm\.array<(\d+)\s*x\s*(.+)>$")
+
+
+def type_bytes(t: ir.Type) -> int | None:
+    """Bytes of a scalar, vector or `!llvm.array` type; None for anything else."""
+    if isinstance(t, ir.VectorType):
+        inner = type_bytes(t.element_type)
+        return inner * t.shape[0] if inner is not None and t.rank == 1 else None
+    if isinstance(t, ir.IntegerType | ir.FloatType):
+        return max(1, t.width // 8)
+    m = _ARRAY.match(str(t))
+    if m is None:
+        return None
+    inner = type_bytes(ir.Type.parse(m.group(2)))
+    return None if inner is None else int(m.group(1)) * inner
+
+
+class Evaluator:
+    """Evaluates address expressions for one thread: its (x, y, z) and the bound loop indices."""
+
+    def __init__(self, tid: tuple[int, int, int], ivs: dict[ir.Value, int]) -> None:
+        self.tid, self.ivs = tid, ivs
+        self.memo: dict[ir.Value, int] = {}
+
+    def value(self, v: ir.Value, depth: int = 0) -> int:
+        if v in self.memo:
+            return self.memo[v]
+        if depth > MAX_DEPTH:
+            raise Unknown("an address expression deeper than the analysis follows")
+        result = self._arg(v) if isinstance(v, ir.BlockArgument) else self._op(v, depth + 1)
+        self.memo[v] = result
+        return result
+
+    def _arg(self, v: ir.BlockArgument) -> int:
+        if v in self.ivs:
+            return self.ivs[v]
+        parent = v.owner.owner
+        if parent is not None and parent.name == "scf.for":
+            raise Unknown("a value carried around an scf.for")
+        raise Unknown("a kernel argument (a runtime value)")
+
+    def _op(self, v: ir.Value, depth: int) -> int:
+        op = ir.OpResult(v).owner
+        name = op.name
+        args = op.operands
+        if name in ("arith.constant", "llvm.mlir.constant"):
+            attr = op.attributes["value"]
+            if not isinstance(attr, ir.IntegerAttr):
+                raise Unknown(f"a non-integer constant in '{name}'")
+            return attr.value
+        if name == "gpu.thread_id":
+            return self.tid[_DIMS[str(op.attributes["dimension"])[-2]]]
+        if name == "llvm.mlir.addressof":
+            # Every shared buffer starts on a 16-byte boundary; a uniform offset of the whole
+            # warp moves every lane to the next bank alike, so it never changes a degree.
+            return 0
+        if name in _PASS_THROUGH:
+            return self.value(args[0], depth)
+        if name == "arith.trunci":
+            return self.value(args[0], depth) & ((1 << ir.IntegerType(v.type).width) - 1)
+        if name == "arith.cmpi":
+            pred = ir.IntegerAttr(op.attributes["predicate"]).value
+            return int(_CMP[pred](self.value(args[0], depth), self.value(args[1], depth)))
+        if name in ("arith.select", "llvm.select"):
+            chosen = args[1] if self.value(args[0], depth) else args[2]
+            return self.value(chosen, depth)
+        if name == "llvm.getelementptr":
+            return self._gep(op, depth)
+        if name in _BINARY:
+            lhs, rhs = self.value(args[0], depth), self.value(args[1], depth)
+            if rhs == 0 and name.endswith(("divui", "divsi", "remui", "remsi", "ceildivsi")):
+                raise Unknown(f"a division by zero in '{name}'")
+            return _BINARY[name](lhs, rhs)
+        raise Unknown(f"'{name}'")
+
+    def _gep(self, op: ir.Operation, depth: int) -> int:
+        """base + i0 * sizeof(T) + inner indices into nested `!llvm.array`s."""
+        raw = list(ir.DenseI32ArrayAttr(op.attributes["rawConstantIndices"]))
+        dynamic = iter(op.operands[1:])
+        t = ir.TypeAttr(op.attributes["elem_type"]).value
+        address = self.value(op.operands[0], depth)
+        for k, index in enumerate(raw):
+            i = self.value(next(dynamic), depth) if index == -(2**31) else index
+            if k > 0:
+                m = _ARRAY.match(str(t))
+                if m is None:
+                    raise Unknown(f"a getelementptr into '{t}'")
+                t = ir.Type.parse(m.group(2))
+            size = type_bytes(t)
+            if size is None:
+                raise Unknown(f"a getelementptr over '{t}'")
+            address += i * size
+        return address
+
+
+@dataclass
+class Access:
+    """One shared-memory load or store instruction and its worst conflict over warps."""
+
+    kernel: str
+    kind: str  # "load" or "store"
+    width: int | None
+    span: Span | None
+    conflict: Conflict | None = None
+    warp: int = 0
+    unknown: str = ""
+
+
+def _shared_pointer(v: ir.Value) -> bool:
+    return str(v.type) == f"!llvm.ptr<{SHARED}>"
+
+
+def _enclosing_loops(op: ir.Operation, kernel: ir.Operation) -> list[ir.Operation]:
+    loops, parent = [], op.parent
+    while parent is not None and parent != kernel:
+        if parent.name == "scf.for":
+            loops.append(parent)
+        parent = parent.parent
+    return loops[::-1]
+
+
+def _threads(kernel: ir.Operation) -> tuple[int, int, int]:
+    """The block's (X, Y, Z): `known_block_size` at `gpu`, `tile.threads` at `lowered`."""
+    for key in ("known_block_size", "tile.threads"):
+        if key in kernel.attributes:
+            dims = [int(d) for d in kernel.attributes[key]] + [1, 1]
+            return dims[0], dims[1], dims[2]
+    return WARP, 1, 1
+
+
+def _loop_bindings(loops: list[ir.Operation]) -> list[dict[ir.Value, int]]:
+    """Every combination of the first LOOP_SAMPLES iterations of the enclosing loops."""
+    choices = []
+    for loop in loops:
+        lane0 = Evaluator((0, 0, 0), {})
+        lb, ub, step = (lane0.value(loop.operands[k]) for k in range(3))
+        values = [lb + k * step for k in range(LOOP_SAMPLES) if lb + k * step < ub] or [lb]
+        choices.append([(loop.regions[0].blocks[0].arguments[0], x) for x in values])
+    return [dict(combo) for combo in itertools.product(*choices)]
+
+
+def analyze_access(access: Access, op: ir.Operation, kernel: ir.Operation) -> None:
+    """Fill in the worst conflict over every warp of the block (and sampled loop indices)."""
+    pointer = op.operands[0] if access.kind == "load" else op.operands[1]
+    if access.width is None:
+        access.unknown = "an access of a type whose size is not known"
+        return
+    dims = _threads(kernel)
+    threads = dims[0] * dims[1] * dims[2]
+    try:
+        for ivs in _loop_bindings(_enclosing_loops(op, kernel)):
+            for warp in range(max(1, threads // WARP)):
+                addresses = []
+                for t in range(warp * WARP, warp * WARP + WARP):
+                    tid = (t % dims[0], t // dims[0] % dims[1], t // (dims[0] * dims[1]))
+                    addresses.append(Evaluator(tid, ivs).value(pointer))
+                conflict = bank_conflict(addresses, access.width)
+                if access.conflict is None or conflict.degree > access.conflict.degree:
+                    access.conflict, access.warp = conflict, warp
+    except Unknown as exc:
+        access.conflict, access.unknown = None, f"the address depends on {exc}"
+
+
+def shared_accesses(module: ir.Module, default_file: str | None = None) -> list[Access]:
+    """Every llvm.load/llvm.store through a shared pointer, in program order, analyzed."""
+    found: list[tuple[ir.Operation, ir.Operation]] = []
+    kernel: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        if op.name in ("gpu.func", "func.func"):
+            kernel[:] = [op]
+        elif op.name == "llvm.load" and _shared_pointer(op.operands[0]) and kernel:
+            found.append((op, kernel[0]))
+        elif op.name == "llvm.store" and _shared_pointer(op.operands[1]) and kernel:
+            found.append((op, kernel[0]))
+
+    binding.walk(module.operation, visit)
+    accesses = []
+    for op, func in found:
+        kind = op.name.removeprefix("llvm.")
+        data = op.results[0] if kind == "load" else op.operands[0]
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        span = binding.location_span(op.location, default_file)
+        access = Access(name, kind, type_bytes(data.type), span)
+        analyze_access(access, op, func)
+        accesses.append(access)
+    return accesses
+
+
+@dataclass
+class Group:
+    """The instructions of one width one source access became (both paths, unrolled chunks)."""
+
+    kernel: str
+    kind: str
+    width: int | None
+    span: Span | None
+    members: list[Access] = dataclasses.field(default_factory=list)
+
+    def worst(self) -> Access | None:
+        known = [a for a in self.members if a.conflict is not None]
+        return max(known, key=lambda a: a.conflict.degree) if known else None
+
+
+def group(accesses: list[Access]) -> list[Group]:
+    groups: dict[tuple[str, str, int | None, Span | None], Group] = {}
+    for a in accesses:
+        key = (a.kernel, a.kind, a.width, a.span)
+        groups.setdefault(key, Group(*key)).members.append(a)
+    return list(groups.values())
+
+
+def _verdict(degree: int) -> str:
+    return "1-way (conflict-free)" if degree == 1 else f"{degree}-way bank conflict"
+
+
+def render_group(g: Group, file: str) -> str:
+    where = str(g.span) if g.span is not None else file
+    n = len(g.members)
+    head = f"{where}: shared {g.kind}, {g.width or '?'} bytes/lane, {n} instruction"
+    head += "s" if n > 1 else ""
+    worst = g.worst()
+    unknown = [a for a in g.members if a.conflict is None]
+    parts = []
+    if worst is not None:
+        c = worst.conflict
+        text = _verdict(c.degree)
+        if c.degree > 1:
+            lanes = ", ".join(str(lane) for lane in c.lanes[:SHOWN_LANES])
+            lanes += ", ..." if len(c.lanes) > SHOWN_LANES else ""
+            text += f" (warp {worst.warp}, phase {c.phase}: bank {c.bank} <- lanes {lanes})"
+        parts.append(text)
+    if unknown:
+        count = "" if worst is None else f"{len(unknown)} of {n} "
+        parts.append(f"{count}unknown: {unknown[0].unknown}")
+    return f"{head}: {'; '.join(parts)}"
+
+
+def render(accesses: list[Access], file: str) -> list[str]:
+    """Per kernel: one line per source access (and width), then a summary line."""
+    groups = group(accesses)
+    lines = []
+    for kernel in dict.fromkeys(g.kernel for g in groups):
+        mine = [g for g in groups if g.kernel == kernel]
+        lines += [render_group(g, file) for g in mine]
+        degrees = [w.conflict.degree for g in mine if (w := g.worst()) is not None]
+        free = sum(1 for g in mine if g.worst() is not None and g.worst().conflict.degree == 1)
+        unknown = sum(1 for g in mine if any(a.conflict is None for a in g.members))
+        summary = f"{kernel}: {len(mine)} shared accesses, {free} conflict-free"
+        summary += f", worst {max(degrees)}-way" if degrees else ""
+        summary += f", {unknown} unknown" if unknown else ""
+        lines.append(summary)
+    return lines or [f"{file}: no shared-memory accesses"]
+
+
+class BankReport:
+    """Collects the report from the `gpu` stage of a compile (pass it as `on_stage`)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.lines: list[str] | None = None
+
+    def __call__(self, artifact: object) -> None:
+        if artifact.stage == "gpu":
+            self.lines = render(shared_accesses(artifact.value, self.file), self.file)
+
+    def finish(self, options: object) -> list[str]:
+        """The report; compiles once more up to `gpu` when `--emit` stopped before it."""
+        from tilec.driver import compile_file, fail
+        from tilec.stages import position
+
+        if self.lines is None and position(options.emit) < position("gpu"):
+            compile_file(self.file, dataclasses.replace(options, emit="gpu", dump_dir=None), self)
+        if self.lines is None:
+            raise fail(
+                "--report banks reads the 'gpu' stage, which this compile never produced",
+                ("give it a .tile file or a stage at or before gpu (k.gpu.mlir)",),
+            )
+        return self.lines
