@@ -9,7 +9,7 @@ from mlir import ir
 from mlir.dialects import gpu, llvm
 
 from tilec.binding import is_float_attr, walk
-from tilec.passes import tile_memory, tile_views
+from tilec.passes import tile_memory, tile_mma, tile_views
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import (
@@ -102,6 +102,17 @@ class KernelLowering:
             result = tile_views.permute(op, self.view(op, op.operands[0]))
         elif name == "tile.alloc_shared":
             result = tile_views.alloc_shared(op, self.module, self.name)
+        elif name == "tile.tiled_mma":
+            pass  # its type says it all; fragment and gemm read it
+        elif name == "tile.fragment" and len(op.operands) == 1:
+            result = tile_mma.fragment(op, op.operands[0].type, self.threads)
+        elif name == "tile.fill":
+            attr = op.attributes["value"]
+            kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
+            tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
+        elif name == "tile.gemm":
+            a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
+            tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid)
         elif name == "tile.barrier":
             gpu.BarrierOp()
         elif name == "tile.load":
@@ -113,8 +124,11 @@ class KernelLowering:
             elem = tensor_type(op.results[0].type).elem
             result = elementwise(op, [loaded], lambda x: convert(x, elem))
         elif name == "tile.store":
-            dst = self.view(op, op.operands[1])
-            tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
+            dst, frag = self.view(op, op.operands[1]), self.frag(op, op.operands[0])
+            if isinstance(frag.part, tile_mma.MmaPartition):
+                tile_mma.store(op, frag, dst, self.tid, self.threads)
+            else:
+                tile_memory.store(op, frag, dst, self.tid)
         elif name == "tile.copy":
             src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
             tile_memory.copy(op, src, dst, self.tid, self.threads)
@@ -178,9 +192,12 @@ class ConvertTileToGpu(Pass):
         walk(func, lambda op: ops.append(op) if op.name.startswith("tile.") else None)
         try:
             kernel = KernelLowering(func, module)
-            for op in ops:
+            loops = tile_mma.CarriedLoops(ops)
+            for n, op in enumerate(ops):
+                loops.enter(n, kernel.lowered)
                 with ir.InsertionPoint(op), op.location:
                     kernel.lower(op)
+                loops.leave(n)
             for op in reversed(ops):
                 for r in op.results:
                     user = next((u.owner for u in r.uses), None)

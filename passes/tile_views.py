@@ -9,6 +9,7 @@ offset, and the bounds that predicate ragged edges. A bound says "origin + coord
     make_tensor X (?,?):(?,1)        bounds  0 + r < M,       0 + c < N
     local_tile (32,32) at (by, bx)   bounds  32*by + r < M,   32*bx + c < N
     slice (_, 5)                     bounds  32*by + r < M,   32*bx + 5 < N   (mode None)
+    local_tile (32,32) at (by, _)    bounds  32*by + r < M,   c + 32*kt < N   (outer: kt)
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class Bound:
     origin: Term
     extent: Term
     mode: int | None  # None: a coordinate fixed by a slice, already in `origin`
+    # A `_` of local_tile adds a trailing tile mode: (mode of the tile index, tile extent).
+    outer: tuple[int, Term] | None = None
 
 
 @dataclass
@@ -131,15 +134,21 @@ def local_tile(op: ir.Operation, view: View, b: IndexBuilder) -> View:
     items = parse_coord(op, coord_text, len(view.shape))
     if len(tile) != len(view.shape):
         raise LoweringError(op, f"tile {tile} does not fit a rank-{len(view.shape)} tensor")
-    if "_" in items:
-        raise LoweringError(op, "local_tile keeping all tiles of a mode ('_') is not lowered yet")
     coords = coord_terms(op, items, list(op.operands)[1:])
     offset, bounds = view.offset, list(view.bounds)
+    shape, stride = list(tile), list(view.stride)
     for k, (c, t) in enumerate(zip(coords, tile, strict=True)):
+        if c is None:
+            # `_`: keep every tile of mode k as a trailing mode of ceil(extent / t) tiles.
+            rest = len(shape)
+            shape.append(b.div(b.add(view.shape[k], t - 1), t))
+            stride.append(b.mul(t, view.stride[k]))
+            bounds = [replace(x, outer=(rest, t)) if x.mode == k else x for x in bounds]
+            continue
         start = b.mul(c, t)
         offset = b.add(offset, b.mul(start, view.stride[k]))
         bounds = [replace(x, origin=b.add(x.origin, start)) if x.mode == k else x for x in bounds]
-    return replace(view, offset=offset, shape=tile, bounds=bounds)
+    return replace(view, offset=offset, shape=shape, stride=stride, bounds=bounds)
 
 
 def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
@@ -152,10 +161,14 @@ def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
         if c is not None:
             offset = b.add(offset, b.mul(c, view.stride[k]))
     for x in view.bounds:
-        if x.mode is None or x.mode in kept:
-            bounds.append(replace(x, mode=None if x.mode is None else kept.index(x.mode)))
-        else:
-            bounds.append(Bound(b.add(x.origin, coords[x.mode]), x.extent, None))
+        origin, mode, outer = x.origin, x.mode, x.outer
+        if mode is not None and coords[mode] is not None:
+            origin, mode = b.add(origin, coords[mode]), None
+        if outer is not None and coords[outer[0]] is not None:
+            origin, outer = b.add(origin, b.mul(coords[outer[0]], outer[1])), None
+        mode = None if mode is None else kept.index(mode)
+        outer = None if outer is None else (kept.index(outer[0]), outer[1])
+        bounds.append(Bound(origin, x.extent, mode, outer))
     return replace(
         view,
         offset=offset,
@@ -169,7 +182,14 @@ def permute(op: ir.Operation, view: View) -> View:
     perm = list(ir.DenseI64ArrayAttr(op.attributes["perm"]))
     if sorted(perm) != list(range(len(view.shape))):
         raise LoweringError(op, f"perm {perm} is not a permutation of {len(view.shape)} modes")
-    bounds = [x if x.mode is None else replace(x, mode=perm.index(x.mode)) for x in view.bounds]
+    bounds = [
+        replace(
+            x,
+            mode=None if x.mode is None else perm.index(x.mode),
+            outer=None if x.outer is None else (perm.index(x.outer[0]), x.outer[1]),
+        )
+        for x in view.bounds
+    ]
     return replace(
         view,
         shape=[view.shape[k] for k in perm],
@@ -223,14 +243,19 @@ def alloc_shared(op: ir.Operation, module: ir.Operation, kernel: str) -> View:
     return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [])
 
 
-def element_address(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value:
-    """&view[coords]: base + swizzle(offset + sum(coord * stride)), as a typed GEP."""
+def element_index(view: View, coords: list[Term], b: IndexBuilder) -> Term:
+    """swizzle(offset + sum(coord * stride)): elements from the view's base pointer."""
     index: Term = view.offset
     for c, d in zip(coords, view.stride, strict=True):
         index = b.add(index, b.mul(c, d))
     if view.swizzle is not None:
         index = b.swizzle(view.swizzle, index)
-    return gep(view.base, index, view.elem, b)
+    return index
+
+
+def element_address(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value:
+    """&view[coords]: base + swizzle(offset + sum(coord * stride)), as a typed GEP."""
+    return gep(view.base, element_index(view, coords, b), view.elem, b)
 
 
 def gep(base: ir.Value, index: Term, elem: ir.Type, b: IndexBuilder) -> ir.Value:
@@ -271,5 +296,7 @@ def in_bounds(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value | boo
     conds = []
     for x in view.bounds:
         pos = x.origin if x.mode is None else b.add(x.origin, coords[x.mode])
+        if x.outer is not None:
+            pos = b.add(pos, b.mul(coords[x.outer[0]], x.outer[1]))
         conds.append(less_than(b, pos, x.extent))
     return all_of(conds)

@@ -1,0 +1,111 @@
+"""Unit: the mma.sync m16n8k16 fragment maps of `tile_mma`, emulated against numpy.
+
+The emulation follows the lowering's data flow for one 128×128×32 block over 4 warps: the
+operands sit in swizzled shared memory, each lane gives ldmatrix.x4 one row address, register
+q of a lane receives row lane/4, columns 2(lane mod 4)+{0,1} of matrix q, the atom computes
+D = A·B + C on the matrices the PTX fragment maps rebuild, and the epilogue's C map places
+each accumulator. A wrong lane address, register order or fragment map fails the comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilec.dialects.layout import algebra as A
+from tilec.passes import tile_mma as M
+
+BM = BN = 128
+BK = 32
+SWIZZLE = A.Swizzle(2, 3, 3)  # examples/gemm_sm80.tile: Sw<2,3,3> o (8,32):(32,1) tiled
+
+
+def to_shared(x: np.ndarray) -> np.ndarray:
+    """The K-major tile as the copy writes it: element (r, c) at swizzle(r*BK + c)."""
+    phys = np.full(x.size, np.nan, dtype=np.float64)
+    for r in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            phys[SWIZZLE(r * BK + c)] = x[r, c]
+    return phys
+
+
+def ldmatrix_x4(phys: np.ndarray, rows: list[tuple[int, int]]) -> list[list[np.ndarray]]:
+    """regs[lane][q] (2 values) when lane l points at logical (row, col) = rows[l]."""
+    mats = []
+    for q in range(4):
+        mat = []
+        for r in range(8):
+            row, col = rows[8 * q + r]
+            start = SWIZZLE(row * BK + col)
+            mat.append(phys[start : start + 8])
+        mats.append(np.array(mat))
+    return [
+        [mats[q][lane // 4, 2 * (lane % 4) : 2 * (lane % 4) + 2] for q in range(4)]
+        for lane in range(32)
+    ]
+
+
+def emulate(a: np.ndarray, b: np.ndarray, warps: tuple[int, int]) -> np.ndarray:
+    part = M.MmaPartition((BM, BN), warps)
+    pm, pn = part.piece
+    tm, tn = part.tiles
+    sa, sb = to_shared(a), to_shared(b)
+    out = np.full((BM, BN), np.nan)
+    for warp in range(warps[0] * warps[1]):
+        wm, wn = warp % warps[0], warp // warps[0]
+        acc = np.zeros((32, tm * tn, 4))
+        for ks in range(0, BK, M.AK):
+            afr = []
+            for mi in range(tm):
+                rows = [(wm * pm + mi * 16 + r, ks + c) for r, c in map(M.a_row, range(32))]
+                afr.append(ldmatrix_x4(sa, rows))
+            bfr = []
+            for p in range(tn // 2):
+                rows = [(wn * pn + p * 16 + r, ks + c) for r, c in map(M.b_row, range(32))]
+                regs = ldmatrix_x4(sb, rows)
+                bfr += [[lane[0:2] for lane in regs], [lane[2:4] for lane in regs]]
+            for mi in range(tm):
+                for ni in range(tn):
+                    am, bm = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
+                    for lane in range(32):
+                        for r in range(8):
+                            am[M.a_elem(lane, r)] = afr[mi][lane][r // 2][r % 2]
+                        for r in range(4):
+                            bm[M.b_elem(lane, r)] = bfr[ni][lane][r // 2][r % 2]
+                    d = am @ bm
+                    for lane in range(32):
+                        for r in range(4):
+                            acc[lane, mi + tm * ni, r] += d[M.c_elem(lane, r)]
+        for lane in range(32):
+            for i in range(tm * tn):
+                mi, ni = i % tm, i // tm
+                for r in range(4):
+                    m, n = M.c_elem(lane, r)
+                    out[wm * pm + mi * 16 + m, wn * pn + ni * 8 + n] = acc[lane, i, r]
+    return out
+
+
+@pytest.mark.parametrize("warps", [(2, 2), (4, 1), (1, 4)])
+def test_fragments_compute_a_times_b_transposed(warps: tuple[int, int]) -> None:
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, (BM, BK)).astype(np.float64)
+    b = rng.integers(-3, 4, (BN, BK)).astype(np.float64)
+    np.testing.assert_array_equal(emulate(a, b, warps), a @ b.T)
+
+
+def test_ldmatrix_rows_stay_contiguous_under_the_swizzle() -> None:
+    for row in range(BM):
+        for col in range(0, BK, 8):
+            start = SWIZZLE(row * BK + col)
+            assert [SWIZZLE(row * BK + col + e) for e in range(8)] == list(range(start, start + 8))
+
+
+def test_fragment_maps_cover_each_atom_once() -> None:
+    for fn, regs, shape in (
+        (M.a_elem, 8, (16, 16)),
+        (M.b_elem, 4, (16, 8)),
+        (M.c_elem, 4, (16, 8)),
+    ):
+        seen = {fn(lane, r) for lane in range(32) for r in range(regs)}
+        assert len(seen) == shape[0] * shape[1]
+        assert all(0 <= x < shape[0] and 0 <= y < shape[1] for x, y in seen)
