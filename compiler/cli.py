@@ -89,6 +89,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
         banks = BankReport(args.input)
     artifact = compile_file(args.input, options, banks)
+    print_diagnostics(artifact.warnings)
     data = artifact.as_bytes()
     if args.output in (None, "-"):
         sys.stdout.buffer.write(data)
@@ -112,8 +113,7 @@ def _verify_diagnostics(path: str, options: object) -> int:
     except OSError as exc:
         raise DiagnosticError([Diagnostic("error", f"cannot read '{path}': {exc}", None)]) from None
     try:
-        compile_file(path, options)
-        produced: list[Diagnostic] = []
+        produced: list[Diagnostic] = compile_file(path, options).warnings
     except DiagnosticError as exc:
         produced = exc.diagnostics
     problems = verify_expected(parse_expected(source, path), produced)
@@ -191,11 +191,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tilec.build import build
 
         target = build(str(target), Path(args.bundle_dir), _parse_params(args.param), args.arch)[0]
-    kernel = load(target)
     sizes = _parse_sizes(args.size)
-    kernel_args = random_args(kernel.manifest, sizes)
-    ms = time_ms(lambda: kernel(*kernel_args))
-    nbytes = bytes_moved(kernel.manifest, sizes)
+    try:
+        kernel = load(target)
+        kernel_args = random_args(kernel.manifest, sizes)
+        ms = time_ms(lambda: kernel(*kernel_args))
+        nbytes = bytes_moved(kernel.manifest, sizes)
+    except (OSError, RuntimeError, ValueError, TypeError) as exc:  # bad bundle, no GPU/torch
+        raise DiagnosticError([Diagnostic("error", f"tilec run {target}: {exc}", None)]) from None
     rate = nbytes / ms / 1e6
     print(f"{kernel.manifest.entry}: {ms * 1e3:.1f} us, {rate:.1f} GB/s (each tensor once)")
     return 0
