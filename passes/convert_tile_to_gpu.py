@@ -9,7 +9,7 @@ from mlir import ir
 from mlir.dialects import gpu, llvm
 
 from tilec.binding import is_float_attr, walk
-from tilec.passes import tile_memory, tile_mma, tile_views
+from tilec.passes import tile_async, tile_memory, tile_mma, tile_views
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import (
@@ -33,6 +33,9 @@ ID_OPS = {
     "tile.grid_dim": gpu.GridDimOp,
 }
 
+# Ops that read or write memory a cp.async copy may still be filling.
+MEMORY_OPS = ("tile.gemm", "tile.barrier", "tile.load", "tile.store", "tile.copy", "tile.reduce")
+
 
 class KernelLowering:
     """The state of one kernel: what each tile value has become (a View or a register Frag)."""
@@ -45,6 +48,8 @@ class KernelLowering:
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
+        # cp.async copies issued and not yet waited for: shared memory is not ready.
+        self.in_flight = False
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
@@ -79,8 +84,17 @@ class KernelLowering:
     def operand(self, op: ir.Operation, value: ir.Value) -> Frag | Reduced | ir.Value:
         return value if tensor_type(value.type) is None else self.get(op, value)
 
+    @staticmethod
+    def is_async_copy(op: ir.Operation) -> bool:
+        return op.name == "tile.copy" and tile_async.is_async(
+            ir.StringAttr(op.attributes["atom"]).value
+        )
+
     def lower(self, op: ir.Operation) -> None:
         name = op.name
+        if self.in_flight and name in MEMORY_OPS and not self.is_async_copy(op):
+            tile_async.wait(tile_async.commit(), 0)
+            self.in_flight = False
         b = IndexBuilder()
         result: View | Frag | Reduced | None = None
         if name in ID_OPS:
@@ -131,7 +145,12 @@ class KernelLowering:
                 tile_memory.store(op, frag, dst, self.tid)
         elif name == "tile.copy":
             src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
-            tile_memory.copy(op, src, dst, self.tid, self.threads)
+            if self.is_async_copy(op):
+                atom = ir.StringAttr(op.attributes["atom"]).value
+                tile_async.copy(op, atom, src, dst, self.tid, self.threads)
+                self.in_flight = True
+            else:
+                tile_memory.copy(op, src, dst, self.tid, self.threads)
         elif name == "tile.binary":
             kind = ir.StringAttr(op.attributes["op"]).value
             args = [self.operand(op, v) for v in op.operands]

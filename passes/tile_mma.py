@@ -227,6 +227,20 @@ def check_operand(op: ir.Operation, view: View, rows: int, name: str) -> int:
     return shape[1]
 
 
+def shifted(view: View, base: Term, coords: list[Term], rows: int, b: IndexBuilder) -> Term:
+    """element_index(view, coords) for coords `rows` rows below those of `base`.
+
+    A swizzle only reads and writes bits below the top of its yyy field: a static step that
+    is a multiple of that span passes through it, so the address is base + step (an immediate
+    offset) instead of a second xor chain that keeps one more 64-bit address alive.
+    """
+    step = rows * view.stride[0]
+    sw = view.swizzle
+    if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:
+        return b.add(base, step)
+    return element_index(view, coords, b)
+
+
 def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> None:
     """acc += a @ bᵀ, between two barriers (the copies before, the next copies after)."""
     part = acc.part
@@ -249,20 +263,21 @@ def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> None:
     m0, n0 = b.mul(at.wm, pm), b.mul(at.wn, pn)
     values = [list(row) for row in acc.values]
     for ks in range(0, k, AK):
+        a0 = element_index(a, [b.add(m0, a_r), b.add(a_c, ks)], b)
         afr = []
         for mi in range(tm):
-            row = b.add(b.add(m0, mi * AM), a_r)
-            regs = ldmatrix_x4(amem, element_index(a, [row, b.add(a_c, ks)], b), b)
-            afr.append(pack(regs, "f16"))
-        bfr = []
+            at_ = shifted(a, a0, [b.add(b.add(m0, mi * AM), a_r), b.add(a_c, ks)], mi * AM, b)
+            afr.append(pack(ldmatrix_x4(amem, at_, b), "f16"))
+        b0 = element_index(bv, [b.add(n0, b_r), b.add(b_c, ks)], b)
+        # One B load feeds two n-atoms of every m-atom: 16 A + 4 B registers live at a time.
         for p in range(tn // 2):
-            row = b.add(b.add(n0, p * 2 * AN), b_r)
-            regs = ldmatrix_x4(bmem, element_index(bv, [row, b.add(b_c, ks)], b), b)
-            bfr += [regs[0:2], regs[2:4]]
-        for ni in range(tn):
-            for mi in range(tm):
-                i = mi + tm * ni
-                values[i] = mma_sync(afr[mi], bfr[ni], values[i])
+            row = p * 2 * AN
+            at_ = shifted(bv, b0, [b.add(b.add(n0, row), b_r), b.add(b_c, ks)], row, b)
+            regs = ldmatrix_x4(bmem, at_, b)
+            for ni, bregs in ((2 * p, regs[0:2]), (2 * p + 1, regs[2:4])):
+                for mi in range(tm):
+                    i = mi + tm * ni
+                    values[i] = mma_sync(afr[mi], bregs, values[i])
     acc.values = values
     gpu.BarrierOp()
 

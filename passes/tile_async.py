@@ -1,0 +1,127 @@
+r"""Passes (lowered stage): `copy<cp_async.*>` as nvgpu.device_async_copy (convert-tile-to-gpu).
+
+A global → shared copy is split into 16-byte chunks along the unit-stride mode, chunk v for
+thread v mod T (as `tile_memory`'s partition). Each chunk is one `cp.async` whose source size
+`src_elements` is the part of the chunk inside the tensor, so ragged edges read fewer bytes
+and the hardware fills the rest with zeros:
+
+    K = 45, chunk at k = 40:   src_elements = min(max(45 - 40, 0), 8) = 5
+          [x x x x x 0 0 0]    (a row outside M: src_elements = 0, all zeros)
+
+cp.async needs 16-byte aligned addresses: when the global base or a `?` stride is not (e.g.
+K not a multiple of 8), the copy falls back to `tile_memory.copy`, chosen once per copy by a
+uniform `scf.if`. Copies only issue; `commit` closes a group and `wait` waits for groups, so a
+caller decides how many copies are in flight.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, nvgpu
+
+from tilec.passes import tile_memory
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_fragments import Partition
+from tilec.passes.tile_memory import Side, if_else
+from tilec.passes.tile_mma import memref_of, shifted
+from tilec.passes.tile_views import LoweringError, View, all_of, elem_bytes, element_index
+
+CP_ASYNC_BYTES = {"cp_async.cg.16": 16, "cp_async.ca.16": 16}
+
+
+def is_async(atom: str) -> bool:
+    return atom.startswith("cp_async")
+
+
+def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threads: int) -> None:
+    """Issue the copy as cp.async chunks (or synchronously when the source is misaligned)."""
+    if atom not in CP_ASYNC_BYTES:
+        raise LoweringError(op, f"copy atom '{atom}': expected one of {sorted(CP_ASYNC_BYTES)}")
+    if src.space != "global" or dst.space != "shared":
+        raise LoweringError(op, f"copy<{atom}> moves global to shared memory")
+    shape = src.static_shape(op)
+    if dst.static_shape(op) != shape:
+        raise LoweringError(op, f"copying a {shape} tile into a {tuple(dst.shape)} view")
+    vec = CP_ASYNC_BYTES[atom] // elem_bytes(src.elem)
+    m = len(shape) - 1
+    part = Partition(shape, m, vec, threads)
+    whole_rows = shape[m] % vec == 0 and src.stride[m] == 1 and dst.stride[m] == 1
+    if not whole_rows or Side.of(dst, part).width < vec:
+        raise LoweringError(op, f"copy<{atom}> needs {vec}-element contiguous rows on both sides")
+    b = IndexBuilder()
+    aligned = Side(src, vec).aligned(part, b)
+    smem = memref_of(dst.base, dst.elem, True)
+    gmem = memref_of(src.base, src.elem, False)
+
+    # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address plus immediates.
+    rows_per_iter = (
+        threads * vec // shape[m] if len(shape) == 2 and threads * vec % shape[m] == 0 else 0
+    )
+
+    def issue() -> list[ir.Value]:
+        first = element_index(dst, part.chunk_coords(0, tid, b), b)
+        for i in range(part.iters):
+            if part.active(i, tid, b) is not None:
+                raise LoweringError(op, f"{part.chunks} chunks do not spread over {threads}")
+            coords = part.chunk_coords(i, tid, b)
+            n = src_elements(src, coords, m, vec, b)
+            positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
+            at = arith.SelectOp(positive, b.value(element_index(src, coords, b)), b.value(0))
+            nvgpu.DeviceAsyncCopyOp(
+                smem,
+                [
+                    b.value(
+                        shifted(dst, first, coords, rows_per_iter * i, b)
+                        if rows_per_iter
+                        else element_index(dst, coords, b)
+                    )
+                ],
+                gmem,
+                [at.result],
+                ir.IntegerAttr.get(ir.IndexType.get(), vec),
+                srcElements=n,
+                bypassL1=ir.UnitAttr.get() if ".cg." in atom else None,
+            )
+        return []
+
+    def fallback() -> list[ir.Value]:
+        tile_memory.copy(op, src, dst, tid, threads)
+        return []
+
+    if_else(aligned, [], issue, fallback)
+
+
+def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilder) -> ir.Value:
+    """How many of the chunk's `vec` elements lie inside the tensor (0 when its row does not)."""
+    inside: list[ir.Value | bool] = []
+    count: Term = vec
+    for x in src.bounds:
+        pos = x.origin if x.mode is None else b.add(x.origin, coords[x.mode])
+        if x.outer is not None:
+            pos = b.add(pos, b.mul(coords[x.outer[0]], x.outer[1]))
+        if x.mode == m:
+            left = arith.SubIOp(b.value(x.extent), b.value(pos)).result
+            left = arith.MaxSIOp(left, b.value(0)).result
+            count = arith.MinSIOp(left, b.value(count)).result
+        else:
+            inside.append(
+                True
+                if isinstance(pos, int) and isinstance(x.extent, int) and pos < x.extent
+                else arith.CmpIOp(arith.CmpIPredicate.slt, b.value(pos), b.value(x.extent)).result
+            )
+    cond = all_of(inside)
+    if cond is True:
+        return b.value(count)
+    return arith.SelectOp(cond, b.value(count), b.value(0)).result
+
+
+def commit() -> ir.Value:
+    """Close the cp.async group of every copy issued since the last commit (on this thread:
+    the token operands of nvgpu's op are not needed by its lowering)."""
+    return nvgpu.DeviceAsyncCreateGroupOp([]).result
+
+
+def wait(group: ir.Value, pending: int) -> None:
+    """Wait until at most `pending` committed groups are still in flight."""
+    i32 = ir.IntegerType.get_signless(32)
+    nvgpu.DeviceAsyncWaitOp(group, numGroups=ir.IntegerAttr.get(i32, pending))
