@@ -7,28 +7,27 @@
 // RUN: tilec compile %repo/examples/softmax.tile --emit nvvm -o %t.nvvm.mlir
 // RUN: not tilec compile %t.nvvm.mlir --emit nvvm -o %t --report banks 2>&1 | filecheck %s --check-prefix=LATE
 
-// transpose: s = Sw<5,0,6> o (64,64):(64,1) f32, 256 threads. Sw<5,0,6> xors bits 6-10 of the
-// element offset 64*r + c into bits 0-4, so bank(r, c) = (c mod 32) xor (r mod 32).
+// transpose: s = Sw<3,2,6> o (64,64):(64,1) f32, 256 threads. Sw<3,2,6> xors bits 8-10 of the
+// element offset 64*r + c (row bits 2-4) into bits 2-4 (which 16-byte chunk of a 32-word
+// bank line): bank(r, c) = ((c/4 mod 8) xor (r/4 mod 8)) * 4 + c mod 4.
 //
-// Store (line 8, copy X -> s): chunks follow X's unit-stride mode (columns), 4 elements each;
-// chunk v goes to thread v mod 256, so thread t holds row t/16, columns 4*(t%16)+e. The shared
-// side gets 1-wide stores (the swizzle keeps groups of 2^0 elements intact), one per e:
+// Store (line 10, copy X -> s): chunks follow X's unit-stride mode (columns), 4 elements each;
+// chunk v goes to thread v mod 256, so thread t holds row t/16, columns 4*(t%16)..+3. The
+// swizzle keeps 4-element chunks whole, so the fast path stores 16 bytes per lane; a 16-byte
+// access is served 8 lanes at a time, and 8 consecutive chunks of one row land on 8 distinct
+// 4-bank groups (the xor permutes chunk numbers within an aligned group of 8): conflict-free.
+// The bounds-checked edge path stores element by element: lanes 0, 8 (row 0, columns 0 and 32)
+// and 16, 24 (row 1, same columns; rows 0 and 1 share r/4) all hit bank 0: 4-way.
 //
-//   lanes 0-15  (row 0):  columns 0,4,..,28 | 32,36,..,60  -> banks 0,4,..,28 twice
-//   lanes 16-31 (row 1):  the same columns                 -> banks 1,5,..,29 twice
-//
-// Lane 0 (word 0) and lane 8 (word 32) share bank 0: the swizzle varies with the row, which is
-// fixed within a half-warp, and column bit 5 is not part of it: 2-way.
-//
-// Load (line 10, copy permute(s) -> Y): chunks follow Y's unit-stride mode, which is the
-// column mode of s: thread t reads column t/16 of rows 4*(t%16)+e. Lanes 0 and 8 read rows 0
-// and 32, whose xor terms (r mod 32) are equal: bank 0 twice: 2-way. The swizzle separates 32
-// consecutive rows, but a warp reads rows 4 apart, spanning 64.
-//
-// Both paths (in-bounds fast path and guarded fallback) lower each copy to 16 scalar accesses.
-// TRANSPOSE:      transpose.tile:8:3: shared store, 4 bytes/lane, 32 instructions: 2-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8)
-// TRANSPOSE-NEXT: transpose.tile:10:3: shared load, 4 bytes/lane, 32 instructions: 2-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8)
-// TRANSPOSE-NEXT: transpose: 2 shared accesses, 0 conflict-free, worst 2-way
+// Load (line 12, copy permute(s) -> Y): chunks follow Y's unit-stride mode, the row mode of s:
+// thread t reads column t/16 of rows 4*(t%16)+e. Lanes 0 and 8 read rows 0 and 32, whose xor
+// terms (r/4 mod 8) are equal: bank 0 twice: 2-way. Lanes 0-15 read one column, so their bank
+// is c mod 4 plus 4 times one of 8 chunk slots: 16 lanes over 8 banks, at least 2-way for any
+// swizzle that keeps chunks whole; 32x64 tiles avoid it (docs/performance.md) but run slower.
+// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 4 instructions: 1-way (conflict-free)
+// TRANSPOSE-NEXT: transpose.tile:10:3: shared store, 4 bytes/lane, 16 instructions: 4-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8, 16, 24)
+// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 32 instructions: 2-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8)
+// TRANSPOSE-NEXT: transpose: 3 shared accesses, 1 conflict-free, worst 4-way
 
 // softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
 // thread at word t (banks 0-31 once per warp), then every thread reads words lane + 32*w for
