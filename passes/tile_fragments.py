@@ -35,6 +35,10 @@ class Partition:
     m: int  # the mode a chunk runs along
     vec: int  # V
     threads: int  # T
+    # G > 1: consecutive chunk numbers go down G rows (the next mode in `order`) before moving
+    # along m. Copies use it when their shared side is read element by element; see
+    # `tile_memory.copy`. Register tensors always use G = 1 (`bits` relies on it).
+    interleave: int = 1
 
     @property
     def order(self) -> list[int]:
@@ -56,10 +60,27 @@ class Partition:
         return arith.CmpIOp(arith.CmpIPredicate.ult, b.value(v), b.value(self.chunks)).result
 
     def chunk_coords(self, i: int, t: ir.Value, b: IndexBuilder) -> list[Term]:
-        """Coordinates of element 0 of thread t's chunk i (column-major in `order`)."""
-        rest: Term = b.mul(b.add(t, i * self.threads), self.vec)
+        """Coordinates of element 0 of thread t's chunk i (column-major in `order`).
+
+        With G = interleave, chunk v = g + G * (c + C * q) (C chunks per row of m) starts at
+        m-coordinate c * V of row q * G + g:
+
+            v bits:  [ q ........ | c (C) | g (G) ]
+        """
+        v: Term = b.add(t, i * self.threads)
         coords: list[Term] = [0] * len(self.shape)
         order = self.order
+        if self.interleave > 1:
+            per_row = self.shape[self.m] // self.vec
+            g, rest = b.rem(v, self.interleave), b.div(v, self.interleave)
+            coords[self.m] = b.mul(b.rem(rest, per_row), self.vec)
+            row = b.add(b.mul(b.div(rest, per_row), self.interleave), g)
+            for n, k in enumerate(order[1:]):
+                last = n == len(order) - 2
+                coords[k] = row if last else b.rem(row, self.shape[k])
+                row = row if last else b.div(row, self.shape[k])
+            return coords
+        rest: Term = b.mul(v, self.vec)
         for n, k in enumerate(order):
             last = n == len(order) - 1
             coords[k] = rest if last else b.rem(rest, self.shape[k])
@@ -68,6 +89,7 @@ class Partition:
 
     def bits(self, mode: int) -> tuple[int, int]:
         """The bit range [lo, hi) of e that holds the coordinate of `mode` (powers of two)."""
+        assert self.interleave == 1, "register tensors are never interleaved"
         lo = 0
         for k in self.order:
             width = self.shape[k].bit_length() - 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
@@ -83,6 +83,15 @@ class Side:
         if isinstance(view.offset, int):
             width = largest_pow2_dividing(view.offset, width) if view.offset else width
         return Side(view, width)
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the edge path must check this side: global, or shared at a runtime offset."""
+        view = self.view
+        dynamic = not isinstance(view.offset, int) or any(
+            not isinstance(d, int) for d in view.stride
+        )
+        return view.space == "global" or dynamic
 
     def fast(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
         """Whole tile in bounds, and base, offset and `?` strides aligned for the width.
@@ -260,6 +269,30 @@ def store(op: ir.Operation, frag: Frag, view: View, t: ir.Value) -> None:
     if_else(side.fast(part, b), [], lambda: version(False), lambda: version(True))
 
 
+def interleave_for_banks(part: Partition, lead: View, src: View, dst: View) -> Partition:
+    """Spread a warp over 4 rows when the shared side is read or written element by element.
+
+    A transposed shared view (the second copy of a transpose) has no contiguity along the
+    global side's chunks, so each 16-byte global chunk is 4 scalar shared accesses. With the
+    plain order a warp covers 32 chunks of one or two global rows = one or two shared
+    *columns*: 16+ lanes on a column can reach only 8 bank groups. Interleaving 4 rows, a
+    warp covers 4 rows x 8 chunks: still four whole 128-byte global segments, and the shared
+    side sees 4 columns x 8 row groups, which a swizzle that moves chunks by the row spreads
+    over all 32 banks (`tilec compile --report banks` checks it).
+    """
+    other = dst if lead is src else src
+    rows = 4
+    per_row = part.shape[part.m] // part.vec
+    if other.space != "shared" or lead.space != "global" or part.vec == 1:
+        return part
+    if Side.of(other, part).width >= part.vec or per_row < 32 // rows:
+        return part
+    second = [k for k in range(len(part.shape)) if k != part.m]
+    if not second or part.shape[second[0]] % rows:
+        return part
+    return replace(part, interleave=rows)
+
+
 def copy(op: ir.Operation, src: View, dst: View, t: ir.Value, threads: int) -> None:
     """Chunks follow the global side (coalesced); the shared side uses what its layout allows."""
     b = IndexBuilder()
@@ -267,7 +300,7 @@ def copy(op: ir.Operation, src: View, dst: View, t: ir.Value, threads: int) -> N
     if dst.static_shape(op) != shape:
         raise LoweringError(op, f"copying a {shape} tile into a {tuple(dst.shape)} view")
     lead = dst if dst.space == "global" and src.space != "global" else src
-    part = choose_partition(lead, shape, threads)
+    part = interleave_for_banks(choose_partition(lead, shape, threads), lead, src, dst)
     reader, writer = Side.of(src, part), Side.of(dst, part)
     fast = all_of([reader.fast(part, b), writer.fast(part, b)])
     zero = constant(src.elem, 0)
@@ -276,8 +309,10 @@ def copy(op: ir.Operation, src: View, dst: View, t: ir.Value, threads: int) -> N
         for i in range(part.iters):
 
             def body(c: list[Term]) -> list[ir.Value]:
-                vals = read_chunk(reader, part, c, zero if guarded else None, b)
-                write_chunk(writer, part, c, vals, guarded, b)
+                # Only the global side can be out of bounds or misaligned at run time; a
+                # static shared tile keeps its vector accesses on the edge path too.
+                vals = read_chunk(reader, part, c, zero if guarded and reader.guarded else None, b)
+                write_chunk(writer, part, c, vals, guarded and writer.guarded, b)
                 return []
 
             per_chunk(part, t, b, [], body, list, i)

@@ -13,21 +13,19 @@
 //
 // Store (line 10, copy X -> s): chunks follow X's unit-stride mode (columns), 4 elements each;
 // chunk v goes to thread v mod 256, so thread t holds row t/16, columns 4*(t%16)..+3. The
-// swizzle keeps 4-element chunks whole, so the fast path stores 16 bytes per lane; a 16-byte
-// access is served 8 lanes at a time, and 8 consecutive chunks of one row land on 8 distinct
-// 4-bank groups (the xor permutes chunk numbers within an aligned group of 8): conflict-free.
-// The bounds-checked edge path stores element by element: lanes 0, 8 (row 0, columns 0 and 32)
-// and 16, 24 (row 1, same columns; rows 0 and 1 share r/4) all hit bank 0: 4-way.
+// swizzle keeps 4-element chunks whole, so both paths store 16 bytes per lane (a static
+// shared tile needs no bounds check); a 16-byte access is served 8 lanes at a time, and 8
+// consecutive chunks of one row land on 8 distinct 4-bank groups (the xor permutes chunk
+// numbers within an aligned group of 8): conflict-free.
 //
-// Load (line 12, copy permute(s) -> Y): chunks follow Y's unit-stride mode, the row mode of s:
-// thread t reads column t/16 of rows 4*(t%16)+e. Lanes 0 and 8 read rows 0 and 32, whose xor
-// terms (r/4 mod 8) are equal: bank 0 twice: 2-way. Lanes 0-15 read one column, so their bank
-// is c mod 4 plus 4 times one of 8 chunk slots: 16 lanes over 8 banks, at least 2-way for any
-// swizzle that keeps chunks whole; 32x64 tiles avoid it (docs/performance.md) but run slower.
-// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 4 instructions: 1-way (conflict-free)
-// TRANSPOSE-NEXT: transpose.tile:10:3: shared store, 4 bytes/lane, 16 instructions: 4-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8, 16, 24)
-// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 32 instructions: 2-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 8)
-// TRANSPOSE-NEXT: transpose: 3 shared accesses, 1 conflict-free, worst 4-way
+// Load (line 12, copy permute(s) -> Y): chunks follow Y's unit-stride mode (the row mode of
+// s), and the shared side is read element by element, so the copy interleaves 4 rows of Y per
+// warp: lane l handles Y row l%4 (= s column c0 + l%4) at Y columns 4*(l/4)..+3 (= s rows
+// 4*(l/4)+e). Bank = ((c0/4) xor (l/4)) * 4 + l%4: 8 values of l/4 times 4 of l%4 = 32
+// distinct banks: conflict-free. The warp still stores four whole 128-byte rows of Y.
+// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 8 instructions: 1-way (conflict-free)
+// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 32 instructions: 1-way (conflict-free)
+// TRANSPOSE-NEXT: transpose: 2 shared accesses, 2 conflict-free, worst 1-way
 
 // softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
 // thread at word t (banks 0-31 once per warp), then every thread reads words lane + 32*w for
