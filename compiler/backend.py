@@ -15,20 +15,8 @@ import llvmlite.binding as llvm
 from mlir import ir, passmanager
 from mlir.dialects import llvm as mlir_llvm
 
-# Pipeline elements, one string per stage, each valid inside `builtin.module(...)`, so the stage
-# table can chain them or start from any of them.
-#
-# nvvm: the gpu.module in the NVVM + LLVM dialects. convert-vector-to-scf unrolls what
-# convert-gpu-to-nvvm cannot lower in one step (transfer ops); expand-strided-metadata must run
-# before it so `memref.view` of dynamic shared memory lowers.
-NVVM_PIPELINE = (
-    "gpu.module(convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, "
-    "convert-vector-to-scf, convert-scf-to-cf, "
-    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"
-)
-# llvm: only LLVM dialect ops remain. convert-nvvm-to-llvm turns NVVM ops without a direct LLVM
-# translation (e.g. nvvm.mbarrier.try_wait.parity) into inline PTX.
-LLVM_PIPELINE = "gpu.module(convert-nvvm-to-llvm, canonicalize, cse), reconcile-unrealized-casts"
+from tilec.stages import LLVM_PIPELINE, NVVM_PIPELINE
+
 STAGE_PIPELINES: dict[str, str] = {"nvvm": NVVM_PIPELINE, "llvm": LLVM_PIPELINE}
 GPU_TO_LLVM_PIPELINE = f"builtin.module({NVVM_PIPELINE}, {LLVM_PIPELINE})"
 

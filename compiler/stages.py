@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilec.backend import LLVM_PIPELINE, NVVM_PIPELINE
+# The upstream part of the ladder, one string per stage, each valid inside
+# `builtin.module(...)`. They live here, not in tilec.backend, so that reading the ladder (the
+# CLI's help, `tilec run` on a machine without MLIR) imports no MLIR.
+#
+# nvvm: the gpu.module in the NVVM + LLVM dialects. convert-vector-to-scf unrolls what
+# convert-gpu-to-nvvm cannot lower in one step (transfer ops); expand-strided-metadata must run
+# before it so `memref.view` of dynamic shared memory lowers.
+NVVM_PIPELINE = (
+    "gpu.module(convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, "
+    "convert-vector-to-scf, convert-scf-to-cf, "
+    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"
+)
+# llvm: only LLVM dialect ops remain. convert-nvvm-to-llvm turns NVVM ops without a direct LLVM
+# translation (e.g. nvvm.mbarrier.try_wait.parity) into inline PTX.
+LLVM_PIPELINE = "gpu.module(convert-nvvm-to-llvm, canonicalize, cse), reconcile-unrealized-casts"
 
 
 @dataclass(frozen=True)
