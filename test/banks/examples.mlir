@@ -7,12 +7,12 @@
 // RUN: tilec compile %repo/examples/softmax.tile --emit nvvm -o %t.nvvm.mlir
 // RUN: not tilec compile %t.nvvm.mlir --emit nvvm -o %t --report banks 2>&1 | filecheck %s --check-prefix=LATE
 
-// transpose: s = Sw<3,2,6> o (64,64):(64,1) f32, 256 threads. Sw<3,2,6> xors bits 8-10 of the
+// transpose: s = Sw<3,2,6> o (64,64):(64,1) f32, 512 threads. Sw<3,2,6> xors bits 8-10 of the
 // element offset 64*r + c (row bits 2-4) into bits 2-4 (which 16-byte chunk of a 32-word
 // bank line): bank(r, c) = ((c/4 mod 8) xor (r/4 mod 8)) * 4 + c mod 4.
 //
 // Store (line 10, copy X -> s): chunks follow X's unit-stride mode (columns), 4 elements each;
-// chunk v goes to thread v mod 256, so thread t holds row t/16, columns 4*(t%16)..+3. The
+// chunk v goes to thread v mod 512, so thread t holds row t/16, columns 4*(t%16)..+3. The
 // swizzle keeps 4-element chunks whole, so both paths store 16 bytes per lane (a static
 // shared tile needs no bounds check); a 16-byte access is served 8 lanes at a time, and 8
 // consecutive chunks of one row land on 8 distinct 4-bank groups (the xor permutes chunk
@@ -23,8 +23,8 @@
 // warp: lane l handles Y row l%4 (= s column c0 + l%4) at Y columns 4*(l/4)..+3 (= s rows
 // 4*(l/4)+e). Bank = ((c0/4) xor (l/4)) * 4 + l%4: 8 values of l/4 times 4 of l%4 = 32
 // distinct banks: conflict-free. The warp still stores four whole 128-byte rows of Y.
-// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 8 instructions: 1-way (conflict-free)
-// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 32 instructions: 1-way (conflict-free)
+// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 4 instructions: 1-way (conflict-free)
+// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 16 instructions: 1-way (conflict-free)
 // TRANSPOSE-NEXT: transpose: 2 shared accesses, 2 conflict-free, worst 1-way
 
 // softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
