@@ -45,7 +45,7 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        "tile-verify,convert-tile-to-gpu,canonicalize,cse",
+        "tile-verify,tile-pipeline,convert-tile-to-gpu,canonicalize,cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

@@ -126,7 +126,8 @@ class KernelLowering:
             tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
         elif name == "tile.gemm":
             a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
-            tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid)
+            barriers = "tile.pipelined" not in op.attributes
+            tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid, barriers)
         elif name == "tile.barrier":
             gpu.BarrierOp()
         elif name == "tile.load":
@@ -148,7 +149,8 @@ class KernelLowering:
             if self.is_async_copy(op):
                 atom = ir.StringAttr(op.attributes["atom"]).value
                 tile_async.copy(op, atom, src, dst, self.tid, self.threads)
-                self.in_flight = True
+                # tile-pipeline's copies are waited for by its own wait_group + barrier.
+                self.in_flight = self.in_flight or "tile.pipelined" not in op.attributes
             else:
                 tile_memory.copy(op, src, dst, self.tid, self.threads)
         elif name == "tile.binary":

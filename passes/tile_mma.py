@@ -241,8 +241,11 @@ def shifted(view: View, base: Term, coords: list[Term], rows: int, b: IndexBuild
     return element_index(view, coords, b)
 
 
-def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> None:
-    """acc += a @ bᵀ, between two barriers (the copies before, the next copies after)."""
+def gemm(
+    op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value, barriers: bool = True
+) -> None:
+    """acc += a @ bᵀ, between two barriers (the copies before, the next copies after) unless
+    a pipelined loop's wait + barrier orders the shared tiles already."""
     part = acc.part
     if not isinstance(part, MmaPartition):
         raise LoweringError(op, "gemm accumulates into a fragment of its tiled MMA")
@@ -250,7 +253,8 @@ def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> None:
     if check_operand(op, bv, part.block[1], "b") != k:
         raise LoweringError(op, "gemm operands a and b differ in K")
     b = IndexBuilder()
-    gpu.BarrierOp()
+    if barriers:
+        gpu.BarrierOp()
     at = Lanes.of(tid, part, b)
     amem, bmem = memref_of(a.base, a.elem, True), memref_of(bv.base, bv.elem, True)
     lane = at.lane
@@ -279,7 +283,8 @@ def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> None:
                     i = mi + tm * ni
                     values[i] = mma_sync(afr[mi], bregs, values[i])
     acc.values = values
-    gpu.BarrierOp()
+    if barriers:
+        gpu.BarrierOp()
 
 
 def store(op: ir.Operation, acc: Frag, view: View, tid: ir.Value, threads: int) -> None:

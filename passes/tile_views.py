@@ -155,10 +155,16 @@ def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
     items = parse_coord(op, ir.StringAttr(op.attributes["coord"]).value, len(view.shape))
     coords = coord_terms(op, items, list(op.operands)[1:])
     kept = [k for k, c in enumerate(coords) if c is None]
-    offset = view.offset
+    offset, base = view.offset, view.base
     bounds: list[Bound] = []
     for k, c in enumerate(coords):
-        if c is not None:
+        if c is None:
+            continue
+        if passes_swizzle(view, k) and not isinstance(c, int):
+            # A pipeline stage of a shared buffer: base + stage * size, so the swizzled
+            # addresses inside the stage keep folding to one xor chain plus immediates.
+            base = gep(base, b.mul(c, view.stride[k]), view.elem, b)
+        else:
             offset = b.add(offset, b.mul(c, view.stride[k]))
     for x in view.bounds:
         origin, mode, outer = x.origin, x.mode, x.outer
@@ -171,11 +177,21 @@ def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
         bounds.append(Bound(origin, x.extent, mode, outer))
     return replace(
         view,
+        base=base,
         offset=offset,
         shape=[view.shape[k] for k in kept],
         stride=[view.stride[k] for k in kept],
         bounds=bounds,
     )
+
+
+def passes_swizzle(view: View, mode: int) -> bool:
+    """Whether moving along `mode` of a shared view leaves the swizzle's bits alone."""
+    stride = view.stride[mode]
+    if view.space != "shared" or not isinstance(stride, int) or stride <= 0:
+        return False
+    sw = view.swizzle
+    return sw is None or stride % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0
 
 
 def permute(op: ir.Operation, view: View) -> View:

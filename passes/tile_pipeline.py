@@ -1,0 +1,284 @@
+"""Passes (lowered stage): `tile-pipeline`, multistage cp.async software pipelining of loops."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, nvgpu, scf
+
+from tilec.binding import walk
+from tilec.dialects.layout import algebra as A
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_views import LoweringError, tensor_type
+
+# Marks copies that only issue (no wait before the next memory op) and gemms that need no
+# barriers of their own: the pipeline's wait + barrier at the top of each iteration covers both.
+PIPELINED = "tile.pipelined"
+
+
+def is_async_copy(op: ir.Operation) -> bool:
+    return op.name == "tile.copy" and ir.StringAttr(op.attributes["atom"]).value.startswith(
+        "cp_async"
+    )
+
+
+def staged_type(op: ir.Operation, stages: int) -> tuple[ir.Type, int]:
+    """The type of `stages` copies of a shared buffer, stage s at s * stride; and that stride.
+
+    The stride is the buffer's span rounded up to the swizzle's period (and 128 bytes), so a
+    stage offset passes through the swizzle untouched and becomes a base-pointer offset:
+
+        Sw<2,3,3> o 0 o (128,32):(32,1)  →  Sw<2,3,3> o 0 o (128,32,4):(32,1,4096)
+    """
+    t = tensor_type(op.results[0].type)
+    lay = t.layout
+    inner = lay.inner if isinstance(lay, A.ComposedLayout) else lay
+    if not A.is_static(inner.shape) or not A.is_static(inner.stride):
+        raise LoweringError(op, f"a pipelined shared buffer needs a static layout, got {lay}")
+    span = max(lay(i) for i in range(A.size(lay))) + 1
+    period = 128 // max(1, t.elem.width // 8)
+    if isinstance(lay, A.ComposedLayout) and isinstance(lay.outer, A.Swizzle):
+        sw = lay.outer
+        period = max(period, 1 << (sw.base + abs(sw.shift) + sw.bits))
+    stride = -(-span // period) * period
+    shape = inner.shape if A.is_tuple(inner.shape) else (inner.shape,)
+    strides = inner.stride if A.is_tuple(inner.stride) else (inner.stride,)
+    staged = A.Layout((*shape, stages), (*strides, stride))
+    if isinstance(lay, A.ComposedLayout):
+        staged = A.ComposedLayout(lay.outer, lay.offset, staged)
+    text = f'!tile.tensor<{t.elem}, "shared", "{staged}">'
+    return ir.Type.parse(text), stride
+
+
+def index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+class Pipeline:
+    """One `scf.for {tile.stages = S}` loop whose body issues cp.async copies into buffers."""
+
+    def __init__(self, loop: ir.Operation, stages: int) -> None:
+        self.loop, self.stages = loop, stages
+        self.body = loop.regions[0].blocks[0]
+        self.iv = self.body.arguments[0]
+        ops = list(self.body.operations)
+        self.copies = [op for op in ops if is_async_copy(op)]
+        self.buffers: list[ir.Operation] = []
+        for c in self.copies:
+            dst = c.operands[1].owner
+            if not isinstance(dst, ir.Operation | ir.OpView) or dst.name != "tile.alloc_shared":
+                raise LoweringError(c, "a pipelined copy must fill a tile.alloc_shared buffer")
+            if self.inside(dst.operation):
+                raise LoweringError(c, "a pipelined buffer must be allocated before the loop")
+            if dst.operation not in self.buffers:
+                self.buffers.append(dst.operation)
+        for buf in self.buffers:
+            for use in buf.results[0].uses:
+                if not self.inside(use.owner):
+                    raise LoweringError(
+                        use.owner, f"shared buffer is pipelined by {stages} stages in a loop"
+                    )
+
+    def fitting_stages(self, limit: int) -> int:
+        """The most stages (at most the requested, at least 2) whose buffers fit `limit` bytes."""
+        per_stage = other = 0
+        func = self.loop.parent
+        while func.name != "func.func":
+            func = func.parent
+        allocs: list[ir.Operation] = []
+        walk(func, lambda op: allocs.append(op) if op.name == "tile.alloc_shared" else None)
+        for a in allocs:
+            t = tensor_type(a.results[0].type)
+            size = max(1, t.elem.width // 8)
+            if a in self.buffers:
+                per_stage += staged_type(a, 1)[1] * size
+            else:
+                other += (max(t.layout(i) for i in range(A.size(t.layout))) + 1) * size
+        stages = self.stages
+        while stages > 2 and per_stage * stages + other > limit:
+            stages -= 1
+        return stages
+
+    def inside(self, op: ir.Operation) -> bool:
+        p = op.parent
+        while p is not None and p.name != "func.func":
+            if p == self.loop:
+                return True
+            p = p.parent
+        return False
+
+    def chain(self, op: ir.Operation) -> list[ir.Operation]:
+        """The ops of the body that `op`'s source operand depends on, in body order."""
+        need: set[ir.Operation] = set()
+        todo = [op.operands[0]]
+        while todo:
+            v = todo.pop()
+            owner = v.owner
+            if isinstance(owner, ir.Operation | ir.OpView) and owner.operation.parent == self.loop:
+                if owner.operation not in need:
+                    need.add(owner.operation)
+                    todo.extend(owner.operation.operands)
+        return [o for o in self.body.operations if o.operation in need]
+
+    def guard(self, tile: ir.Value) -> ir.Value:
+        return arith.CmpIOp(arith.CmpIPredicate.slt, tile, self.loop.operands[1]).result
+
+    def issue(
+        self, tile: ir.Value, cond: ir.Value, it: ir.Value, staged: dict[ir.Operation, ir.Value]
+    ) -> None:
+        """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond`."""
+        guard = scf.IfOp(cond)
+        with ir.InsertionPoint(guard.then_block):
+            stage = arith.RemUIOp(it, index(self.stages)).result
+            slot = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
+            for c in self.copies:
+                mapping: dict[ir.Value, ir.Value] = {self.iv: tile}
+                for o in [*self.chain(c), c]:
+                    new = o.clone()
+                    for i, v in enumerate(new.operands):
+                        if v in mapping:
+                            new.operands[i] = mapping[v]
+                    if o == c:
+                        new.operands[1] = slot[c.operands[1].owner.operation]
+                        new.attributes[PIPELINED] = ir.UnitAttr.get()
+                    for old, r in zip(o.results, new.results, strict=True):
+                        mapping[old] = r
+            scf.YieldOp([])
+
+    @staticmethod
+    def slice(buf: ir.Operation, staged: ir.Value, stage: ir.Value) -> ir.Value:
+        """One stage of `staged`, typed as the original buffer."""
+        t = buf.results[0].type
+        rank = len(tensor_type(staged.type).layout.shape)
+        coord = "(" + ",".join(["_"] * (rank - 1) + ["?"]) + ")"
+        return ir.Operation.create(
+            "tile.slice",
+            results=[t],
+            operands=[staged, stage],
+            attributes={"coord": ir.StringAttr.get(coord)},
+        ).result
+
+    def run(self) -> None:
+        s, loop = self.stages, self.loop
+        lb, step = loop.operands[0], loop.operands[2]
+        staged: dict[ir.Operation, ir.Value] = {}
+        for buf in self.buffers:
+            typ, _ = staged_type(buf, s)
+            with ir.InsertionPoint(buf), buf.location:
+                new = ir.Operation.create(
+                    "tile.alloc_shared", results=[typ], attributes=dict(buf.attributes)
+                )
+            staged[buf] = new.result
+        # Prologue: tiles 0..S-2, one group each (empty when the tile is past the trip count).
+        # Each commit takes the previous one's token (its lowering ignores it): a commit without
+        # operands prints in a form that swallows a following `%x = ...` when parsed back, so
+        # the guards are computed first and only an scf.if may follow the first commit.
+        token = None
+        with ir.InsertionPoint(loop), loop.location:
+            tiles = [
+                arith.AddIOp(lb, arith.MulIOp(step, index(p)).result).result for p in range(s - 1)
+            ]
+            conds = [self.guard(t) for t in tiles]
+            for p in range(s - 1):
+                self.issue(tiles[p], conds[p], index(p), staged)
+                token = nvgpu.DeviceAsyncCreateGroupOp([token] if token else []).result
+        # Steady state: tile `it` has landed once at most S-2 younger groups are pending.
+        first = list(self.body.operations)[0]
+        with ir.InsertionPoint(first), loop.location:
+            nvgpu.DeviceAsyncWaitOp(token, numGroups=ir.IntegerAttr.get(i32(), s - 2))
+            ir.Operation.create("tile.barrier")
+            it = arith.DivUIOp(arith.SubIOp(self.iv, lb).result, step).result
+            ahead = arith.AddIOp(self.iv, arith.MulIOp(step, index(s - 1)).result).result
+            self.issue(ahead, self.guard(ahead), arith.AddIOp(it, index(s - 1)).result, staged)
+            nvgpu.DeviceAsyncCreateGroupOp([token])
+            stage = arith.RemUIOp(it, index(s)).result
+            reads = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
+        for c in self.copies:
+            dead = [*self.chain(c)][::-1]
+            c.erase()
+            for o in dead:
+                if all(not list(r.uses) for r in o.results):
+                    o.erase()
+        for buf in self.buffers:
+            buf.results[0].replace_all_uses_with(reads[buf])
+            buf.erase()
+        walk(loop, mark_gemm)
+        # Drain: no copy may still be writing shared memory after the loop.
+        with ir.InsertionPoint(next_op(loop)), loop.location:
+            nvgpu.DeviceAsyncWaitOp(token, numGroups=ir.IntegerAttr.get(i32(), 0))
+
+
+def mark_gemm(op: ir.Operation) -> None:
+    if op.name == "tile.gemm":
+        op.attributes[PIPELINED] = ir.UnitAttr.get()
+
+
+def next_op(op: ir.Operation) -> ir.Operation:
+    block_ops = list(op.block.operations)
+    return block_ops[[o.operation for o in block_ops].index(op) + 1]
+
+
+def i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+@register
+class TilePipeline(Pass):
+    """Software-pipeline `scf.for {tile.stages = S}` loops that fill shared tiles by cp.async.
+
+    Each buffer the loop copies into gets S stages; tiles 0..S-2 are issued before the loop,
+    tile k+S-1 inside iteration k (guarded by k+S-1 < ub, committed as a group either way),
+    and iteration k waits for all but S-2 groups before reading stage k mod S:
+
+        scf.for %k = %c0 to %n step %c1 {
+          "tile.copy"(%g, %sA) {atom = "cp_async.cg.16"} ...
+          "tile.gemm"(%mma, %sA, %sB, %acc) ...
+        } {tile.stages = 3 : i64}
+      →
+        %sA3 = "tile.alloc_shared"() ... "Sw<2,3,3> o 0 o (128,32,3):(32,1,4096)"
+        scf.if (0 < %n) { "tile.copy"(%g0, stage 0) {tile.pipelined} } ; commit   (x S-1)
+        scf.for %k ... {
+          nvgpu.device_async_wait 1 ; "tile.barrier"
+          scf.if (%k + 2 < %n) { "tile.copy"(%g, stage (k+2) mod 3) {tile.pipelined} }
+          commit ; "tile.gemm"(%mma, stage k mod 3, ...) {tile.pipelined}
+        }
+        nvgpu.device_async_wait 0
+
+    Loops with `tile.stages` of 1 or without cp.async copies are left alone.
+    """
+
+    name = "tile-pipeline"
+    # Static shared memory per block (the 48 KiB every target allows without dynamic smem).
+    smem_limit: int = 48 * 1024
+
+    def run(self, module: ir.Operation) -> None:
+        loops: list[ir.Operation] = []
+        walk(module, lambda op: loops.append(op) if "tile.stages" in op.attributes else None)
+        try:
+            for loop in loops:
+                self.pipeline(loop, self.smem_limit)
+        except LoweringError as err:
+            self.error(err.op, str(err))
+            self.fail()
+
+    @staticmethod
+    def pipeline(loop: ir.Operation, smem_limit: int) -> None:
+        attr = loop.attributes["tile.stages"]
+        if loop.name != "scf.for" or not isinstance(attr, ir.IntegerAttr):
+            raise LoweringError(loop, "tile.stages belongs on an scf.for, as an integer")
+        stages = ir.IntegerAttr(attr).value
+        if stages < 1:
+            raise LoweringError(loop, f"tile.stages = {stages}: a pipeline needs at least 1 stage")
+        if stages == 1 or len(loop.operands) != 3:
+            return
+        p = Pipeline(loop, stages)
+        if not p.copies:
+            return
+        fits = p.fitting_stages(smem_limit)
+        if fits < stages:
+            # More stages than static shared memory holds: ptxas would reject the kernel, so
+            # pipeline as deep as fits and say so in the IR (dynamic smem would lift this).
+            loop.attributes["tile.stages_requested"] = attr
+            loop.attributes["tile.stages"] = ir.IntegerAttr.get(attr.type, fits)
+            p.stages = fits
+        if p.stages > 1:
+            p.run()
