@@ -1,6 +1,5 @@
-// examples/gemm_sm80.tile to PTX, pipelined by tile-pipeline: STAGES = 4 asks for 64 KiB of
-// shared memory, more than the 48 KiB static limit, so the pass pipelines 3 stages (24 KiB per
-// operand). Prologue: 2 commit groups. Per k-tile: wait_group 1 and one barrier, then 8
+// examples/gemm_sm80.tile to PTX, pipelined by tile-pipeline: STAGES = 3 (24 KiB of shared
+// memory per operand; 4 stages would pass the 48 KiB static limit). Prologue: 2 commit groups. Per k-tile: wait_group 1 and one barrier, then 8
 // cp.async.cg of 16 bytes per thread (source size in a register: zero fill at ragged edges) for
 // tile k+2, one commit group, and per 16-wide k-step 4 ldmatrix.x4 for A (4 m-atoms of the warp's 64 rows)
 // and 4 for B (8 n-atoms), 32 mma.sync m16n8k16; the 128 f32 accumulators stay in registers.
