@@ -7,6 +7,11 @@
 // RUN: tilec compile %t.32.tile --emit tile -o %t.32.mlir
 // RUN: tile-opt -p tile-pipeline %t.32.mlir | filecheck %s --check-prefix=S3
 // RUN: sed 's/tile.stages = 4/tile.stages = 1/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S1
+// RUN: sed 's/tile.stages = 4/tile.stages = 0/' %t.16.mlir | not tile-opt -p tile-pipeline 2>&1 | filecheck %s --check-prefix=ZERO
+
+// A stage count below 1 is a located error at the loop, not a traceback.
+// ZERO: error: tile.stages = 0: a pipeline needs at least 1 stage
+// ZERO-NEXT: scf.for
 
 // 4 stages of 2048 elements (8 KiB for both operands per stage) fit in 48 KiB.
 // S4: "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (128,16,4):(16,1,2048)">
