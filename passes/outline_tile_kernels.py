@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import walk
 from tilec.passes.base import Pass, register
+from tilec.passes.tile_views import GEP_INBOUNDS
 
 GLOBAL_PTR = "!llvm.ptr<1>"
+SHARED_PTR = "!llvm.ptr<3>"
+# Every target launches with this much static shared memory; a kernel that needs more must take
+# it as dynamic shared memory (ptxas rejects larger static `.shared` arrays).
+STATIC_SMEM_LIMIT = 48 * 1024
+# Offsets of buffers inside the dynamic array: 128 bytes keeps every buffer (and each swizzle
+# period of it) on the alignment a static 16-byte-aligned global would have, and more.
+DYNAMIC_ALIGN = 128
+DYNAMIC_SYMBOL = "__tile_dynamic_smem"
+_ARRAY = re.compile(r"^!llvm\.array<(\d+) x (\w+)>$")
 
 
 def is_shared_global(op: ir.Operation) -> bool:
@@ -67,6 +79,114 @@ class OutlineTileKernels(Pass):
             inner.append(op)
         for func in kernels:
             self.outline(func, inner)
+        self.to_dynamic(inner)
+
+    @staticmethod
+    def global_bytes(op: ir.Operation) -> int:
+        m = _ARRAY.match(str(ir.TypeAttr(op.attributes["global_type"]).value))
+        if m is None:
+            return 0
+        elem = ir.Type.parse(m.group(2))
+        try:
+            bits = ir.IntegerType(elem).width
+        except ValueError:
+            bits = ir.FloatType(elem).width
+        return int(m.group(1)) * max(1, bits // 8)
+
+    @classmethod
+    def to_dynamic(cls, inner: ir.Block) -> None:
+        """Kernels whose shared globals pass 48 KiB address them in one extern dynamic array.
+
+        Each buffer gets a static offset (128-byte aligned) into `__tile_dynamic_smem`, which
+        lowers to `.extern .shared .align 16 .b8 __tile_dynamic_smem[]`; the kernel's
+        `tile.dynamic_smem` says how many bytes to launch with:
+
+            %0 = llvm.mlir.addressof @__smem_gemm_sB : !llvm.ptr<3>
+          →
+            %d = llvm.mlir.addressof @__tile_dynamic_smem : !llvm.ptr<3>
+            %0 = llvm.getelementptr inbounds %d[65536] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+        """
+        shared = {
+            ir.StringAttr(o.operation.attributes["sym_name"]).value: o.operation
+            for o in inner.operations
+            if is_shared_global(o.operation)
+        }
+        funcs = [o.operation for o in inner.operations if o.operation.name == "gpu.func"]
+        moved: set[str] = set()
+        extern_made = False
+        for func in funcs:
+            refs: list[ir.Operation] = []
+
+            def collect(op: ir.Operation, found: list[ir.Operation] = refs) -> None:
+                if op.name == "llvm.mlir.addressof":
+                    if ir.FlatSymbolRefAttr(op.attributes["global_name"]).value in shared:
+                        found.append(op)
+
+            walk(func, collect)
+            names: list[str] = []
+            for r in refs:
+                n = ir.FlatSymbolRefAttr(r.attributes["global_name"]).value
+                if n not in names:
+                    names.append(n)
+            total = sum(cls.global_bytes(shared[n]) for n in names)
+            if total <= STATIC_SMEM_LIMIT:
+                continue
+            offsets: dict[str, int] = {}
+            end = 0
+            for n in names:
+                offsets[n] = end
+                end += -(-cls.global_bytes(shared[n]) // DYNAMIC_ALIGN) * DYNAMIC_ALIGN
+            if not extern_made:
+                with ir.InsertionPoint.at_block_begin(inner), func.location:
+                    llvm.GlobalOp(
+                        ir.Type.parse("!llvm.array<0 x i8>"),
+                        DYNAMIC_SYMBOL,
+                        ir.Attribute.parse("#llvm.linkage<external>"),
+                        alignment=16,
+                        addr_space=3,
+                    )
+                extern_made = True
+            entry = func.regions[0].blocks[0]
+            ptr = ir.Type.parse(SHARED_PTR)
+            i8 = ir.IntegerType.get_signless(8)
+            with ir.InsertionPoint.at_block_begin(entry), func.location:
+                base = llvm.AddressOfOp(ptr, DYNAMIC_SYMBOL).result
+                bases = {
+                    n: base
+                    if offsets[n] == 0
+                    else llvm.GEPOp(
+                        ptr,
+                        base,
+                        [],
+                        ir.DenseI32ArrayAttr.get([offsets[n]]),
+                        i8,
+                        ir.IntegerAttr.get(ir.IntegerType.get_signless(32), GEP_INBOUNDS),
+                    ).result
+                    for n in names
+                }
+            for r in refs:
+                n = ir.FlatSymbolRefAttr(r.attributes["global_name"]).value
+                r.results[0].replace_all_uses_with(bases[n])
+                r.erase()
+            func.attributes["tile.dynamic_smem"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), end
+            )
+            moved.update(names)
+        # A global no kernel addresses any more would still be reserved as static smem.
+        for n in moved:
+            still: list[ir.Operation] = []
+            for func in funcs:
+                walk(
+                    func,
+                    lambda op, f=still, n=n: (
+                        f.append(op)
+                        if op.name == "llvm.mlir.addressof"
+                        and ir.FlatSymbolRefAttr(op.attributes["global_name"]).value == n
+                        else None
+                    ),
+                )
+            if not still:
+                shared[n].erase()
 
     @staticmethod
     def outline(func: ir.Operation, inner: ir.Block) -> None:

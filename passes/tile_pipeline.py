@@ -207,6 +207,28 @@ class Pipeline:
             nvgpu.DeviceAsyncWaitOp(token, numGroups=ir.IntegerAttr.get(i32(), 0))
 
 
+# Opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin), by target.
+SMEM_OPTIN: dict[str, int] = {
+    "sm_80": 163 * 1024,
+    "sm_86": 99 * 1024,
+    "sm_89": 99 * 1024,
+    "sm_90": 227 * 1024,
+    "sm_90a": 227 * 1024,
+}
+# Targets not in the table (or kernels without one) keep to what every target allows.
+STATIC_SMEM = 48 * 1024
+
+
+def target_smem_limit(loop: ir.Operation) -> int:
+    """The shared memory limit of the target of the func.func around `loop`."""
+    func = loop.parent
+    while func is not None and func.name != "func.func":
+        func = func.parent
+    if func is None or "tile.target" not in func.attributes:
+        return STATIC_SMEM
+    return SMEM_OPTIN.get(ir.StringAttr(func.attributes["tile.target"]).value, STATIC_SMEM)
+
+
 def mark_gemm(op: ir.Operation) -> None:
     if op.name == "tile.gemm":
         op.attributes[PIPELINED] = ir.UnitAttr.get()
@@ -247,15 +269,16 @@ class TilePipeline(Pass):
     """
 
     name = "tile-pipeline"
-    # Static shared memory per block (the 48 KiB every target allows without dynamic smem).
-    smem_limit: int = 48 * 1024
+    # Shared memory per block the stages may fill; 0: the kernel's `tile.target`'s opt-in
+    # dynamic limit (outline-tile-kernels moves buffers past 48 KiB to dynamic shared memory).
+    smem_limit: int = 0
 
     def run(self, module: ir.Operation) -> None:
         loops: list[ir.Operation] = []
         walk(module, lambda op: loops.append(op) if "tile.stages" in op.attributes else None)
         try:
             for loop in loops:
-                self.pipeline(loop, self.smem_limit)
+                self.pipeline(loop, self.smem_limit or target_smem_limit(loop))
         except LoweringError as err:
             self.error(err.op, str(err))
             self.fail()
@@ -275,8 +298,8 @@ class TilePipeline(Pass):
             return
         fits = p.fitting_stages(smem_limit)
         if fits < stages:
-            # More stages than static shared memory holds: ptxas would reject the kernel, so
-            # pipeline as deep as fits and say so in the IR (dynamic smem would lift this).
+            # More stages than the target's shared memory holds: the launch would fail, so
+            # pipeline as deep as fits and say so in the IR.
             loop.attributes["tile.stages_requested"] = attr
             loop.attributes["tile.stages"] = ir.IntegerAttr.get(attr.type, fits)
             p.stages = fits
