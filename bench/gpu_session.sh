@@ -4,6 +4,7 @@
 #   tilec build examples/vadd.tile examples/transpose.tile examples/softmax.tile \
 #       -o build/examples --arch sm_90a   (and again with --arch sm_80)
 #   python test/gpu/build_bundles.py
+#   bash bench/build_variants.sh          (the examples with non-default -D parameters)
 # Logs go to $OUT (the device tool) or ./build/gpu-logs.
 set -uo pipefail
 out="${OUT:-build/gpu-logs}"
