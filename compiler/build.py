@@ -17,6 +17,7 @@ from mlir import ir
 
 from tilec import __version__
 from tilec.binding import walk
+from tilec.dialects.tile.types import TensorType
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.runtime.bundle import (
     Manifest,
@@ -27,7 +28,6 @@ from tilec.runtime.bundle import (
     write_bundle,
 )
 
-_TENSOR = re.compile(r'!tile\.tensor<([^,<>]+), "global", "((?:[^"\\]|\\.)*)">')
 _BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
 SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
 
@@ -61,22 +61,16 @@ def _bindings(func: ir.Operation) -> dict[tuple[str, str, int], str]:
     return found
 
 
-def _tensor_types(func: ir.Operation) -> dict[str, tuple[str, str]]:
-    """tensor name -> (element type, layout spec), from its `tile.make_tensor`."""
-    found: dict[str, tuple[str, str]] = {}
+def _tensor_types(func: ir.Operation) -> dict[str, TensorType]:
+    """tensor name -> its type, from its `tile.make_tensor`."""
+    found: dict[str, TensorType] = {}
     for op in func.regions[0].blocks[0].operations:
         if op.operation.name != "tile.make_tensor":
             continue
-        m = _TENSOR.search(str(op.results[0].type))
-        if m:
-            found[ir.StringAttr(op.attributes["name"]).value] = (m.group(1).strip(), m.group(2))
+        typ = TensorType.of(op.results[0].type)
+        if typ is not None:
+            found[ir.StringAttr(op.attributes["name"]).value] = typ
     return found
-
-
-def _rank(spec: str) -> int:
-    from tilec.dialects.layout.text import parse_layout
-
-    return len(parse_layout(spec, allow_dynamic=True).shape)
 
 
 def kernel_info(func: ir.Operation) -> KernelInfo:
@@ -89,8 +83,8 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
     params: list[Param] = []
     for arg, typ in zip(names, arg_types, strict=True):
         if typ.startswith("!llvm.ptr"):
-            dtype, spec = tensors[arg]
-            rank = _rank(spec)
+            tensor = tensors[arg]
+            dtype, rank = tensor.elem, len(tensor.layout_value().shape)
             shape = tuple(bindings.get((arg, "shape", d), "?") for d in range(rank))
             strides = None
             if any((arg, "stride", d) in bindings for d in range(rank)):
@@ -154,20 +148,21 @@ class Compiled:
 
 def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
     """Compile `path` to PTX and describe each kernel (MLIR side; raises DiagnosticError)."""
-    stages: dict[str, Artifact] = {}
+    infos: list[KernelInfo] = []
+    smem: dict[str, int] = {}
 
-    def keep(artifact: Artifact) -> None:
-        if artifact.stage in ("tile", "gpu"):
-            stages[artifact.stage] = Artifact(artifact.stage, str(artifact.value), artifact.arch)
+    def read(artifact: Artifact) -> None:
+        # Read each stage as it goes by: the next stage rewrites the module in place.
+        if artifact.stage == "tile":
+            infos.extend(kernels_of(artifact.value))
+        elif artifact.stage == "gpu":
+            smem.update(_dynamic_smem(artifact.value))
 
-    ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=keep)
+    ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
-    ctx_module = ir.Module.parse(stages["tile"].value, context=_context())
-    gpu_module = ir.Module.parse(stages["gpu"].value, context=ctx_module.context)
-    smem = _dynamic_smem(gpu_module)
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
-    for info in kernels_of(ctx_module):
+    for info in infos:
         manifests.append(
             Manifest(
                 entry=info.name,
@@ -183,17 +178,6 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
             )
         )
     return Compiled(str(ptx.value), manifests)
-
-
-_CTX: list[ir.Context] = []
-
-
-def _context() -> ir.Context:
-    from tilec.context import make_context
-
-    if not _CTX:
-        _CTX.append(make_context())
-    return _CTX[0]
 
 
 def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | None) -> list[Path]:

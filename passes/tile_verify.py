@@ -13,21 +13,14 @@ memory space must be global, shared or register. It also checks that `layout.mak
 
 from __future__ import annotations
 
-import re
-
 from mlir import ir
 
 from tilec.binding import defined_types, walk
+from tilec.dialects.layout.algebra import LayoutError
+from tilec.dialects.layout.ir import spec_of
+from tilec.dialects.layout.text import parse_layout
+from tilec.dialects.tile.types import SPACES, TensorType
 from tilec.passes.base import Pass, register
-
-LAYOUT_TYPE = re.compile(r'!layout\.layout<"((?:[^"\\]|\\.)*)">')
-# `!tile.tensor<ELEM, "SPACE", "SPEC">`: a view's layout is checked the same way.
-TENSOR_TYPE = re.compile(r'!tile\.tensor<[^,<>]+, "(\w+)", "((?:[^"\\]|\\.)*)">')
-SPACES = ("global", "shared", "register")
-
-
-def dynamic_entry_count(spec: str) -> int:
-    return spec.count("?")
 
 
 @register
@@ -37,37 +30,30 @@ class TileVerify(Pass):
     name = "tile-verify"
 
     def run(self, module: ir.Operation) -> None:
-        from tilec.dialects.layout.text import parse_layout  # the algebra's own parser
-        from tilec.layout import LayoutError
-
         failed = False
 
         def check(op: ir.Operation) -> None:
             nonlocal failed
             for typ in defined_types(op):
-                for space, _spec in TENSOR_TYPE.findall(str(typ)):
-                    if space not in SPACES:
-                        self.error(op, f"unknown memory space '{space}' in {typ}")
-                        failed = True
-                specs = LAYOUT_TYPE.findall(str(typ)) + [
-                    s for _, s in TENSOR_TYPE.findall(str(typ))
-                ]
-                for spec in specs:
+                tensor = TensorType.of(typ)
+                if tensor is not None and tensor.space not in SPACES:
+                    self.error(op, f"unknown memory space '{tensor.space}' in {typ}")
+                    failed = True
+                spec = tensor.layout if tensor is not None else spec_of(typ)
+                if spec is not None:
                     try:
                         parse_layout(spec, allow_dynamic=True)
                     except LayoutError as exc:
                         self.error(op, f"malformed layout '{spec}' in {typ}: {exc}")
                         failed = True
-            if op.name == "layout.make" and len(op.results) == 1:
-                specs = LAYOUT_TYPE.findall(str(op.results[0].type))
-                wanted = dynamic_entry_count(specs[0]) if specs else 0
-                if specs and len(op.operands) != wanted:
-                    self.error(
-                        op,
-                        f"layout.make of '{specs[0]}' needs {wanted} index operand(s), "
-                        f"one per '?', but has {len(op.operands)}",
-                    )
-                    failed = True
+            spec = spec_of(op.results[0].type) if op.name == "layout.make" else None
+            if spec is not None and len(op.operands) != spec.count("?"):
+                self.error(
+                    op,
+                    f"layout.make of '{spec}' needs {spec.count('?')} index operand(s), "
+                    f"one per '?', but has {len(op.operands)}",
+                )
+                failed = True
 
         walk(module, check)
         if failed:

@@ -14,7 +14,6 @@ offset, and the bounds that predicate ragged edges. A bound says "origin + coord
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 from mlir import ir
@@ -22,10 +21,9 @@ from mlir.dialects import arith, llvm
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.layout.text import parse_layout
+from tilec.dialects.tile import types
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 
-TENSOR_TYPE = re.compile(r'^!tile\.tensor<(.+), "(\w+)", "((?:[^"\\]|\\.)*)">$')
 GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for an SSA index
 GEP_INBOUNDS = 3  # the `inbounds` no-wrap flags (inbounds implies nusw)
 SHARED_SPACE = 3
@@ -49,10 +47,10 @@ class TensorType:
 
 def tensor_type(typ: ir.Type) -> TensorType | None:
     """The parts of a `!tile.tensor<ELEM, "SPACE", "LAYOUT">` type, None for other types."""
-    m = TENSOR_TYPE.match(str(typ))
-    if m is None:
+    t = types.TensorType.of(typ)
+    if t is None:
         return None
-    return TensorType(ir.Type.parse(m.group(1)), m.group(2), parse_layout(m.group(3), True))
+    return TensorType(ir.Type.parse(t.elem), t.space, t.layout_value())
 
 
 def elem_bytes(elem: ir.Type) -> int:

@@ -10,7 +10,8 @@ from mlir import ir
 from tilec import layout as L
 
 SPACES = ("global", "shared", "register")
-_TENSOR = re.compile(r'!tile\.tensor<(.+), "(global|shared|register)", "([^"]*)">')
+# Any word as the space: `tile-verify` reports one that is not in SPACES.
+_TENSOR = re.compile(r'!tile\.tensor<(.+), "(\w+)", "([^"]*)">')
 _MMA = re.compile(r'!tile\.mma<"([^"]*)", "([^"]*)">')
 
 
