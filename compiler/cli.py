@@ -80,6 +80,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         pipelines=_parse_pipelines(args.pass_pipeline),
         print_ir_after_all=args.print_ir_after_all,
         timing=args.timing,
+        ptx_via=args.ptx_via,
     )
     if args.verify_diagnostics:
         return _verify_diagnostics(args.input, options)
@@ -254,6 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--print-ir-after-all", action="store_true", help="IR after each pass")
     p.add_argument("--timing", action="store_true", help="report pass timing")
+    p.add_argument(
+        "--ptx-via",
+        choices=("llvmlite", "mlir"),
+        default="llvmlite",
+        help="PTX from llvmlite's NVPTX backend (default) or MLIR's gpu-module-to-binary",
+    )
     p.add_argument(
         "--resource-usage",
         action="store_true",

@@ -29,6 +29,7 @@ class CompileOptions:
     print_ir_after_all: bool = False
     timing: bool = False
     opt_level: int = 3
+    ptx_via: str = "llvmlite"  # "mlir": gpu-module-to-binary, the cross-check path
 
 
 @dataclass
@@ -100,6 +101,17 @@ def _mlir_step(artifact: Artifact, key: str, options: CompileOptions) -> Artifac
     return Artifact(key, module, artifact.arch)
 
 
+def _ptx_via_mlir(artifact: Artifact) -> Artifact:
+    """gpu → ptx in one step through MLIR's gpu-module-to-binary{format=isa}."""
+    if artifact.arch is None:
+        raise fail("no target: the input names none; pass --arch sm_80 or --arch sm_90a")
+    try:
+        ptx = backend.ptx_via_mlir(artifact.value, artifact.arch)
+    except backend.BackendError as exc:
+        raise fail(str(exc)) from None
+    return Artifact("ptx", ptx, artifact.arch, artifact.warnings)
+
+
 def _step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
     """Produce stage `key` from the artifact of the stage before it."""
     arch = artifact.arch
@@ -167,7 +179,10 @@ def compile_file(
     with ctx:
         try:
             while artifact.stage != options.emit:
-                artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
+                if options.ptx_via == "mlir" and artifact.stage == "gpu" and options.emit == "ptx":
+                    artifact = _ptx_via_mlir(artifact)  # skips nvvm and llvm: MLIR does both
+                else:
+                    artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
                 artifact.warnings = warnings
                 _dump(options, stem, artifact)
                 if on_stage is not None:

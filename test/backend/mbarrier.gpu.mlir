@@ -3,16 +3,16 @@
 // inline PTX; the llvmlite path links libdevice for __nv_sqrtf/__nv_fmaf, which comes with the
 // CUDA toolkit that ptxas also comes from.
 // REQUIRES: ptxas
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit llvm | filecheck %s --check-prefix=LLVM
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit ptx | filecheck %s --check-prefix=PTX
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit mlir-ptx | filecheck %s --check-prefix=PTX
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit resources | filecheck %s --check-prefix=RES
+// RUN: tilec compile %s --from gpu --arch sm_90a --emit llvm | filecheck %s --check-prefix=LLVM
+// RUN: tilec compile %s --from gpu --arch sm_90a --emit ptx | filecheck %s --check-prefix=PTX
+// RUN: tilec compile %s --from gpu --arch sm_90a --ptx-via mlir | filecheck %s --check-prefix=PTX
+// RUN: tilec compile %s --from gpu --arch sm_90a --resource-usage 2>&1 >/dev/null | filecheck %s --check-prefix=RES
 
-// LLVM-LABEL: llvm.func @mbar_vec(
-// LLVM: nvvm.mbarrier.init
-// LLVM: nvvm.mbarrier.arrive
-// LLVM: llvm.inline_asm {{.*}}mbarrier.try_wait.parity.shared.b64
-// LLVM-NOT: nvgpu.
+// LLVM-LABEL: define ptx_kernel void @mbar_vec(
+// LLVM: call void @llvm.nvvm.mbarrier.init.shared
+// LLVM: call i64 @llvm.nvvm.mbarrier.arrive.shared
+// LLVM: call void asm sideeffect "{{.*}}mbarrier.try_wait.parity.shared.b64
+// LLVM-NOT: nvgpu
 
 // PTX: .target sm_90a
 // PTX-LABEL: .visible .entry mbar_vec(

@@ -1,9 +1,9 @@
 // The hand-written vector add: lowers through the nvvm and llvm stages to PTX on both targets,
 // and MLIR's own gpu-module-to-binary gives the same entry.
-// RUN: %python -m tilec.backend %s --arch sm_80 --emit llvm | filecheck %s --check-prefix=LLVM
-// RUN: %python -m tilec.backend %s --arch sm_80 --emit ptx | filecheck %s --check-prefixes=PTX,SM80
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit ptx | filecheck %s --check-prefixes=PTX,SM90
-// RUN: %python -m tilec.backend %s --arch sm_90a --emit mlir-ptx | filecheck %s --check-prefixes=PTX,SM90
+// RUN: tilec compile %s --from gpu --arch sm_80 --emit nvvm | filecheck %s --check-prefix=LLVM
+// RUN: tilec compile %s --from gpu --arch sm_80 --emit ptx | filecheck %s --check-prefixes=PTX,SM80
+// RUN: tilec compile %s --from gpu --arch sm_90a --emit ptx | filecheck %s --check-prefixes=PTX,SM90
+// RUN: tilec compile %s --from gpu --arch sm_90a --ptx-via mlir | filecheck %s --check-prefixes=PTX,SM90
 
 // LLVM-LABEL: llvm.func @vadd(
 // LLVM-SAME: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64)

@@ -1,8 +1,8 @@
 // ptxas accepts the vadd PTX of both paths on both targets, without spills or stack.
 // REQUIRES: ptxas
-// RUN: %python -m tilec.backend %S/vadd.gpu.mlir --arch sm_80 --emit resources | filecheck %s
-// RUN: %python -m tilec.backend %S/vadd.gpu.mlir --arch sm_90a --emit resources | filecheck %s
-// RUN: %python -m tilec.backend %S/vadd.gpu.mlir --arch sm_90a --emit mlir-ptx > %t.ptx
+// RUN: tilec compile %S/vadd.gpu.mlir --arch sm_80 --resource-usage 2>&1 >/dev/null | filecheck %s
+// RUN: tilec compile %S/vadd.gpu.mlir --arch sm_90a --resource-usage 2>&1 >/dev/null | filecheck %s
+// RUN: tilec compile %S/vadd.gpu.mlir --arch sm_90a --ptx-via mlir -o %t.ptx
 // RUN: ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=MLIR
 
 // CHECK: ResourceUsage(name='vadd', registers={{[0-9]+}}, spill_stores=0, spill_loads=0, shared_bytes=0, stack_frame=0

@@ -165,5 +165,7 @@ def test_missing_ptxas_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_cli_resources(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas not on PATH")
-    assert backend.main([str(VADD), "--arch", "sm_80", "--emit", "resources"]) == 0
-    assert "name='vadd'" in capsys.readouterr().out
+    from tilec.cli import main
+
+    assert main(["compile", str(VADD), "--arch", "sm_80", "--resource-usage", "-o", "-"]) == 0
+    assert "name='vadd'" in capsys.readouterr().err
