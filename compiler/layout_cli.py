@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 
 from tilec import layout as L
+from tilec.diagnostics import Diagnostic, Span, render
 from tilec.dialects.layout.algebra import tiler_str
 from tilec.dialects.layout.text import Parser, Token
 
@@ -155,12 +156,8 @@ def evaluate(text: str) -> object:
 
 
 def _report(text: str, err: L.LayoutError) -> None:
-    if err.col is None:
-        print(f"<expr>: error: {err.message}", file=sys.stderr)
-        return
-    print(f"<expr>:1:{err.col}: error: {err.message}", file=sys.stderr)
-    print(text, file=sys.stderr)
-    print(" " * (err.col - 1) + "^", file=sys.stderr)
+    span = Span("<expr>", 1, err.col) if err.col is not None else None
+    print(render(Diagnostic("error", err.message, span), text), file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:
