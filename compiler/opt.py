@@ -147,10 +147,9 @@ def _drop_printed_op_notes(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def process_chunk(
-    chunk: Chunk, pipeline: str, args: argparse.Namespace, file: str
+    ctx: ir.Context, chunk: Chunk, pipeline: str, args: argparse.Namespace, file: str
 ) -> tuple[str | None, list[Diagnostic]]:
     """Parse and transform one chunk: (printed IR or None on failure, diagnostics)."""
-    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
     with ctx:
         try:
             module = ir.Module.parse(chunk.text)
@@ -185,9 +184,12 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ",".join(p for p in [args.pass_pipeline, *args.pass_flags] if p)
     outputs: list[str] = []
     failed = False
+    # One context for every chunk: loading the dialects is the slow part, and chunks are
+    # separate modules anyway.
+    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
     for chunk in split_chunks(source, args.split_input_file):
         try:
-            text, diags = process_chunk(chunk, pipeline, args, file)
+            text, diags = process_chunk(ctx, chunk, pipeline, args, file)
         except DiagnosticError as exc:  # a bad pipeline is fatal: report once
             print(exc.render(None), file=sys.stderr)
             return 1
