@@ -76,48 +76,58 @@ def triton_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float)
     _triton_gemm_tn[grid](a, b, c, m, n, k, alpha)
 
 
-def bench_shape(kernel: object, m: int, n: int, k: int, dtype: torch.dtype) -> str | None:
-    """One table row; None (and a message) when tilec's result is wrong."""
+def bench_shape(
+    kernels: dict[str, object], m: int, n: int, k: int, dtype: torch.dtype
+) -> list[str]:
+    """One table row per bundle at this shape; references timed once, on the same tensors."""
     alpha = 1.0
     a = torch.randn(m, k, device="cuda").to(dtype)
     b = torch.randn(n, k, device="cuda").to(dtype)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-    kernel(a, b, c, alpha)
     ref = (a.float() @ b.float().T) * alpha
-    err = ((c.float() - ref).norm() / ref.norm()).item()
-    if not err < 1e-2:
-        print(f"{m}x{n}x{k}: WRONG (relative error {err:.3g})")
-        return None
     flops = 2 * m * n * k
-    ours = flops / time_ms(lambda: kernel(a, b, c, alpha), inner=10) / 1e9
     cublas = flops / time_ms(lambda: torch.matmul(a, b.T, out=c), inner=10) / 1e9
     trit = flops / time_ms(lambda: triton_gemm(a, b, c, alpha), inner=10) / 1e9
-    return (
-        f"| {m}×{n}×{k} | {ours:.0f} | {cublas:.0f} | {trit:.0f} | {ours / cublas:.2f} | "
-        f"{ours / trit:.2f} |"
-    )
+    rows = []
+    for name, kernel in kernels.items():
+        c.fill_(float("nan"))
+        kernel(a, b, c, alpha)
+        err = ((c.float() - ref).norm() / ref.norm()).item()
+        if not err < 1e-2:
+            print(f"{name} {m}x{n}x{k}: WRONG (relative error {err:.3g})")
+            continue
+        ours = flops / time_ms(lambda kernel=kernel: kernel(a, b, c, alpha), inner=10) / 1e9
+        rows.append(
+            f"| {name} | {m}×{n}×{k} | {ours:.0f} | {cublas:.0f} | {trit:.0f} | "
+            f"{ours / cublas:.2f} | {ours / trit:.2f} |"
+        )
+    return rows
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    m, n, k = (int(x) for x in text.lower().split("x"))
+    return m, n, k
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--bundle", required=True, action="append", help="repeatable")
     parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
+    parser.add_argument("--shape", action="append", type=parse_shape, help="MxNxK, repeatable")
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
-    kernel = load(args.bundle)
+    kernels = {b: load(b) for b in args.bundle}
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
-        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, randn inputs, "
-        f"bundle {Path(args.bundle).name}.",
+        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, randn inputs.",
         "",
-        "| M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| bundle | M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for m, n, k in SHAPES:
-        row = bench_shape(kernel, m, n, k, dtype)
-        if row:
-            lines.append(row)
+    for m, n, k in args.shape or SHAPES:
+        lines += bench_shape(kernels, m, n, k, dtype)
+        print(lines[-1], flush=True)
     table = "\n".join(lines)
     print(table)
     if args.out:
