@@ -73,6 +73,30 @@ def _tensor_types(func: ir.Operation) -> dict[str, TensorType]:
     return found
 
 
+def _strides(
+    arg: str, layout: Any, bindings: dict[tuple[str, str, int], str]
+) -> tuple[int | str, ...] | None:
+    """A tensor's strides for the manifest: static ones from its layout, runtime ones by the
+    size they bind; None (contiguous row-major) for the default layout of `T[M, K]`, whose
+    strides are products of sizes, and for static strides that are row-major anyway."""
+    strides: list[int | str] = []
+    for d, stride in enumerate(_modes(layout.stride)):
+        name = bindings.get((arg, "stride", d))
+        if name is None and not isinstance(stride, int):
+            return None
+        strides.append(stride if name is None else name)
+    row_major: list[int | None] = []
+    step: int | None = 1
+    for extent in reversed(_modes(layout.shape)):
+        row_major.insert(0, step)
+        step = step * extent if isinstance(step, int) and isinstance(extent, int) else None
+    return None if strides == row_major else tuple(strides)
+
+
+def _modes(t: Any) -> tuple[Any, ...]:
+    return t if isinstance(t, tuple) else (t,)
+
+
 def kernel_info(func: ir.Operation) -> KernelInfo:
     attrs = func.attributes
     name = ir.StringAttr(attrs["sym_name"]).value
@@ -84,12 +108,12 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
     for arg, typ in zip(names, arg_types, strict=True):
         if typ.startswith("!llvm.ptr"):
             tensor = tensors[arg]
-            dtype, rank = tensor.elem, len(tensor.layout_value().shape)
-            shape = tuple(bindings.get((arg, "shape", d), "?") for d in range(rank))
-            strides = None
-            if any((arg, "stride", d) in bindings for d in range(rank)):
-                strides = tuple(bindings.get((arg, "stride", d), 1) for d in range(rank))
-            params.append(TensorParam(arg, dtype, shape, strides))
+            layout = tensor.layout_value()
+            shape = tuple(
+                bindings.get((arg, "shape", d), extent if isinstance(extent, int) else "?")
+                for d, extent in enumerate(_modes(layout.shape))
+            )
+            params.append(TensorParam(arg, tensor.elem, shape, _strides(arg, layout, bindings)))
         elif typ == "index":
             params.append(SizeParam(arg))
         elif typ in SCALAR_DTYPES:

@@ -134,6 +134,30 @@ def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> 
         )
 
 
+def _bind_strides(
+    params: list[TensorParam | ScalarParam],
+    views: dict[str, TensorView],
+    symbols: dict[str, int],
+    origin: dict[str, str],
+) -> None:
+    """Stride symbols (a layout's runtime strides, e.g. `(L, M, K):(sa, lda, 1)`) bind from the
+    first tensor that names them; a symbol already bound (by a shape) is left for the stride
+    check. A mode of extent 1 never moves, so frameworks report any stride there: such a mode
+    binds its symbol only when no longer mode names it."""
+    for longer in (True, False):
+        for p in params:
+            if not isinstance(p, TensorParam) or p.strides is None:
+                continue
+            view = views[p.name]
+            if len(view.shape) != len(p.strides):
+                continue  # _check_tensor reports the rank mismatch
+            for dim, want in enumerate(p.strides):
+                named = isinstance(want, str) and want.isidentifier()
+                if named and want not in symbols and (view.shape[dim] > 1) == longer:
+                    symbols[want] = view.strides[dim]
+                    origin[want] = f"argument {p.name!r} stride {dim}"
+
+
 def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
     """Checks `args` against `m` and computes sizes, grid, block and the parameter slots."""
     expected = user_params(m)
@@ -164,6 +188,7 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
             if dim >= len(shape):
                 raise ValueError(f"argument {tensor!r}: has no dim {dim} for size {p.name!r}")
             _bind_symbol(symbols, origin, p.name, shape[dim], f"argument {tensor!r} dim {dim}")
+    _bind_strides(expected, views, symbols, origin)
     for p in expected:
         if isinstance(p, TensorParam):
             _check_tensor(p, views[p.name], symbols)

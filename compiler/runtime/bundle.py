@@ -131,10 +131,11 @@ class Manifest:
         return [p for p in self.params if isinstance(p, TensorParam)]
 
     def symbols(self) -> set[str]:
-        """Every name a formula may use: constants, shape symbols and size parameters."""
+        """Every name a formula may use: constants, shape and stride symbols, size parameters."""
         names = set(self.constants)
         for tensor in self.tensors():
             names |= {d for d in tensor.shape if isinstance(d, str) and d.isidentifier()}
+            names |= stride_symbols(tensor)
         names |= {p.name for p in self.params if isinstance(p, SizeParam)}
         return names
 
@@ -192,6 +193,11 @@ class Manifest:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
         return _from_json(data)
+
+
+def stride_symbols(tensor: TensorParam) -> set[str]:
+    """The size symbols a tensor's strides name: bound at launch from the tensor's strides."""
+    return {d for d in tensor.strides or () if isinstance(d, str) and d.isidentifier()}
 
 
 def _req(data: dict[str, Any], key: str, where: str) -> Any:
@@ -331,8 +337,10 @@ def validate(m: Manifest) -> None:
                     raise ManifestError(f"{where}: 'from' names unknown tensor {tensor!r}")
                 if not 0 <= dim < len(tensors[tensor].shape):
                     raise ManifestError(f"{where}: 'from' dim {dim} out of range for {tensor!r}")
-            elif not any(p.name in t.shape for t in tensors.values()):
-                raise ManifestError(f"{where}: no 'from' and no tensor shape names {p.name!r}")
+            elif not any(p.name in (*t.shape, *(t.strides or ())) for t in tensors.values()):
+                raise ManifestError(
+                    f"{where}: no 'from' and no tensor shape or stride names {p.name!r}"
+                )
         elif isinstance(p, ScalarParam):
             if p.dtype not in DTYPE_SIZES:
                 raise ManifestError(f"{where}: unknown dtype {p.dtype!r}")

@@ -52,6 +52,27 @@ def test_every_example_gives_a_valid_manifest(name: str) -> None:
         assert manifest.symbols() >= {p.name for p in info.params if isinstance(p, SizeParam)}
 
 
+def test_explicit_layouts_give_their_strides(tmp_path: Path) -> None:
+    source = tmp_path / "strided.tile"
+    source.write_text(
+        "kernel k(A: f16[(L, M, K):(sa, lda, 1)], bias: f16[(M, K):(0, 1)], X: f32[M, 4],\n"
+        "         Y: f32[(M, 4):(4, 1)], Z: f32[(M, 4):(1, M)])\n"
+        "  grid(L) threads(32) target(sm_80) {}\n"
+    )
+    (info,) = kernels_of(compile_file(str(source), CompileOptions(emit="tile")).value)
+    strides = {p.name: p.strides for p in info.params if isinstance(p, TensorParam)}
+    # Runtime strides by name, static ones as numbers; row-major ones stay null.
+    assert strides == {
+        "A": ("sa", "lda", 1),
+        "bias": (0, 1),
+        "X": None,
+        "Y": None,
+        "Z": (1, "M"),
+    }
+    manifest = Manifest(info.name, info.target, info.params, info.grid, info.threads)
+    assert manifest.symbols() >= {"sa", "lda"}
+
+
 def test_gemm_scalar_alpha_is_a_scalar_parameter() -> None:
     (info,) = infos("gemm_sm80.tile")
     scalars = [p for p in info.params if isinstance(p, ScalarParam)]

@@ -223,7 +223,8 @@ def test_manifest_errors(path: list[Any], value: Any, message: str) -> None:
 
 
 def test_size_without_source_needs_a_shape_symbol() -> None:
-    with pytest.raises(ManifestError, match="param 'Q': no 'from' and no tensor shape names 'Q'"):
+    message = "param 'Q': no 'from' and no tensor shape or stride names 'Q'"
+    with pytest.raises(ManifestError, match=message):
         gemm_manifest(params=(TensorParam("A", "f16", ("M",)), SizeParam("Q")))
 
 
@@ -374,6 +375,74 @@ def test_bind_size_overflow_and_scalar_kinds() -> None:
     with pytest.raises(TypeError, match="argument 'i': expected an integer for i8, got float"):
         bind(m, (FakeCuda((4,), "<f4"), 1.0, 1.0, 2.0))
     assert bind(m, (FakeCuda((0,), "<f4"), 1.0, 1.0, 1)).grid == (0, 1, 1)
+
+
+def batched_manifest() -> Manifest:
+    """gemm_sm80_batched's parameters: every stride but the unit one is a runtime size."""
+    return Manifest(
+        entry="gemm_batched",
+        target="sm_80",
+        params=(
+            TensorParam("A", "f16", ("L", "M", "K"), strides=("sa", "lda", 1)),
+            TensorParam("C", "f16", ("L", "M", "N"), strides=("sc", "ldc", 1)),
+            TensorParam("bias", "f16", ("M", "N"), strides=(0, 1)),
+            *(SizeParam(s) for s in ("L", "M", "K", "sa", "lda", "N", "sc", "ldc")),
+        ),
+        grid=("cdiv(M, 128)", "cdiv(N, 128)", "L"),
+        block=(128, 1, 1),
+    )
+
+
+def test_bind_stride_symbols_from_strided_tensors() -> None:
+    m = batched_manifest()
+    assert m.symbols() >= {"sa", "lda", "sc", "ldc"}
+    l, rows, k, n = 3, 129, 72, 257
+    # A as a (M, L, K) tensor transposed to (L, M, K); C as a slice of a wider (L, M, 300).
+    a = FakeCuda((l, rows, k), "<f2", strides=(2 * k, 2 * l * k, 2))
+    c = FakeCuda((l, rows, n), "<f2", strides=(2 * rows * 300, 2 * 300, 2))
+    bias = FakeCuda((rows, n), "<f2", strides=(0, 2))  # bias.expand(M, N)
+    b = bind(m, (a, c, bias))
+    assert {s: b.symbols[s] for s in ("L", "M", "K", "N")} == {"L": 3, "M": 129, "K": 72, "N": 257}
+    assert {s: b.symbols[s] for s in ("sa", "lda", "sc", "ldc")} == {
+        "sa": k,
+        "lda": l * k,
+        "sc": rows * 300,
+        "ldc": 300,
+    }
+    assert [s.value for s in b.slots[3:]] == [3, 129, 72, k, l * k, 257, rows * 300, 300]
+    assert b.grid == (2, 3, 3)
+
+
+def test_bind_strides_of_extent_one_and_errors() -> None:
+    m = batched_manifest()
+    # L = 1: frameworks report any batch stride; the symbol still gets a value.
+    a = FakeCuda((1, 64, 32), "<f2", strides=(2, 64, 2))
+    c = FakeCuda((1, 64, 16), "<f2")
+    b = bind(m, (a, c, FakeCuda((64, 16), "<f2", strides=(0, 2))))
+    assert (b.symbols["sa"], b.symbols["lda"], b.symbols["sc"]) == (1, 32, 1024)
+    # A bias that is not broadcast along M is not what the kernel reads.
+    with pytest.raises(
+        ValueError,
+        match="argument 'bias': strides \\[16, 1\\] .* expected strides \\[0, 1\\] = \\[0, 1\\]",
+    ):
+        bind(m, (a, c, FakeCuda((64, 16), "<f2")))
+    # A stride symbol named by two tensors must agree.
+    shared = Manifest(
+        entry="k",
+        target="sm_80",
+        params=(
+            TensorParam("X", "f32", ("M", "N"), strides=("ld", 1)),
+            TensorParam("Y", "f32", ("M", "N"), strides=("ld", 1)),
+            SizeParam("M"),
+            SizeParam("N"),
+            SizeParam("ld"),
+        ),
+        grid=(1, 1, 1),
+        block=(32, 1, 1),
+    )
+    x, y = FakeCuda((4, 8), "<f4", strides=(64, 4)), FakeCuda((4, 8), "<f4")
+    with pytest.raises(ValueError, match="argument 'Y': strides \\[8, 1\\] .* = \\[16, 1\\]"):
+        bind(shared, (x, y))
 
 
 def test_bf16_rounding_is_nearest_even() -> None:
