@@ -9,10 +9,11 @@ from mlir import ir
 from mlir.dialects import gpu, llvm
 
 from tilec.binding import is_float_attr, walk
-from tilec.passes import tile_async, tile_memory, tile_mma, tile_views
+from tilec.passes import tile_async, tile_epilogue, tile_memory, tile_mma, tile_views
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import (
+    Deferred,
     Frag,
     Reduced,
     binary,
@@ -135,15 +136,16 @@ class KernelLowering:
             attr = op.attributes["other"]
             kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
             other = constant(view.elem, kind(attr).value)
-            loaded = tile_memory.load(op, view, other, self.tid, self.threads)
+            like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
+            loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
             elem = tensor_type(op.results[0].type).elem
             result = elementwise(op, [loaded], lambda x: convert(x, elem))
         elif name == "tile.store":
-            dst, frag = self.view(op, op.operands[1]), self.frag(op, op.operands[0])
-            if isinstance(frag.part, tile_mma.MmaPartition):
-                tile_mma.store(op, frag, dst, self.tid, self.threads)
+            dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
+            if isinstance(value.part, tile_mma.MmaPartition):
+                tile_mma.store(op, value, dst, self.tid, self.threads)
             else:
-                tile_memory.store(op, frag, dst, self.tid)
+                tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
         elif name == "tile.copy":
             src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
             if self.is_async_copy(op):
@@ -159,7 +161,7 @@ class KernelLowering:
             lhs, rhs = args
             if (
                 kind == "div"
-                and not isinstance(rhs, Frag)
+                and not isinstance(rhs, Frag | Deferred)
                 and is_float(tensor_type(op.results[0].type).elem)
             ):
                 args, kind = [lhs, reciprocal(rhs)], "mul"

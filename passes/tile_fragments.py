@@ -18,7 +18,8 @@ same tile by the same thread count has the same partition, so elementwise ops li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import arith, math
@@ -26,7 +27,7 @@ from mlir.dialects import arith, math
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, is_pow2
-from tilec.passes.tile_views import LoweringError
+from tilec.passes.tile_views import LoweringError, all_of
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,43 @@ class Reduced:
         return self.groups[group_key(self.part, self.mode, i, j)]
 
 
+@dataclass
+class Evaluation:
+    """One place where deferred values are computed: whether their loads check bounds there,
+    and the pairs they loaded (by load, chunk, pair), each read once per place."""
+
+    guarded: bool
+    loaded: dict[tuple[int, int, int], list[ir.Value]] = field(default_factory=dict)
+
+
+@dataclass
+class Deferred:
+    """A register tensor computed where it is stored, chunk by chunk, not where it is defined.
+
+    An epilogue such as `store(relu(alpha * acc + load(C, like = acc)), C)` would otherwise load
+    the whole C tile before storing anything, beside the live accumulator; deferred, each chunk
+    is loaded, combined and stored in turn (see `tile_epilogue`). `ready` are the conditions
+    under which its loads may skip their bounds checks (built where it is stored)."""
+
+    part: object
+    ready: tuple[Callable[[IndexBuilder], ir.Value | bool], ...]
+    value: Callable[[int, int, Evaluation], ir.Value]  # element j of chunk i
+
+
+def chunk_values(x: Frag | Deferred, i: int, ev: Evaluation) -> list[ir.Value]:
+    """The values of chunk i, computed at `ev` if x is deferred."""
+    if isinstance(x, Frag):
+        return x.values[i]
+    return [x.value(i, j, ev) for j in range(x.part.vec)]
+
+
+def fast_path(x: Frag | Deferred, cond: ir.Value | bool, b: IndexBuilder) -> ir.Value | bool:
+    """`cond`, and if x is deferred, that its loads may skip their bounds checks."""
+    if isinstance(x, Frag):
+        return cond
+    return all_of([cond, *(ready(b) for ready in x.ready)])
+
+
 def group_key(part: Partition, mode: int, i: int, j: int) -> tuple[int, int]:
     """(i, j) with the bits that address `mode` cleared: equal keys share a reduced value."""
     lo, hi = part.bits(mode)
@@ -220,18 +258,34 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
     raise LoweringError(op, f"unknown unary op '{kind}'")
 
 
-Value = Frag | Reduced | ir.Value
+Value = Frag | Reduced | Deferred | ir.Value
 
 
-def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag:  # noqa: ANN001
-    """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast."""
-    frags = [x for x in operands if isinstance(x, Frag | Reduced)]
+def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred:  # noqa: ANN001
+    """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast. With a
+    deferred operand the result is deferred too: fn runs where it is stored."""
+    frags = [x for x in operands if isinstance(x, Frag | Reduced | Deferred)]
     if not frags:
         raise LoweringError(op, "elementwise op without a register tensor operand")
-    full = [x for x in frags if isinstance(x, Frag)]
+    full = [x for x in frags if not isinstance(x, Reduced)]
     part = (full or frags)[0].part
     if any(x.part != part for x in frags):
         raise LoweringError(op, "operands are spread over the threads differently")
+    deferred = [x for x in operands if isinstance(x, Deferred)]
+    if deferred:
+
+        def value(i: int, j: int, ev: Evaluation) -> ir.Value:
+            args = [
+                x.value(i, j, ev)
+                if isinstance(x, Deferred)
+                else x.at(i, j)
+                if isinstance(x, Frag | Reduced)
+                else x
+                for x in operands
+            ]
+            return fn(*args)
+
+        return Deferred(part, tuple(r for x in deferred for r in x.ready), value)
     out: list[list[ir.Value]] = []
     for i in range(part.iters):
         row = []

@@ -224,9 +224,17 @@ def per_chunk(
     return if_else(True if active is None else active, types, lambda: body(coords), idle)
 
 
-def load(op: ir.Operation, view: View, other: ir.Value, t: ir.Value, threads: int) -> Frag:
+def load(
+    op: ir.Operation,
+    view: View,
+    other: ir.Value,
+    t: ir.Value,
+    threads: int,
+    part: Partition | None = None,
+) -> Frag:
+    """The tile at `view` in registers, spread as `part` (by default as the view suits)."""
     b = IndexBuilder()
-    part = choose_partition(view, view.static_shape(op), threads)
+    part = part or choose_partition(view, view.static_shape(op), threads)
     side = Side.of(view, part)
     types = [view.elem] * (part.vec * part.iters)
 

@@ -32,7 +32,16 @@ from mlir.dialects import builtin, gpu, llvm, nvgpu, scf
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
-from tilec.passes.tile_fragments import Frag, Partition, constant, convert
+from tilec.passes.tile_fragments import (
+    Deferred,
+    Evaluation,
+    Frag,
+    Partition,
+    chunk_values,
+    constant,
+    convert,
+    fast_path,
+)
 from tilec.passes.tile_memory import Side, if_else, when
 from tilec.passes.tile_views import (
     LoweringError,
@@ -287,8 +296,9 @@ def gemm(
         gpu.BarrierOp()
 
 
-def store(op: ir.Operation, acc: Frag, view: View, tid: ir.Value, threads: int) -> None:
-    """Store the accumulator (converted) into a global tile: pairs c(2i), c(2i+1) are adjacent."""
+def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, threads: int) -> None:
+    """Store the accumulator (converted) into a global tile: pairs c(2i), c(2i+1) are adjacent.
+    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored."""
     part = acc.part
     assert isinstance(part, MmaPartition)
     if view.static_shape(op) != part.block:
@@ -299,21 +309,22 @@ def store(op: ir.Operation, acc: Frag, view: View, tid: ir.Value, threads: int) 
     pm, pn = part.piece
     tm, tn = part.tiles
     m0, n0 = b.add(b.mul(at.wm, pm), g), b.add(b.mul(at.wn, pn), t2)
-    side = Side(view, 2 if view.stride[1] == 1 else 1)
-    values = [[convert(v, view.elem) for v in row] for row in acc.values]
+    whole = Partition(part.block, 1, 2, threads)
+    side = Side.of(view, whole)  # pairs where the strides and offset keep them aligned
 
     def version(guarded: bool) -> list[ir.Value]:
+        ev = Evaluation(guarded)
         for ni in range(tn):
             for mi in range(tm):
+                values = [convert(v, view.elem) for v in chunk_values(acc, mi + tm * ni, ev)]
                 for h in range(2):
                     at_ = [b.add(m0, mi * AM + 8 * h), b.add(n0, ni * AN)]
-                    vals = values[mi + tm * ni][2 * h : 2 * h + 2]
-                    write_pair(view, at_, vals, guarded and side.width == 2, guarded, b)
+                    vals = values[2 * h : 2 * h + 2]
+                    write_pair(view, at_, vals, side.width == 2, guarded, b)
         return []
 
-    whole = Partition(part.block, 1, 2, threads)
     if_else(
-        side.fast(whole, b) if side.width == 2 else False,
+        fast_path(acc, side.fast(whole, b), b),
         [],
         lambda: version(False),
         lambda: version(True),
@@ -321,10 +332,11 @@ def store(op: ir.Operation, acc: Frag, view: View, tid: ir.Value, threads: int) 
 
 
 def write_pair(
-    view: View, at: list[Term], vals: list[ir.Value], _: bool, guarded: bool, b: IndexBuilder
+    view: View, at: list[Term], vals: list[ir.Value], paired: bool, guarded: bool, b: IndexBuilder
 ) -> None:
-    if not guarded and view.stride[1] == 1:
-        llvm.StoreOp(pair(vals[0], vals[1]), element_address(view, at, b), alignment=4)
+    if not guarded and paired:
+        width = 2 * vals[0].type.width // 8  # the pair's bytes: the fast path checked them
+        llvm.StoreOp(pair(vals[0], vals[1]), element_address(view, at, b), alignment=width)
         return
     for e, v in enumerate(vals):
         here = [at[0], b.add(at[1], e)]
@@ -332,7 +344,7 @@ def write_pair(
         def put(here: list[Term] = here, v: ir.Value = v) -> None:
             llvm.StoreOp(v, element_address(view, here, b))
 
-        when(in_bounds(view, here, b), put)
+        when(in_bounds(view, here, b) if guarded else True, put)
 
 
 class CarriedLoops:

@@ -217,6 +217,27 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     return TensorV(x.elem, "register", L.Layout(shape))
 
 
+# Compile-time choice ---------------------------------------------------------------------------
+
+
+@builtin("choose", 2, 64)
+def choose(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`choose(i, v0, v1, ...)`: the value v_i for a static i. Every choice is checked; only the
+    chosen one becomes IR, so a parameter picks, say, an epilogue's activation."""
+    i = args[0]
+    if not (isinstance(i, IntV) and i.static):
+        return c.error("choose takes a static integer first (a parameter)", node.args[0].span)
+    if not 0 <= i.value < len(args) - 1:
+        return c.error(
+            f"choose({i.value}, ...) picks past its {len(args) - 1} choices (0 to {len(args) - 2})",
+            node.args[0].span,
+        )
+    picked = args[1 + i.value]
+    if isinstance(picked, IterV):
+        return c.error("choose cannot pick an iteration space", node.args[1 + i.value].span)
+    return picked
+
+
 # Iteration -------------------------------------------------------------------------------------
 
 

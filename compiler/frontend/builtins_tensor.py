@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from tilec import layout as L
+from tilec.diagnostics import note
 from tilec.frontend import ast
 from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
-from tilec.frontend.expr import ExprChecker, inner, int_tuple, static_ints, top_modes, with_modes
+from tilec.frontend.expr import (
+    ExprChecker,
+    inner,
+    int_tuple,
+    mode_sizes,
+    static_ints,
+    top_modes,
+    with_modes,
+)
 from tilec.frontend.values import (
     Alloc,
     ErrorV,
@@ -149,7 +158,7 @@ def permute(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> 
     return TensorV(t.elem, t.space, with_modes(t.layout, [modes[p] for p in perm]), t.alloc)
 
 
-@builtin("load", 1, 1, ("other",))
+@builtin("load", 1, 1, ("other", "like"))
 def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     t = tensor_arg(c, args[0], node.args[0], ("global", "shared"))
     other = kw.get("other")
@@ -163,7 +172,27 @@ def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             f"{L.tuple_str(L.shape(t.layout))}: local_tile(...) it first",
             node.span,
         )
+    if "like" in kw:
+        return _load_like(c, node, t, kw["like"])
     return TensorV(t.elem, "register", L.Layout(L.shape(t.layout)))
+
+
+def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
+    """`load(t, like = x)`: t's elements spread over the threads as x's are (an MMA
+    accumulator's partition, say), so the result combines elementwise with x."""
+    span = node.kwarg("like").span
+    x = tensor_arg(c, like, node.kwarg("like"), ("register",))
+    if x is None:
+        return ErrorV()
+    shape, want = L.shape(t.layout), x.logical_shape
+    if mode_sizes(shape) != mode_sizes(want):
+        return c.error(
+            f"load of a {L.tuple_str(shape)} tile like a {L.tuple_str(want)} register tensor: "
+            "the shapes must be equal",
+            node.span,
+            [note("the register tensor is here", span)],
+        )
+    return TensorV(t.elem, "register", x.layout, block_shape=x.block_shape, mma=x.mma)
 
 
 def _same_size(c: ExprChecker, a: TensorV, b: TensorV, node: ast.Node) -> bool:

@@ -336,6 +336,15 @@ class ExprChecker:
                 "this math applies to register values; on scalars only + - * / are supported", span
             )
         result = max(tensors, key=lambda t: L.product(t.logical_shape))
+        # An MMA fragment holds one thread's part of its tile: it meets only its own kind.
+        frags = [(t.mma, t.block_shape) for t in tensors if t.mma is not None]
+        for t, n in zip(operands, nodes, strict=True):
+            if frags and isinstance(t, TensorV) and (t.mma, t.block_shape) != frags[0]:
+                return self.error(
+                    "this register tensor is spread over the threads differently from the MMA "
+                    "fragment it meets: load it with load(t, like = fragment)",
+                    n.span,
+                )
         for t, n in zip(operands, nodes, strict=True):
             if isinstance(t, TensorV) and not broadcastable(t.logical_shape, result.logical_shape):
                 return self.error(
@@ -357,7 +366,7 @@ class ExprChecker:
         if isinstance(v, TensorV):
             if v.space != "register":
                 return self.error("only register values convert: load(...) first", node.span)
-            return TensorV(ty.name, "register", v.layout)
+            return TensorV(ty.name, "register", v.layout, None, v.block_shape, v.mma)
         if isinstance(v, (IntV, FloatV)) and is_float_type(ty.name):
             return FloatV(None if v.value is None else float(v.value), ty.name)
         if isinstance(v, IntV):

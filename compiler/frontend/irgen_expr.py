@@ -42,6 +42,8 @@ class ExprGen:
     def expr(self, node: ast.Node) -> object:
         """The IR value of `node`: an ir.Value, a tuple of them (tile coordinates, tile counts,
         let-bound tuples), or None for what exists only at compile time."""
+        if chosen(node, self.values) is not node:
+            return self.expr(chosen(node, self.values))
         v = self.values[id(node)]
         if isinstance(node, ast.Name) and not (isinstance(v, IntV) and v.static):
             # Compile-time parameters and builtin names are in no scope: they have no IR value.
@@ -183,12 +185,22 @@ class ExprGen:
         operands = []
         for n in nodes:
             nv = self.values[id(n)]
-            operands.append(self.expr(n) if isinstance(nv, TensorV) else self.scalar(n, v.elem))
+            operands.append(
+                self.tensor_as(n, v) if isinstance(nv, TensorV) else self.scalar(n, v.elem)
+            )
         if name == "tile.binary" and len(operands) == 1:
             name = "tile.unary"
         return self.op(
             name, span, operands, [self.result_type(v)], {"op": ir.StringAttr.get(op)}
         ).result
+
+    def tensor_as(self, node: ast.Node, result: TensorV) -> ir.Value:
+        """A tensor operand of elementwise math, converted to the result's element type."""
+        value, v = self.expr(node), self.values[id(node)]
+        if v.elem == result.elem:
+            return value
+        converted = TensorV(result.elem, "register", v.layout, None, v.block_shape, v.mma)
+        return self.op("tile.convert", node.span, [value], [tensor_type(converted)]).result
 
     def coord_spec(self, coords: object) -> str:
         parts = []
@@ -204,6 +216,7 @@ class ExprGen:
     def tuple_values(self, node: ast.Node) -> list[ir.Value | None]:
         """Index values of a tuple's runtime top-level items (a literal, a let-bound name or one
         int); static and other items are None (their value is in `values`)."""
+        node = chosen(node, self.values)
         if isinstance(node, ast.Name) and isinstance(self.values[id(node)], TupleV):
             return self.lookup(node.id)
         if isinstance(node, ast.Tuple):
@@ -271,10 +284,11 @@ class ExprGen:
         if f == "load":
             other = self.values.get(id(node.kwarg("other"))) if node.kwarg("other") else None
             src = self.values[id(node.args[0])]
+            like = [self.expr(node.kwarg("like"))] if node.kwarg("like") else []
             return self.op(
                 "tile.load",
                 span,
-                [self.expr(node.args[0])],
+                [self.expr(node.args[0]), *like],
                 [rtype],
                 {"other": constant_attr(other, src.elem)},
             ).result
@@ -296,8 +310,8 @@ class ExprGen:
     def fragment(self, node: ast.Call, v: TensorV, rtype: ir.Type) -> ir.Value:
         operands = []
         shape = v.block_shape or tuple(L.flatten(L.shape(v.layout)))
-        if v.mma is not None:
-            operands.append(self.expr(node.args[0].args[0]))
+        if v.mma is not None:  # the first argument of partition_c(mma, shape)
+            operands.append(self.expr(chosen(node.args[0], self.values).args[0]))
         return self.op(
             "tile.fragment",
             node.span,
@@ -326,6 +340,13 @@ class ExprGen:
             )
         elif f == "gemm":
             self.op("tile.gemm", span, [self.expr(a) for a in node.args], [])
+
+
+def chosen(node: ast.Node, values: dict[int, V]) -> ast.Node:
+    """The expression `choose(i, ...)` stands for (through nested choices); any other node."""
+    while isinstance(node, ast.Call) and node.func == "choose":
+        node = node.args[1 + values[id(node.args[0])].value]
+    return node
 
 
 def _items(v: V) -> list[V]:

@@ -159,13 +159,16 @@ irdl.dialect @tile {
 
   // --- Data movement -----------------------------------------------------------------------
 
-  // load(src) {other}: the block-level tile into registers; elements past the source tensor's
-  // bounds (ragged edges) read as `other`.
+  // load(src[, like]) {other}: the block-level tile into registers; elements past the source
+  // tensor's bounds (ragged edges) read as `other`. With `like` (a register tensor of the same
+  // block shape), the result is spread over the threads as `like` is: an MMA fragment's
+  // partition, so an epilogue combines it elementwise with the accumulator.
   irdl.operation @load {
     %t = irdl.base @tile::@tensor
+    %like = irdl.base @tile::@tensor
     %other = irdl.any
     %r = irdl.base @tile::@tensor
-    irdl.operands(src: %t)
+    irdl.operands(src: %t, like: optional %like)
     irdl.attributes {"other" = %other}
     irdl.results(result: %r)
   }

@@ -1,0 +1,148 @@
+r"""Passes (lowered stage): `load(t, like = x)`, a tile read into another register tensor's
+partition, and GEMM epilogues that load, combine and store chunk by chunk (convert-tile-to-gpu).
+
+A plain load spreads its tile over the threads as its own layout suits (`tile_fragments`);
+with `like`, it takes the partition of `x` instead, so the two combine elementwise. For an MMA
+accumulator that is the mma.sync C fragment (see `tile_mma`): chunk i = mi + TM*ni of a thread
+holds c0..c3 of atom (mi, ni), c(2h+e) at row g + 8h, column 2t + e of the atom, so each
+thread reads two adjacent pairs per atom, as the accumulator's store writes them:
+
+    atom (mi, ni), lane = 4g + t:      columns 2t, 2t+1
+        row g       [c0 c1]            one 2-element vector load each, when the whole tile is
+        row g + 8   [c2 c3]            in bounds and aligned; else two predicated scalars
+
+That is how an epilogue reads `beta * C` or a bias next to `alpha * acc`; a bias broadcast
+along M is a view with a 0 row stride, so every row of a thread's pairs reads the same
+addresses.
+
+Loaded at the `load`, a 128×128 C tile would sit in registers beside the 128 accumulators of
+each thread until the store, and spill. So when the loaded value only flows through
+elementwise math into a `store` of the same block, with nothing between that writes memory or
+orders threads, the load is `Deferred`: the store computes each chunk where it writes it
+(load pair, math, store pair), and its fast path also asks the loads' bounds and alignment:
+
+    c = load(gC, like = acc)                 store: if whole tile in bounds and aligned:
+    b = load(gBias, like = acc)                       for each chunk: ld.v2 C, ld.v2 bias,
+    store(relu(alpha * acc + beta * c + b), gC)          fma, max, st.v2
+                                                    else: the same with predicated scalars
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
+from tilec.passes.tile_memory import Side, if_else, read_chunk
+from tilec.passes.tile_memory import load as load_tile
+from tilec.passes.tile_mma import AM, AN, Lanes, MmaPartition
+from tilec.passes.tile_views import LoweringError, View
+
+# What a deferred value may pass through on its way to the store, and what it may not move
+# past: ops that write memory, order threads or hold regions (which may do either).
+ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert")
+ORDERED = ("tile.store", "tile.copy", "tile.gemm", "tile.barrier", "tile.reduce", "tile.fill")
+
+
+def load(
+    op: ir.Operation, view: View, other: ir.Value, like: Frag | None, tid: ir.Value, threads: int
+) -> Frag | Deferred:
+    """The tile of `view` in registers, partitioned as `like` (its own choice when None)."""
+    if like is None:
+        return load_tile(op, view, other, tid, threads)
+    shape = view.static_shape(op)
+    if isinstance(like.part, MmaPartition):
+        if shape != like.part.block:
+            raise LoweringError(op, f"loading a {shape} tile like a {like.part.block} fragment")
+        reader = FragmentReader(view, other, like.part, tid, threads)
+        return reader.deferred() if stored_later(op) else reader.now()
+    if shape != like.part.shape:
+        raise LoweringError(op, f"loading a {shape} tile like a {like.part.shape} tensor")
+    return load_tile(op, view, other, tid, threads, like.part)
+
+
+def stored_later(op: ir.Operation) -> bool:
+    """Whether the value `op` loads reaches a `tile.store` (as the value stored) through
+    elementwise ops alone, each the only use of the one before, all in `op`'s block, with no
+    op between `op` and the store that writes memory, orders threads or holds regions."""
+    value, block = op.results[0], op.block
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].owner.operation
+        if user.block != block:
+            return False
+        if user.name == "tile.store":
+            if uses[0].operand_number != 0:
+                return False
+            break
+        if user.name not in ELEMENTWISE:
+            return False
+        value = user.results[0]
+    between = False
+    for other in block.operations:
+        other = other.operation
+        if other == user:
+            return True
+        if between and (other.name in ORDERED or len(other.regions) > 0):
+            return False
+        between = between or other == op
+    return False
+
+
+class FragmentReader:
+    """Reads the tile at `view` as accumulator `part` lays it out: chunk i = mi + TM*ni holds
+    the pairs (g, 2t..2t+1) and (g + 8, 2t..2t+1) of atom (mi, ni)."""
+
+    def __init__(
+        self, view: View, other: ir.Value, part: MmaPartition, tid: ir.Value, threads: int
+    ) -> None:
+        self.view, self.other, self.part = view, other, part
+        self.b = b = IndexBuilder()
+        at = Lanes.of(tid, part, b)
+        pm, pn = part.piece
+        self.m0: Term = b.add(b.mul(at.wm, pm), b.div(at.lane, 4))
+        self.n0: Term = b.add(b.mul(at.wn, pn), b.mul(b.rem(at.lane, 4), 2))
+        # The block tile as chunks of two elements along N (what one pair spans), for `Side`
+        # to size the accesses and to test the whole tile for the fast path.
+        self.pairs = Partition(part.block, 1, 2, threads)
+        self.side = Side.of(view, self.pairs)
+
+    def coords(self, i: int, h: int) -> list[Term]:
+        """(row, column) of the first element of pair h (0, 1) of chunk i."""
+        b, tm = self.b, self.part.tiles[0]
+        mi, ni = i % tm, i // tm
+        return [b.add(self.m0, mi * AM + 8 * h), b.add(self.n0, ni * AN)]
+
+    def pair(self, i: int, h: int, guarded: bool) -> list[ir.Value]:
+        other = self.other if guarded else None
+        return read_chunk(self.side, self.pairs, self.coords(i, h), other, self.b)
+
+    def fast(self, b: IndexBuilder) -> ir.Value | bool:
+        return self.side.fast(self.pairs, b)
+
+    def now(self) -> Frag:
+        """Every chunk, loaded here."""
+        part = self.part
+
+        def version(guarded: bool) -> list[ir.Value]:
+            pairs = [self.pair(i, h, guarded) for i in range(part.iters) for h in range(2)]
+            return [v for pair in pairs for v in pair]
+
+        types = [self.view.elem] * (part.iters * part.vec)
+        flat = if_else(self.fast(self.b), types, lambda: version(False), lambda: version(True))
+        rows = [flat[i * part.vec : (i + 1) * part.vec] for i in range(part.iters)]
+        return Frag(part, self.view.elem, rows)
+
+    def deferred(self) -> Deferred:
+        """Each chunk loaded where it is stored; a pair once per place (`Evaluation`)."""
+        key = id(self)
+
+        def value(i: int, j: int, ev: Evaluation) -> ir.Value:
+            h, e = divmod(j, 2)
+            if (key, i, h) not in ev.loaded:
+                ev.loaded[(key, i, h)] = self.pair(i, h, ev.guarded)
+            return ev.loaded[(key, i, h)][e]
+
+        return Deferred(self.part, (self.fast,), value)
