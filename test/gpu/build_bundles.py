@@ -1,6 +1,9 @@
 """GPU tier: builds the bundles the GPU tests load (needs MLIR; run where tilec compiles).
 
 python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
+
+OUT_DIR/vadd_<arch> for test_vadd_bundle.py, and OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
+GEMM epilogue example for each activation, and the batched GEMM) for test_gemm_epilogue.py.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from pathlib import Path
 from mlir import ir
 
 from tilec import __version__, backend
+from tilec.build import compile_tile
 from tilec.cache import cache_key
 from tilec.context import make_context
 from tilec.runtime import Manifest, SizeParam, TensorParam, write_bundle
@@ -18,6 +22,14 @@ from tilec.runtime import Manifest, SizeParam, TensorParam, write_bundle
 ROOT = Path(__file__).resolve().parents[2]
 VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
 BLOCK = 256  # matches the kernel's gpu.known_block_size
+ARCHES = ("sm_80", "sm_90a")
+# variant -> (example, -D parameters)
+EPILOGUE = {
+    "act0": ("gemm_sm80_bias_relu.tile", {"ACT": "0"}),
+    "act1": ("gemm_sm80_bias_relu.tile", {"ACT": "1"}),
+    "act2": ("gemm_sm80_bias_relu.tile", {"ACT": "2"}),
+    "batched": ("gemm_sm80_batched.tile", {}),
+}
 
 
 def vadd_manifest(target: str, source: str) -> Manifest:
@@ -38,6 +50,22 @@ def vadd_manifest(target: str, source: str) -> Manifest:
     )
 
 
+def build_epilogue(out: Path) -> list[Path]:
+    """The GEMM epilogue variants and the batched GEMM, for both targets, spill-free."""
+    written = []
+    for variant, (example, params) in EPILOGUE.items():
+        for arch in ARCHES:
+            compiled = compile_tile(str(ROOT / "examples" / example), params, arch)
+            usage = backend.ptxas_report(compiled.ptx, arch)
+            assert usage.spill_stores == usage.spill_loads == 0, (variant, arch, usage)
+            for manifest in compiled.manifests:
+                name = f"{manifest.entry}_{arch.replace('_', '')}"
+                written.append(
+                    write_bundle(out / "epilogue" / variant / name, manifest, compiled.ptx)
+                )
+    return written
+
+
 def build(out: Path) -> list[Path]:
     source = VADD.read_text()
     written = []
@@ -47,7 +75,7 @@ def build(out: Path) -> list[Path]:
         usage = backend.ptxas_report(ptx, arch)  # refuse to ship PTX ptxas rejects or that spills
         assert usage.spill_stores == usage.spill_loads == 0, usage
         written.append(write_bundle(out / name, vadd_manifest(arch, source), ptx))
-    return written
+    return written + build_epilogue(out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,29 @@
+// examples/gemm_sm80_batched.tile to PTX: batch block.z of A, B and C is base + z * stride
+// (a runtime stride each, read from the kernel's arguments), then gemm_sm80's main loop and
+// store unchanged: the same cp.async, ldmatrix and mma.sync, no spills, no local memory.
+// REQUIRES: ptxas
+// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_80 -o %t.80.ptx
+// RUN: filecheck %s < %t.80.ptx
+// RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_90a -o %t.90.ptx
+// RUN: filecheck %s < %t.90.ptx
+// RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+
+// A, B, C, alpha, then L, M, K, sa, lda, N, sb, ldb, sc, ldc.
+// CHECK-LABEL: .visible .entry gemm_batched(
+// CHECK-NEXT: .param .u64 .ptr .global .align 1 gemm_batched_param_0,
+// CHECK-NEXT: .param .u64 .ptr .global .align 1 gemm_batched_param_1,
+// CHECK-NEXT: .param .u64 .ptr .global .align 1 gemm_batched_param_2,
+// CHECK-NEXT: .param .f32 gemm_batched_param_3,
+// CHECK-COUNT-9: .param .u64 gemm_batched_param_{{[0-9]+}},
+// CHECK-NEXT: .param .u64 gemm_batched_param_13
+// CHECK-NOT: .local
+// CHECK: mov.u32 %r{{[0-9]+}}, %ctaid.z;
+// CHECK: cp.async.cg.shared.global
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: st.global.b32
+// CHECK-NOT: .local
+
+// PTXAS: Compiling entry function 'gemm_batched'
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -1,0 +1,44 @@
+// examples/gemm_sm80_bias_relu.tile to PTX: gemm_sm80's main loop, then an epilogue that reads
+// C and the bias in the accumulator's layout, chunk by chunk where it stores: on the fast path
+// (whole tile in bounds, everything aligned) one 4-byte ld.global.v2.b16 per C pair and per
+// bias pair (the bias's rows share addresses, so a pair serves both rows of an atom), f32 math,
+// relu as max.NaN.f32 (NaN in, NaN out, as torch), two f16 pairs packed and stored with one
+// st.global.b32 each, and only then the next chunk's loads. Registers stay those of the main
+// loop: no spills, no local memory. ACT picks the activation (0: none, 2: gelu).
+// REQUIRES: ptxas
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_80 -o %t.80.ptx
+// RUN: filecheck %s < %t.80.ptx
+// RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_90a -o %t.90.ptx
+// RUN: filecheck %s < %t.90.ptx
+// RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=0 --emit ptx -o %t.none.ptx
+// RUN: filecheck %s --check-prefix=NONE < %t.none.ptx
+// RUN: ptxas -v -arch=sm_80 %t.none.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=2 --emit ptx -o %t.gelu.ptx
+// RUN: filecheck %s --check-prefix=NONE < %t.gelu.ptx
+// RUN: ptxas -v -arch=sm_80 %t.gelu.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+
+// CHECK-LABEL: .visible .entry gemm_bias_act(
+// CHECK-NOT: .local
+// CHECK: cp.async.cg.shared.global
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: ld.global.v2.b16
+// CHECK: ld.global.v2.b16
+// CHECK: max.NaN.f32
+// CHECK: cvt.rn.f16x2.f32
+// CHECK-NEXT: st.global.b32
+// CHECK-NEXT: cvt.rn.f16x2.f32
+// CHECK-NEXT: st.global.b32
+// CHECK-NEXT: add.s64
+// CHECK-NEXT: ld.global.v2.b16
+// CHECK-NOT: .local
+
+// NONE-LABEL: .visible .entry gemm_bias_act(
+// NONE: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// NONE-NOT: max.NaN.f32
+// NONE: st.global.b32
+// NONE-NOT: max.NaN.f32
+
+// PTXAS: Compiling entry function 'gemm_bias_act'
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
