@@ -32,8 +32,15 @@ def shapes(manifest: Manifest, sizes: dict[str, int]) -> dict[str, tuple[int, ..
     return out
 
 
+def stored(p: TensorParam, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The extents a tensor's data has: 1 along a broadcast mode (a static stride of 0)."""
+    strides = p.strides or (None,) * len(shape)
+    return tuple(1 if d == 0 else n for n, d in zip(shape, strides, strict=True))
+
+
 def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> list[Any]:
-    """torch tensors with standard-normal values (never zeros) and scalars of 1.5."""
+    """torch tensors with standard-normal values (never zeros) and scalars of 1.5; a broadcast
+    argument (stride 0) is its data expanded, as `bias.expand(M, N)`."""
     torch = _torch()
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dims = shapes(manifest, sizes)
@@ -41,22 +48,23 @@ def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> lis
     for p in manifest.params:
         if isinstance(p, TensorParam):
             dtype = getattr(torch, TORCH_DTYPES[p.dtype])
-            t = torch.randn(dims[p.name], generator=gen, device="cuda", dtype=torch.float32)
-            args.append(t.to(dtype))
+            data = stored(p, dims[p.name])
+            t = torch.randn(data, generator=gen, device="cuda", dtype=torch.float32)
+            args.append(t.to(dtype).expand(dims[p.name]))
         elif isinstance(p, ScalarParam):
             args.append(1.5)
     return args
 
 
 def bytes_moved(manifest: Manifest, sizes: dict[str, int]) -> int:
-    """Each tensor read or written once: the least traffic the kernel can have."""
+    """Each tensor's data read or written once: the least traffic the kernel can have."""
     total = 0
     for name, shape in shapes(manifest, sizes).items():
-        dtype = next(p.dtype for p in manifest.tensors() if p.name == name)
+        p = next(p for p in manifest.tensors() if p.name == name)
         n = 1
-        for d in shape:
+        for d in stored(p, shape):
             n *= d
-        total += n * DTYPE_SIZES[dtype]
+        total += n * DTYPE_SIZES[p.dtype]
     return total
 
 

@@ -36,7 +36,16 @@ def test_parameters_override_reaches_the_grid_and_constants() -> None:
     assert info.constants["BLOCK"] == 1024
 
 
-@pytest.mark.parametrize("name", ["transpose.tile", "softmax.tile", "gemm_sm80.tile"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "transpose.tile",
+        "softmax.tile",
+        "gemm_sm80.tile",
+        "gemm_sm80_bias_relu.tile",
+        "gemm_sm80_batched.tile",
+    ],
+)
 def test_every_example_gives_a_valid_manifest(name: str) -> None:
     for info in infos(name):
         manifest = Manifest(
@@ -48,7 +57,8 @@ def test_every_example_gives_a_valid_manifest(name: str) -> None:
             constants=info.constants,
         )
         shapes = {p.name: p.shape for p in manifest.tensors()}
-        assert all(len(s) == 2 for s in shapes.values())
+        rank = 3 if "batched" in name else 2
+        assert all(len(s) == rank for s in shapes.values())
         assert manifest.symbols() >= {p.name for p in info.params if isinstance(p, SizeParam)}
 
 
@@ -71,6 +81,20 @@ def test_explicit_layouts_give_their_strides(tmp_path: Path) -> None:
     }
     manifest = Manifest(info.name, info.target, info.params, info.grid, info.threads)
     assert manifest.symbols() >= {"sa", "lda"}
+
+
+def test_epilogue_bias_is_a_broadcast_and_counts_its_data_once() -> None:
+    from tilec.runtime.measure import bytes_moved, stored
+
+    (info,) = infos("gemm_sm80_bias_relu.tile")
+    manifest = Manifest(info.name, info.target, info.params, info.grid, info.threads)
+    bias = next(p for p in manifest.tensors() if p.name == "bias")
+    assert (bias.shape, bias.strides) == (("M", "N"), (0, 1))
+    assert stored(bias, (300, 200)) == (1, 200)  # what `tilec run` expands to (300, 200)
+    # A 300×64, B 200×64, C 300×200 and 200 bias values, 2 bytes each.
+    assert bytes_moved(manifest, {"M": 300, "N": 200, "K": 64}) == 2 * (
+        300 * 64 + 200 * 64 + 300 * 200 + 200
+    )
 
 
 def test_gemm_scalar_alpha_is_a_scalar_parameter() -> None:
