@@ -30,8 +30,8 @@
 // CHECK-NEXT: st.global.b32
 // CHECK-NEXT: cvt.rn.f16x2.f32
 // CHECK-NEXT: st.global.b32
-// CHECK-NEXT: add.s64
-// CHECK-NEXT: ld.global.v2.b16
+// CHECK-NOT: st.global
+// CHECK: ld.global.v2.b16
 // CHECK-NOT: .local
 
 // NONE-LABEL: .visible .entry gemm_bias_act(
