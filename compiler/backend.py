@@ -72,6 +72,9 @@ def _target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
     features = _check_arch(arch)
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # 32-bit shared (and local, const) pointers: a shared address then takes one register, not
+    # two, which is what lets a 64×64-per-warp mma.sync tile keep its fragments in registers.
+    llvm.set_option("", "--nvptx-short-ptr")
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch, features=features, opt=opt_level)
 

@@ -11,7 +11,7 @@ from mlir.dialects import gpu, llvm
 from tilec.binding import is_float_attr, walk
 from tilec.passes import tile_async, tile_epilogue, tile_memory, tile_mma, tile_views
 from tilec.passes.base import Pass, register
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import (
     Deferred,
     Frag,
@@ -49,6 +49,7 @@ class KernelLowering:
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
+        self.loops: tile_mma.CarriedLoops | None = None
         # cp.async copies issued and not yet waited for: shared memory is not ready.
         self.in_flight = False
         entry = func.regions[0].blocks[0]
@@ -85,6 +86,22 @@ class KernelLowering:
     def operand(self, op: ir.Operation, value: ir.Value) -> Frag | Reduced | ir.Value:
         return value if tensor_type(value.type) is None else self.get(op, value)
 
+    def stage_view(self, gemm: ir.Operation, operand: int, step: int | None) -> View:
+        """Of a prefetching gemm's operand (one stage of a pipelined buffer, as tile-pipeline
+        slices it): stage 0 (`step` None), or the stage `step` after the one it reads."""
+        sliced = gemm.operands[operand].owner
+        if not isinstance(sliced, ir.Operation | ir.OpView) or sliced.name != "tile.slice":
+            raise LoweringError(gemm, "a prefetching gemm reads stages of pipelined buffers")
+        staged = self.view(gemm, sliced.operands[0])
+        b, stages = IndexBuilder(), staged.shape[-1]
+        stage: Term = 0 if step is None else b.rem(b.add(sliced.operands[1], step), stages)
+        return tile_views.slice_at(staged, [None] * (len(staged.shape) - 1) + [stage], b)
+
+    def preload(self, gemm: ir.Operation) -> Frag:
+        """Before a prefetching gemm's loop: k-step 0 of the first stage."""
+        a, bv = self.stage_view(gemm, 1, None), self.stage_view(gemm, 2, None)
+        return tile_mma.preload(gemm, a, bv, self.frag(gemm, gemm.operands[3]), self.tid)
+
     @staticmethod
     def is_async_copy(op: ir.Operation) -> bool:
         return op.name == "tile.copy" and tile_async.is_async(
@@ -94,7 +111,8 @@ class KernelLowering:
     def lower(self, op: ir.Operation) -> None:
         name = op.name
         if self.in_flight and name in MEMORY_OPS and not self.is_async_copy(op):
-            tile_async.wait(tile_async.commit(), 0)
+            tile_async.commit()
+            tile_async.wait(0)
             self.in_flight = False
         b = IndexBuilder()
         result: View | Frag | Reduced | None = None
@@ -125,6 +143,12 @@ class KernelLowering:
             attr = op.attributes["value"]
             kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
             tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
+        elif name == "tile.gemm" and tile_mma.PREFETCH in op.attributes:
+            tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
+            following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
+            pending = ir.IntegerAttr(op.attributes[tile_mma.PREFETCH]).value
+            acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
+            tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
         elif name == "tile.gemm":
             a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
             barriers = "tile.pipelined" not in op.attributes
@@ -215,7 +239,7 @@ class ConvertTileToGpu(Pass):
         walk(func, lambda op: ops.append(op) if op.name.startswith("tile.") else None)
         try:
             kernel = KernelLowering(func, module)
-            loops = tile_mma.CarriedLoops(ops)
+            loops = kernel.loops = tile_mma.CarriedLoops(ops, kernel.preload)
             for n, op in enumerate(ops):
                 loops.enter(n, kernel.lowered)
                 with ir.InsertionPoint(op), op.location:

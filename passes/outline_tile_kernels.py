@@ -29,6 +29,9 @@ def is_shared_global(op: ir.Operation) -> bool:
     return ir.IntegerAttr(op.attributes["addr_space"]).value == 3
 
 
+INDEX_32 = "#dlti.dl_spec<index = 32 : i32>"
+
+
 @register
 class OutlineTileKernels(Pass):
     """Move each lowered tile kernel into `gpu.module @kernels` as a `gpu.func` with the ABI.
@@ -73,6 +76,9 @@ class OutlineTileKernels(Pass):
         module.attributes["gpu.container_module"] = ir.UnitAttr.get()
         with ir.InsertionPoint(body), module.location:
             container = gpu.GPUModuleOp("kernels")
+            # 32-bit index arithmetic in kernels (sizes, offsets in elements stay below 2^31;
+            # the runtime checks): half the registers and instructions of 64-bit integer math.
+            container.attributes["dlti.dl_spec"] = ir.Attribute.parse(INDEX_32)
             container.regions[0].blocks.append()
         inner = container.regions[0].blocks[0]
         for op in [o.operation for o in body.operations if is_shared_global(o.operation)]:

@@ -1,4 +1,4 @@
-r"""Passes (lowered stage): `copy<cp_async.*>` as nvgpu.device_async_copy (convert-tile-to-gpu).
+r"""Passes (lowered stage): `copy<cp_async.*>` as nvvm.cp.async.shared.global (convert-tile-to-gpu).
 
 A global → shared copy is split into 16-byte chunks along the unit-stride mode, chunk v for
 thread v mod T (as `tile_memory`'s partition). Each chunk is one `cp.async` whose source size
@@ -17,14 +17,23 @@ caller decides how many copies are in flight.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, nvgpu
+from mlir.dialects import arith, nvvm
 
 from tilec.passes import tile_memory
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import Partition
 from tilec.passes.tile_memory import Side, if_else
-from tilec.passes.tile_mma import memref_of, shifted
-from tilec.passes.tile_views import LoweringError, View, all_of, elem_bytes, element_index
+from tilec.passes.tile_mma import row_step
+from tilec.passes.tile_views import (
+    LoweringError,
+    View,
+    all_of,
+    elem_bytes,
+    element_address,
+    element_index,
+    gep,
+    in_bounds,
+)
 
 CP_ASYNC_BYTES = {"cp_async.cg.16": 16, "cp_async.ca.16": 16}
 
@@ -43,52 +52,63 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
     if dst.static_shape(op) != shape:
         raise LoweringError(op, f"copying a {shape} tile into a {tuple(dst.shape)} view")
     vec = CP_ASYNC_BYTES[atom] // elem_bytes(src.elem)
-    m = len(shape) - 1
+    # Chunks run along the source's unit-stride mode (the last one unless another is).
+    m = next((k for k, d in enumerate(src.stride) if d == 1), len(shape) - 1)
     part = Partition(shape, m, vec, threads)
     whole_rows = shape[m] % vec == 0 and src.stride[m] == 1 and dst.stride[m] == 1
     if not whole_rows or Side.of(dst, part).width < vec:
         raise LoweringError(op, f"copy<{atom}> needs {vec}-element contiguous rows on both sides")
     b = IndexBuilder()
     aligned = Side(src, vec).aligned(part, b)
-    smem = memref_of(dst.base, dst.elem, True)
-    gmem = memref_of(src.base, src.elem, False)
+    nbytes = CP_ASYNC_BYTES[atom]
+    cache = "cg" if ".cg." in atom else "ca"
 
     # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address plus immediates.
     rows_per_iter = (
-        threads * vec // shape[m] if len(shape) == 2 and threads * vec % shape[m] == 0 else 0
+        threads * vec // shape[m]
+        if len(shape) == 2 and m == 1 and threads * vec % shape[m] == 0
+        else 0
     )
 
-    def issue() -> list[ir.Value]:
-        first = element_index(dst, part.chunk_coords(0, tid, b), b)
+    def issue(ragged: bool) -> list[ir.Value]:
+        coords0 = part.chunk_coords(0, tid, b)
+        first = element_address(dst, coords0, b)
         for i in range(part.iters):
             if part.active(i, tid, b) is not None:
                 raise LoweringError(op, f"{part.chunks} chunks do not spread over {threads}")
             coords = part.chunk_coords(i, tid, b)
-            n = src_elements(src, coords, m, vec, b)
-            positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
-            at = arith.SelectOp(positive, b.value(element_index(src, coords, b)), b.value(0))
-            nvgpu.DeviceAsyncCopyOp(
-                smem,
-                [
-                    b.value(
-                        shifted(dst, first, coords, rows_per_iter * i, b)
-                        if rows_per_iter
-                        else element_index(dst, coords, b)
-                    )
-                ],
-                gmem,
-                [at.result],
-                ir.IntegerAttr.get(ir.IndexType.get(), vec),
-                srcElements=n,
-                bypassL1=ir.UnitAttr.get() if ".cg." in atom else None,
+            at, size = b.value(element_index(src, coords, b)), None
+            if ragged:
+                n = src_elements(src, coords, m, vec, b)
+                positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
+                at = arith.SelectOp(positive, at, b.value(0)).result
+                scaled = b.value(b.mul(n, elem_bytes(src.elem)))
+                size = arith.IndexCastOp(ir.IntegerType.get_signless(32), scaled).result
+            step = row_step(dst, rows_per_iter * i) if rows_per_iter else None
+            if step is not None:
+                to = gep(first, step, dst.elem, b)
+            else:
+                to = element_address(dst, coords, b)
+            nvvm.CpAsyncOp(
+                to,
+                gep(src.base, at, src.elem, b),
+                nbytes,
+                ir.Attribute.parse(f"#nvvm<load_cache_modifier {cache}>"),
+                cpSize=size,
             )
         return []
+
+    # A tile wholly inside the tensor (every tile but those on the edges) issues plain
+    # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
+    def chunks() -> list[ir.Value]:
+        whole = in_bounds(src, [s - 1 for s in shape], b)
+        return if_else(whole, [], lambda: issue(False), lambda: issue(True))
 
     def fallback() -> list[ir.Value]:
         tile_memory.copy(op, src, dst, tid, threads)
         return []
 
-    if_else(aligned, [], issue, fallback)
+    if_else(aligned, [], chunks, fallback)
 
 
 def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilder) -> ir.Value:
@@ -115,13 +135,11 @@ def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilde
     return arith.SelectOp(cond, b.value(count), b.value(0)).result
 
 
-def commit() -> ir.Value:
-    """Close the cp.async group of every copy issued since the last commit (on this thread:
-    the token operands of nvgpu's op are not needed by its lowering)."""
-    return nvgpu.DeviceAsyncCreateGroupOp([]).result
+def commit() -> None:
+    """Close the cp.async group of every copy this thread issued since the last commit."""
+    nvvm.CpAsyncCommitGroupOp()
 
 
-def wait(group: ir.Value, pending: int) -> None:
-    """Wait until at most `pending` committed groups are still in flight."""
-    i32 = ir.IntegerType.get_signless(32)
-    nvgpu.DeviceAsyncWaitOp(group, numGroups=ir.IntegerAttr.get(i32, pending))
+def wait(pending: int) -> None:
+    """Wait until at most `pending` committed groups of this thread are still in flight."""
+    nvvm.CpAsyncWaitGroupOp(pending)

@@ -24,10 +24,11 @@ whose chunk i = mi + TM*ni holds c0..c3 of atom (mi, ni).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import builtin, gpu, llvm, nvgpu, scf
+from mlir.dialects import gpu, llvm, nvvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
@@ -48,11 +49,16 @@ from tilec.passes.tile_views import (
     View,
     element_address,
     element_index,
+    gep,
     in_bounds,
     tensor_type,
 )
 
-ATOM = "sm80.mma_16x8x16.f32.f16.f16.f32"
+# The lowered mma.sync atoms and the element type of their A and B operands.
+ATOMS = {"sm80.mma_16x8x16.f32.f16.f16.f32": "f16", "sm80.mma_16x8x16.f32.bf16.bf16.f32": "bf16"}
+# On a tile.gemm in a pipelined loop (set by tile-pipeline): the cp.async groups its wait may
+# leave pending; the gemm then owns the loop's wait + barrier (`gemm_prefetch`).
+PREFETCH = "tile.prefetch"
 AM, AN, AK = 16, 8, 16
 WARP = 32
 
@@ -92,6 +98,7 @@ class MmaPartition:
 
     block: tuple[int, int]  # (BM, BN)
     warps: tuple[int, int]  # (WM, WN)
+    elem: str = "f16"  # of A and B
 
     @property
     def piece(self) -> tuple[int, int]:
@@ -110,14 +117,14 @@ class MmaPartition:
 
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)
-    if t is None or t.atom != ATOM:
-        raise LoweringError(op, f"only the {ATOM} atom is lowered, got {mma}")
+    if t is None or t.atom not in ATOMS:
+        raise LoweringError(op, f"only the atoms {', '.join(ATOMS)} are lowered, got {mma}")
     tiling = [int(x) for x in t.tiling.strip("()").split(",")]
     if len(tiling) != 3 or tiling[2] != 1:
         raise LoweringError(op, f"atoms {t.tiling}: expected (WM, WN, 1)")
     if len(block) != 2:
         raise LoweringError(op, f"block_shape {list(block)} must have two modes")
-    part = MmaPartition((block[0], block[1]), (tiling[0], tiling[1]))
+    part = MmaPartition((block[0], block[1]), (tiling[0], tiling[1]), ATOMS[t.atom])
     pm, pn = part.piece
     if pm * tiling[0] != block[0] or pn * tiling[1] != block[1] or pm % AM or pn % (2 * AN):
         raise LoweringError(
@@ -158,45 +165,18 @@ class Lanes:
         return Lanes(b.rem(tid, WARP), b.rem(warp, part.warps[0]), b.div(warp, part.warps[0]))
 
 
-def memref_of(ptr: ir.Value, elem: ir.Type, shared: bool) -> ir.Value:
-    """A rank-1 identity memref over `ptr`, for the nvgpu ops (only the pointer is read)."""
-    space = 3 if shared else 1
-    i64 = ir.IntegerType.get_signless(64)
-    desc = ir.Type.parse(
-        f"!llvm.struct<(ptr<{space}>, ptr<{space}>, i64, array<1 x i64>, array<1 x i64>)>"
-    )
-    # The descriptor the memref-to-LLVM conversion would build; reconcile-unrealized-casts
-    # folds the cast pair back to it after convert-nvgpu-to-nvvm.
-    d = llvm.UndefOp(desc).result
-    d = llvm.InsertValueOp(d, ptr, [0]).result
-    d = llvm.InsertValueOp(d, ptr, [1]).result
-    d = llvm.InsertValueOp(d, constant(i64, 0), [2]).result
-    d = llvm.InsertValueOp(d, constant(i64, 1 << 62), [3, 0]).result
-    d = llvm.InsertValueOp(d, constant(i64, 1), [4, 0]).result
-    where = "#gpu.address_space<workgroup>" if shared else "1"
-    mt = ir.Type.parse(f"memref<?x{elem}, {where}>")
-    return builtin.UnrealizedConversionCastOp([mt], [d]).result
-
-
-def cast(value: ir.Value, to: str) -> ir.Value:
-    return builtin.UnrealizedConversionCastOp([ir.Type.parse(to)], [value]).result
-
-
-def ldmatrix_x4(mem: ir.Value, index: Term, b: IndexBuilder) -> list[ir.Value]:
-    """The four vector<2xf16> registers of one ldmatrix.x4 (row address at `index`)."""
-    res = ir.Type.parse("vector<4x2xf16>")
-    v = nvgpu.LdMatrixOp(res, mem, [b.value(index)], False, 4).result
-    regs = cast(v, "!llvm.array<4 x vector<2xf16>>")
-    return [llvm.ExtractValueOp(ir.Type.parse("vector<2xf16>"), regs, [q]).result for q in range(4)]
-
-
-def pack(regs: list[ir.Value], elem: str) -> ir.Value:
-    """regs (vector<2xELEM> each) as the 2-D vector nvgpu.mma.sync takes."""
-    arr = f"!llvm.array<{len(regs)} x vector<2x{elem}>>"
-    a = llvm.UndefOp(ir.Type.parse(arr)).result
-    for q, r in enumerate(regs):
-        a = llvm.InsertValueOp(a, r, [q]).result
-    return cast(a, f"vector<{len(regs)}x2x{elem}>")
+def ldmatrix_x4(ptr: ir.Value, trans: bool = False) -> list[ir.Value]:
+    """The four registers (i32: two b16 each) of one ldmatrix.x4; `ptr` is this lane's row."""
+    i32 = ir.IntegerType.get_signless(32)
+    regs = nvvm.LdMatrixOp(
+        ir.Type.parse("!llvm.struct<(i32, i32, i32, i32)>"),
+        ptr,
+        4,
+        ir.Attribute.parse(f"#nvvm.mma_layout<{'col' if trans else 'row'}>"),
+        ir.Attribute.parse("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
+        ir.Attribute.parse("#nvvm.ld_st_matrix_elt_type<b16>"),
+    ).result
+    return [llvm.ExtractValueOp(i32, regs, [q]).result for q in range(4)]
 
 
 def pair(x: ir.Value, y: ir.Value) -> ir.Value:
@@ -206,48 +186,183 @@ def pair(x: ir.Value, y: ir.Value) -> ir.Value:
     return llvm.InsertElementOp(v, y, constant(i32, 1)).result
 
 
-def mma_sync(a: ir.Value, bregs: list[ir.Value], acc: list[ir.Value]) -> list[ir.Value]:
-    c = pack([pair(acc[0], acc[1]), pair(acc[2], acc[3])], "f32")
-    d = nvgpu.MmaSyncOp(
-        ir.Type.parse("vector<2x2xf32>"), a, pack(bregs, "f16"), c, [AM, AN, AK]
+def mma_sync(
+    a: list[ir.Value], b: list[ir.Value], acc: list[ir.Value], elem: str
+) -> list[ir.Value]:
+    """acc + a·b for one m16n8k16 atom: a (4 registers), b (2), acc (4 f32), as nvvm.mma.sync.
+
+    f16 operands go in as vector<2xf16>, bf16 ones as the i32 registers ldmatrix gave.
+    """
+    if elem == "f16":
+        half2 = ir.VectorType.get([2], ir.F16Type.get())
+        a = [llvm.BitcastOp(half2, r).result for r in a]
+        b = [llvm.BitcastOp(half2, r).result for r in b]
+    f32 = ir.F32Type.get()
+    d = nvvm.MmaOp(
+        ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>"),
+        ir.Attribute.parse(f"#nvvm.shape<m = {AM}, n = {AN}, k = {AK}>"),
+        ir.Attribute.parse("#nvvm.mma_layout<row>"),
+        ir.Attribute.parse("#nvvm.mma_layout<col>"),
+        a,
+        b,
+        acc,
+        multiplicandAPtxType=ir.Attribute.parse(f"#nvvm.mma_type<{elem}>"),
+        multiplicandBPtxType=ir.Attribute.parse(f"#nvvm.mma_type<{elem}>"),
     ).result
-    arr = cast(d, "!llvm.array<2 x vector<2xf32>>")
-    i32 = ir.IntegerType.get_signless(32)
-    out = []
-    for q in range(2):
-        row = llvm.ExtractValueOp(ir.Type.parse("vector<2xf32>"), arr, [q]).result
-        out += [llvm.ExtractElementOp(row, constant(i32, e)).result for e in range(2)]
-    return out
+    return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
 
 
-def check_operand(op: ir.Operation, view: View, rows: int, name: str) -> int:
-    """A K-major f16 shared tile of `rows` rows with whole 8-element ldmatrix rows; its K."""
+def check_operand(op: ir.Operation, view: View, rows: int, name: str, elem: str) -> bool:
+    """A shared (rows, 16k) tile of the atom's element type, in whole 16-byte ldmatrix rows
+    along K ("K-major": read as is) or along M or N ("MN-major": read with ldmatrix.trans)."""
     shape = view.static_shape(op)
     if view.space != "shared" or len(shape) != 2 or shape[0] != rows or shape[1] % AK:
         raise LoweringError(op, f"gemm operand {name}: expected a shared ({rows}, 16k) tile")
-    if str(view.elem) != "f16":
-        raise LoweringError(op, f"gemm operand {name}: expected f16, got {view.elem}")
-    if view.stride[1] != 1 or not isinstance(view.stride[0], int) or view.stride[0] % 8:
-        raise LoweringError(op, f"gemm operand {name}: only K-major tiles (no ldmatrix.trans)")
+    if str(view.elem) != elem:
+        raise LoweringError(op, f"gemm operand {name}: the atom takes {elem}, got {view.elem}")
+    k_major = view.stride[1] == 1
+    other = view.stride[0] if k_major else view.stride[1]
+    if (not k_major and view.stride[0] != 1) or not isinstance(other, int) or other % 8:
+        raise LoweringError(
+            op, f"gemm operand {name}: expected 8-element rows along K or along {name}'s rows"
+        )
     if view.swizzle is not None and view.swizzle.base < 3:
         raise LoweringError(op, f"gemm operand {name}: the swizzle splits 16-byte rows")
     if not isinstance(view.offset, int) or view.offset % 8:
         raise LoweringError(op, f"gemm operand {name}: the tile must start on 16 bytes")
-    return shape[1]
+    return k_major
 
 
-def shifted(view: View, base: Term, coords: list[Term], rows: int, b: IndexBuilder) -> Term:
-    """element_index(view, coords) for coords `rows` rows below those of `base`.
+def row_step(view: View, rows: int) -> int | None:
+    """How many elements `rows` rows down is when a swizzle passes it through untouched.
 
     A swizzle only reads and writes bits below the top of its yyy field: a static step that
-    is a multiple of that span passes through it, so the address is base + step (an immediate
-    offset) instead of a second xor chain that keeps one more 64-bit address alive.
+    is a multiple of that span is the same step before and after it (None: it is not).
     """
     step = rows * view.stride[0]
     sw = view.swizzle
     if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:
-        return b.add(base, step)
-    return element_index(view, coords, b)
+        return step
+    return None
+
+
+def shifted(view: View, base: Term, coords: list[Term], rows: int, b: IndexBuilder) -> Term:
+    """element_index(view, coords) for coords `rows` rows below those of `base`: base + step
+    (an immediate offset) where the swizzle allows, instead of a second xor chain."""
+    step = row_step(view, rows)
+    return element_index(view, coords, b) if step is None else b.add(base, step)
+
+
+def rows_from(view: View, first: list[Term], rows: list[int], b: IndexBuilder) -> list[ir.Value]:
+    """Addresses of the rows `rows[i]` below the element at `first`.
+
+    Where the swizzle allows, each is `first`'s address plus a constant: one register plus
+    immediates, which LLVM does not undo by hoisting one loop-invariant register per row out of
+    a pipelined loop (it would, for one index expression per row).
+    """
+    at = gep(view.base, element_index(view, first, b), view.elem, b)
+    out = []
+    for r in rows:
+        step = row_step(view, r)
+        if step is not None:
+            out.append(gep(at, step, view.elem, b))
+            continue
+        coords = [b.add(first[0], r), first[1]]
+        out.append(element_address(view, coords, b))
+    return out
+
+
+class Feed:
+    """Where this thread's ldmatrix rows sit in a gemm's A and B tiles, and the mma.sync that
+    consume what it loads. One k-step's registers are a flat list: four per A ldmatrix (an
+    m-atom's fragment), then four per B ldmatrix (n-atoms 2p and 2p+1).
+
+    ldmatrix.x4 lanes 8q..8q+7 address the rows of 8×8 matrix q. A K-major tile stores rows
+    along K, so lane l points at (row, k) = (l%8 + 8((l/8)%2), 8(l/16)) of A and
+    (l%8 + 8(l/16), 8((l/8)%2)) of B; an MN-major tile stores them along M (N), and .trans
+    hands each lane the same registers when it points at (8((l/8)%2), 8(l/16) + l%8) of A and
+    (8(l/16), 8((l/8)%2) + l%8) of B.
+    """
+
+    def __init__(
+        self, part: MmaPartition, majors: tuple[bool, bool], tid: ir.Value, b: IndexBuilder
+    ) -> None:
+        self.part, self.majors, self.b = part, majors, b
+        at = Lanes.of(tid, part, b)
+        l8, q = b.rem(at.lane, 8), b.rem(b.div(at.lane, 8), 2)
+        hi = b.div(at.lane, 16)
+        # (row, k) of this lane's ldmatrix row in an operand's 16×16 block (A) or 16×16 pair of
+        # n-atoms (B), for K-major and MN-major tiles.
+        self.lane_a = (b.add(l8, b.mul(q, 8)), b.mul(hi, 8)), (b.mul(q, 8), b.add(b.mul(hi, 8), l8))
+        self.lane_b = (b.add(l8, b.mul(hi, 8)), b.mul(q, 8)), (b.mul(hi, 8), b.add(b.mul(q, 8), l8))
+        self.m0, self.n0 = b.mul(at.wm, part.piece[0]), b.mul(at.wn, part.piece[1])
+
+    def load(self, a: View, bv: View, ks: int) -> list[ir.Value]:
+        """The registers of k-step `ks` (a multiple of 16) of the tiles a (M×K), bv (N×K)."""
+        return self.load_a(a, ks) + [
+            r for p in range(self.part.tiles[1] // 2) for r in self.load_b(bv, ks, p)
+        ]
+
+    def load_a(self, a: View, ks: int) -> list[ir.Value]:
+        """Four registers per m-atom: the A fragments of k-step `ks`."""
+        rows = [mi * AM for mi in range(self.part.tiles[0])]
+        return self.rows(a, self.m0, self.lane_a, self.majors[0], rows, ks)
+
+    def load_b(self, bv: View, ks: int, p: int) -> list[ir.Value]:
+        """Four registers: the B fragments of n-atoms 2p and 2p+1 for k-step `ks`."""
+        return self.rows(bv, self.n0, self.lane_b, self.majors[1], [p * 2 * AN], ks)
+
+    def rows(
+        self, view: View, row0: Term, lanes: tuple, k_major: bool, rows: list[int], ks: int
+    ) -> list[ir.Value]:
+        b = self.b
+        r, k = lanes[0] if k_major else lanes[1]
+        out = []
+        for ptr in rows_from(view, [b.add(row0, r), b.add(k, ks)], rows, b):
+            out += ldmatrix_x4(ptr, trans=not k_major)
+        return out
+
+    def mma(
+        self, frags: list[ir.Value], values: list[list[ir.Value]], pairs: list[int] | None = None
+    ) -> None:
+        """values[mi + TM*ni] += the atom products of one k-step's registers (only those of
+        the B ldmatrix `pairs`, when given).
+
+        A whole k-step goes m-atom by m-atom, its n-atoms back and forth (CUTLASS's serpentine):
+        consecutive mma.sync share A (4 registers) and, at the turns, B, which the register
+        file's operand reuse caches instead of reading them again.
+        """
+        (tm, tn), elem = self.part.tiles, self.part.elem
+        afr, bregs = frags[: 4 * tm], frags[4 * tm :]
+        if pairs is None:
+            order = [
+                (mi, ni)
+                for mi in range(tm)
+                for ni in (range(tn) if mi % 2 == 0 else reversed(range(tn)))
+            ]
+        else:  # B registers of these pairs only: one B load feeds two n-atoms of every m-atom
+            order = [(mi, 2 * p + h) for p in pairs for h in (0, 1) for mi in range(tm)]
+        for mi, ni in order:
+            p, half = divmod(ni, 2)
+            regs = bregs[4 * p + 2 * half : 4 * p + 2 * half + 2]
+            i = mi + tm * ni
+            values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], regs, values[i], elem)
+
+
+def check_gemm(
+    op: ir.Operation, a: View, bv: View, acc: Frag
+) -> tuple[MmaPartition, int, tuple[bool, bool]]:
+    """The accumulator's partition, K, and whether A and B are K-major, once checked."""
+    part = acc.part
+    if not isinstance(part, MmaPartition):
+        raise LoweringError(op, "gemm accumulates into a fragment of its tiled MMA")
+    if a.static_shape(op)[1:] != bv.static_shape(op)[1:]:
+        raise LoweringError(op, "gemm operands a and b differ in K")
+    majors = (
+        check_operand(op, a, part.block[0], "a", part.elem),
+        check_operand(op, bv, part.block[1], "b", part.elem),
+    )
+    return part, a.static_shape(op)[1], majors
 
 
 def gemm(
@@ -255,45 +370,65 @@ def gemm(
 ) -> None:
     """acc += a @ bᵀ, between two barriers (the copies before, the next copies after) unless
     a pipelined loop's wait + barrier orders the shared tiles already."""
-    part = acc.part
-    if not isinstance(part, MmaPartition):
-        raise LoweringError(op, "gemm accumulates into a fragment of its tiled MMA")
-    k = check_operand(op, a, part.block[0], "a")
-    if check_operand(op, bv, part.block[1], "b") != k:
-        raise LoweringError(op, "gemm operands a and b differ in K")
-    b = IndexBuilder()
+    part, k, majors = check_gemm(op, a, bv, acc)
     if barriers:
         gpu.BarrierOp()
-    at = Lanes.of(tid, part, b)
-    amem, bmem = memref_of(a.base, a.elem, True), memref_of(bv.base, bv.elem, True)
-    lane = at.lane
-    l8, q = b.rem(lane, 8), b.rem(b.div(lane, 8), 2)
-    hi = b.div(lane, 16)
-    a_r, a_c = b.add(l8, b.mul(q, 8)), b.mul(hi, 8)
-    b_r, b_c = b.add(l8, b.mul(hi, 8)), b.mul(q, 8)
-    pm, pn = part.piece
-    tm, tn = part.tiles
-    m0, n0 = b.mul(at.wm, pm), b.mul(at.wn, pn)
+    feed = Feed(part, majors, tid, IndexBuilder())
     values = [list(row) for row in acc.values]
+    tm, tn = part.tiles
     for ks in range(0, k, AK):
-        a0 = element_index(a, [b.add(m0, a_r), b.add(a_c, ks)], b)
-        afr = []
-        for mi in range(tm):
-            at_ = shifted(a, a0, [b.add(b.add(m0, mi * AM), a_r), b.add(a_c, ks)], mi * AM, b)
-            afr.append(pack(ldmatrix_x4(amem, at_, b), "f16"))
-        b0 = element_index(bv, [b.add(n0, b_r), b.add(b_c, ks)], b)
-        # One B load feeds two n-atoms of every m-atom: 16 A + 4 B registers live at a time.
+        # B one ldmatrix at a time: 4 B registers live instead of 2 TN (fewer registers than
+        # the prefetching form, which keeps a whole k-step of both operands ahead).
+        afr = feed.load_a(a, ks)
         for p in range(tn // 2):
-            row = p * 2 * AN
-            at_ = shifted(bv, b0, [b.add(b.add(n0, row), b_r), b.add(b_c, ks)], row, b)
-            regs = ldmatrix_x4(bmem, at_, b)
-            for ni, bregs in ((2 * p, regs[0:2]), (2 * p + 1, regs[2:4])):
-                for mi in range(tm):
-                    i = mi + tm * ni
-                    values[i] = mma_sync(afr[mi], bregs, values[i])
+            feed.mma(afr + [None] * (4 * p) + feed.load_b(bv, ks, p), values, [p])
     acc.values = values
     if barriers:
         gpu.BarrierOp()
+
+
+def preload(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value) -> Frag:
+    """The first k-step's fragments of a prefetching gemm (see `gemm_prefetch`)."""
+    part, _, majors = check_gemm(op, a, bv, acc)
+    frags = Feed(part, majors, tid, IndexBuilder()).load(a, bv, 0)
+    return Frag(part, acc.elem, [frags])
+
+
+def gemm_prefetch(
+    op: ir.Operation,
+    tiles: tuple[View, View],
+    following: tuple[View, View],
+    acc: Frag,
+    ahead: Frag,
+    tid: ir.Value,
+    pending: int,
+) -> None:
+    """acc += a @ bᵀ in a pipelined loop, loading each k-step's fragments one k-step early.
+
+    `ahead` holds k-step 0 of `tiles` (loaded by the previous iteration, or `preload` before
+    the loop); each k-step loads the next one before its mma.sync. Before the last k-step the
+    loop waits for the next stage's copies (all but `pending` groups) and for every warp
+    (barrier), then loads k-step 0 of `following`, so the mma.sync of the last k-step overlap
+    the barrier's wake-up and the next stage's first loads:
+
+        k-steps:   load 1 | mma 0 | load 2 | mma 1 | wait, barrier, load next 0 | mma 2
+    """
+    part, k, majors = check_gemm(op, *tiles, acc)
+    check_gemm(op, *following, acc)
+    feed = Feed(part, majors, tid, IndexBuilder())
+    values = [list(row) for row in acc.values]
+    current = ahead.values[0]
+    for ks in range(0, k, AK):
+        if ks + AK < k:
+            upcoming = feed.load(*tiles, ks + AK)
+        else:
+            nvvm.CpAsyncWaitGroupOp(pending)
+            gpu.BarrierOp()
+            upcoming = feed.load(*following, 0)
+        feed.mma(current, values)
+        current = upcoming
+    acc.values = values
+    ahead.values = [current]
 
 
 def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, threads: int) -> None:
@@ -352,8 +487,15 @@ class CarriedLoops:
     values become iter_args (the loop is rebuilt at its first tile op, yields after its last).
     """
 
-    def __init__(self, ops: list[ir.Operation]) -> None:
+    def __init__(
+        self, ops: list[ir.Operation], preload: Callable[[ir.Operation], Frag] | None = None
+    ) -> None:
         self.loops: list[ir.Operation] = []
+        # Prefetching gemms (`gemm_prefetch`): their innermost loop also carries the next
+        # k-step's fragments, which `preload(gemm)` loads before the loop.
+        self.preload = preload
+        self.prefetching: dict[int, list[ir.Operation]] = {}
+        self.ahead: list[tuple[ir.Operation, Frag]] = []
         self.of: list[list[int]] = []  # per op (by position): enclosing loops, outermost first
         self.accs: dict[int, list[ir.Value]] = {}
         self.last: dict[int, int] = {}
@@ -372,6 +514,8 @@ class CarriedLoops:
                 for loop in chain:
                     if not self.inside(acc, self.loops[loop]):
                         self.accs.setdefault(loop, []).append(acc)
+                if PREFETCH in op.attributes and chain:
+                    self.prefetching.setdefault(chain[-1], []).append(op)
 
     def number(self, loop: ir.Operation) -> int:
         for k, known in enumerate(self.loops):
@@ -398,7 +542,20 @@ class CarriedLoops:
             carried = [frags.get(v) for v in dict.fromkeys(self.accs[loop])]
             if not all(isinstance(f, Frag) for f in carried):
                 raise LoweringError(self.loops[loop], "gemm accumulator is not a lowered fragment")
+            for gemm in self.prefetching.get(loop, []):
+                assert self.preload is not None, "prefetching gemms need a preload"
+                with ir.InsertionPoint(self.loops[loop]), gemm.location:
+                    ahead = self.preload(gemm)
+                self.ahead.append((gemm, ahead))
+                carried.append(ahead)
             self.open[loop] = (rebuild(self.loops[loop], carried), carried)
+
+    def fragments_ahead(self, gemm: ir.Operation) -> Frag:
+        """The carried next-k-step fragments of a prefetching gemm."""
+        for op, frag in self.ahead:
+            if op == gemm:
+                return frag
+        raise LoweringError(gemm, "a prefetching gemm must sit in the loop that carries it")
 
     def leave(self, n: int) -> None:
         """After op n: yield the accumulators of every loop whose last tile op it was."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, nvgpu, scf
+from mlir.dialects import arith, nvvm, scf
 
 from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
@@ -13,6 +13,8 @@ from tilec.passes.tile_views import LoweringError, tensor_type
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
 # barriers of their own: the pipeline's wait + barrier at the top of each iteration covers both.
 PIPELINED = "tile.pipelined"
+# Same name as tilec.passes.tile_mma.PREFETCH (which imports MLIR dialects this pass needs not).
+PREFETCH = "tile.prefetch"
 
 
 def is_async_copy(op: ir.Operation) -> bool:
@@ -119,6 +121,25 @@ class Pipeline:
                     todo.extend(owner.operation.operands)
         return [o for o in self.body.operations if o.operation in need]
 
+    def prefetchable(self) -> ir.Operation | None:
+        """The loop's one tile.gemm when it reads two pipelined buffers as its A and B and
+        nothing else reads them: it can then own the wait + barrier (`tile_mma.gemm_prefetch`).
+        """
+        readers = [
+            (use.owner, use.operand_number)
+            for buf in self.buffers
+            for use in buf.results[0].uses
+            if not any(use.owner == c for c in self.copies)
+        ]
+        if len(self.buffers) != 2 or len(readers) != 2:
+            return None
+        (op, i), (other, j) = readers
+        if op.name != "tile.gemm" or op != other or {i, j} != {1, 2}:
+            return None
+        if op.parent != self.loop.regions[0].blocks[0].owner:
+            return None
+        return op
+
     def guard(self, tile: ir.Value) -> ir.Value:
         return arith.CmpIOp(arith.CmpIPredicate.slt, tile, self.loop.operands[1]).result
 
@@ -157,7 +178,7 @@ class Pipeline:
             attributes={"coord": ir.StringAttr.get(coord)},
         ).result
 
-    def run(self) -> None:
+    def run(self, prefetch: bool = True) -> None:
         s, loop = self.stages, self.loop
         lb, step = loop.operands[0], loop.operands[2]
         staged: dict[ir.Operation, ir.Value] = {}
@@ -169,10 +190,6 @@ class Pipeline:
                 )
             staged[buf] = new.result
         # Prologue: tiles 0..S-2, one group each (empty when the tile is past the trip count).
-        # Each commit takes the previous one's token (its lowering ignores it): a commit without
-        # operands prints in a form that swallows a following `%x = ...` when parsed back, so
-        # the guards are computed first and only an scf.if may follow the first commit.
-        token = None
         with ir.InsertionPoint(loop), loop.location:
             tiles = [
                 arith.AddIOp(lb, arith.MulIOp(step, index(p)).result).result for p in range(s - 1)
@@ -180,16 +197,25 @@ class Pipeline:
             conds = [self.guard(t) for t in tiles]
             for p in range(s - 1):
                 self.issue(tiles[p], conds[p], index(p), staged)
-                token = nvgpu.DeviceAsyncCreateGroupOp([token] if token else []).result
-        # Steady state: tile `it` has landed once at most S-2 younger groups are pending.
+                nvvm.CpAsyncCommitGroupOp()
+        # Steady state: tile `it` has landed once at most S-2 younger groups are pending. A
+        # prefetching gemm waits inside its last k-step for the next iteration's tile instead,
+        # so tile 0's wait goes before the loop.
+        gemm = self.prefetchable() if prefetch else None
+        if gemm is not None:
+            with ir.InsertionPoint(loop), loop.location:
+                nvvm.CpAsyncWaitGroupOp(s - 2)
+                ir.Operation.create("tile.barrier")
+            gemm.attributes[PREFETCH] = ir.IntegerAttr.get(i64(), s - 2)
         first = list(self.body.operations)[0]
         with ir.InsertionPoint(first), loop.location:
-            nvgpu.DeviceAsyncWaitOp(token, numGroups=ir.IntegerAttr.get(i32(), s - 2))
-            ir.Operation.create("tile.barrier")
+            if gemm is None:
+                nvvm.CpAsyncWaitGroupOp(s - 2)
+                ir.Operation.create("tile.barrier")
             it = arith.DivUIOp(arith.SubIOp(self.iv, lb).result, step).result
             ahead = arith.AddIOp(self.iv, arith.MulIOp(step, index(s - 1)).result).result
             self.issue(ahead, self.guard(ahead), arith.AddIOp(it, index(s - 1)).result, staged)
-            nvgpu.DeviceAsyncCreateGroupOp([token])
+            nvvm.CpAsyncCommitGroupOp()
             stage = arith.RemUIOp(it, index(s)).result
             reads = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
         for c in self.copies:
@@ -204,7 +230,7 @@ class Pipeline:
         walk(loop, mark_gemm)
         # Drain: no copy may still be writing shared memory after the loop.
         with ir.InsertionPoint(next_op(loop)), loop.location:
-            nvgpu.DeviceAsyncWaitOp(token, numGroups=ir.IntegerAttr.get(i32(), 0))
+            nvvm.CpAsyncWaitGroupOp(0)
 
 
 # Opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin), by target.
@@ -239,8 +265,8 @@ def next_op(op: ir.Operation) -> ir.Operation:
     return block_ops[[o.operation for o in block_ops].index(op) + 1]
 
 
-def i32() -> ir.Type:
-    return ir.IntegerType.get_signless(32)
+def i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
 
 
 @register
@@ -272,19 +298,21 @@ class TilePipeline(Pass):
     # Shared memory per block the stages may fill; 0: the kernel's `tile.target`'s opt-in
     # dynamic limit (outline-tile-kernels moves buffers past 48 KiB to dynamic shared memory).
     smem_limit: int = 0
+    # Let a loop's lone gemm own the wait + barrier and load its fragments a k-step early.
+    prefetch: bool = True
 
     def run(self, module: ir.Operation) -> None:
         loops: list[ir.Operation] = []
         walk(module, lambda op: loops.append(op) if "tile.stages" in op.attributes else None)
         try:
             for loop in loops:
-                self.pipeline(loop, self.smem_limit or target_smem_limit(loop))
+                self.pipeline(loop, self.smem_limit or target_smem_limit(loop), self.prefetch)
         except LoweringError as err:
             self.error(err.op, str(err))
             self.fail()
 
     @staticmethod
-    def pipeline(loop: ir.Operation, smem_limit: int) -> None:
+    def pipeline(loop: ir.Operation, smem_limit: int, prefetch: bool = True) -> None:
         attr = loop.attributes["tile.stages"]
         if loop.name != "scf.for" or not isinstance(attr, ir.IntegerAttr):
             raise LoweringError(loop, "tile.stages belongs on an scf.for, as an integer")
@@ -304,4 +332,4 @@ class TilePipeline(Pass):
             loop.attributes["tile.stages"] = ir.IntegerAttr.get(attr.type, fits)
             p.stages = fits
         if p.stages > 1:
-            p.run()
+            p.run(prefetch)

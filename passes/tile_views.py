@@ -151,7 +151,11 @@ def local_tile(op: ir.Operation, view: View, b: IndexBuilder) -> View:
 
 def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
     items = parse_coord(op, ir.StringAttr(op.attributes["coord"]).value, len(view.shape))
-    coords = coord_terms(op, items, list(op.operands)[1:])
+    return slice_at(view, coord_terms(op, items, list(op.operands)[1:]), b)
+
+
+def slice_at(view: View, coords: list[Term | None], b: IndexBuilder) -> View:
+    """The view with each mode whose coordinate is given fixed there (None keeps the mode)."""
     kept = [k for k, c in enumerate(coords) if c is None]
     offset, base = view.offset, view.base
     bounds: list[Bound] = []

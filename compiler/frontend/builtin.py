@@ -52,6 +52,8 @@ def registrar(table: dict[str, Builtin]) -> Callable[..., Callable[[Handler], Ha
 
 def targ_atom(c: ExprChecker, node: ast.Node, kind: str) -> Atom | None:
     text = node.text if isinstance(node, ast.AtomName) else getattr(node, "id", None)
+    if text is not None:  # sm80.mma_16x8x16.f32.T.T.f32 with T: type = bf16
+        text = ".".join(c.type_params.get(part, part) for part in text.split("."))
     atom = ATOMS.get(text or "")
     if atom is None:
         names = ", ".join(a.name for a in ATOMS.values() if a.kind == kind)

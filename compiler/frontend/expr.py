@@ -42,9 +42,12 @@ class ExprChecker:
         self.allocs: list[Alloc] = []
         self.pipelines: list[IterV] = []
         self.let_name: str | None = None
+        # `type` parameters by name, so an atom name may spell its element types with them.
+        self.type_params: dict[str, str] = {}
 
     def begin_kernel(self) -> None:
         self.header, self.allocs, self.pipelines = True, [], []
+        self.type_params = {}
         self.target, self.threads = None, (1,)
 
     def error(self, message: str, span: Span, notes: list | None = None) -> ErrorV:

@@ -109,6 +109,7 @@ class KernelChecker:
         self.c.begin_kernel()
         for p in self.node.cparams:
             self.cparam(p)
+        self.c.type_params = {k: v for k, v in self.params.items() if isinstance(v, str)}
         for a in self.node.args:
             self.arg(a)
         target, threads, grid = self.clauses()
@@ -246,8 +247,21 @@ class KernelChecker:
             if len(sym.bindings) == 1:
                 self.define(node.id, IntV(None, node.id), node.span, node)
             return [node.id]
+        if isinstance(node, ast.Call) and node.func == "choose" and node.args and not node.kwargs:
+            # choose(P, e0, e1, ...) with an int parameter P: the layout a parameter picks.
+            b = self.scope.lookup(getattr(node.args[0], "id", ""))
+            i = b.value.value if b is not None and isinstance(b.value, IntV) else None
+            if isinstance(i, int) and b.value.static and 0 <= i < len(node.args) - 1:
+                return self.entries(node.args[1 + i], arg, what, path)
+            self.diags.error(
+                f"choose in an argument's {what} takes an int parameter and a choice for each "
+                "of its values",
+                node.span,
+            )
+            return 1
         self.diags.error(
-            f"a {what} entry of an argument must be an integer or a size name", node.span
+            f"a {what} entry of an argument must be an integer, a size name or choose(PARAM, ...)",
+            node.span,
         )
         return 1
 

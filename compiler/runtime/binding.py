@@ -97,6 +97,18 @@ def _scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
     return _SCALAR_CTYPES[p.dtype](float(value))
 
 
+# Kernels index in 32 bits (outline-tile-kernels' dlti.dl_spec): offsets stay below 2^31.
+INDEX_LIMIT = 2**31
+
+
+def _check_index_range(name: str, view: TensorView) -> None:
+    span = sum((n - 1) * abs(d) for n, d in zip(view.shape, view.strides, strict=True) if n > 0)
+    if span >= INDEX_LIMIT or any(n >= INDEX_LIMIT for n in view.shape):
+        raise ValueError(
+            f"argument {name!r}: spans {span + 1} elements; kernels index in 32 bits (< 2^31)"
+        )
+
+
 def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> None:
     where = f"argument {p.name!r}"
     if view.dtype != p.dtype:
@@ -212,6 +224,9 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
         raise ValueError(f"{m.entry}: invalid launch shape grid={grid} block={block}")
     smem = evaluate(m.dynamic_smem, symbols)
     tma = {d.name: tma_encode_args(d, views[d.tensor], symbols) for d in m.tma}
+    for p in expected:
+        if isinstance(p, TensorParam):
+            _check_index_range(p.name, views[p.name])
     return Binding(views, symbols, grid, block, smem, slots, tma)  # type: ignore[arg-type]
 
 

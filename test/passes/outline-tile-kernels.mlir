@@ -1,12 +1,12 @@
 // outline-tile-kernels: a lowered kernel moves into gpu.module @kernels as a gpu.func with the
-// runtime's ABI: pointers in the global space, runtime sizes as i64, tile.* attributes kept,
+// runtime's ABI: pointers in the global space, runtime sizes as i64 (32-bit `index` inside: the dlti.dl_spec), tile.* attributes kept,
 // tile.dynamic_smem and the known block size added; workgroup globals move along.
 // RUN: tile-opt -p outline-tile-kernels %s | filecheck %s
 // RUN: tile-opt -p outline-tile-kernels --split-input-file --verify-diagnostics %s.bad
 
 // CHECK: module attributes {gpu.container_module} {
 // CHECK-NOT: func.func @scale
-// CHECK: gpu.module @kernels {
+// CHECK: gpu.module @kernels attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i32>} {
 // CHECK-NEXT: llvm.mlir.global internal @__smem_scale_s() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
 // CHECK-NEXT: gpu.func @scale(%[[X:.*]]: !llvm.ptr<1>, %[[A:.*]]: f32, %[[N:.*]]: i64) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>

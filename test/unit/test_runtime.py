@@ -478,3 +478,17 @@ def test_runtime_imports_no_mlir_or_llvmlite() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_bind_refuses_tensors_past_32_bit_indices() -> None:
+    """Kernels index in 32 bits: a tensor spanning 2^31 elements is refused before launch."""
+    m = Manifest(
+        entry="scale",
+        target="sm_80",
+        params=(TensorParam("x", "f32", ("N",)), SizeParam("N", ("x", 0))),
+        grid=("cdiv(N, 128)", 1, 1),
+        block=(128, 1, 1),
+    )
+    bind(m, (FakeCuda((2**31 - 1,), "<f4"),))  # the largest that fits
+    with pytest.raises(ValueError, match="kernels index in 32 bits"):
+        bind(m, (FakeCuda((2**31,), "<f4"),))
