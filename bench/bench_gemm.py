@@ -48,9 +48,12 @@ def _configs() -> list[triton.Config]:
     return out
 
 
-@triton.autotune(configs=_configs(), key=["M", "N", "K"])
+@triton.autotune(configs=_configs(), key=["M", "N", "K", "sam", "sbn"])
 @triton.jit
-def _triton_gemm_tn(a, b, c, M, N, K, alpha, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def _triton_gemm(
+    a, b, c, M, N, K, sam, sak, sbn, sbk, alpha,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+):  # fmt: skip
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
@@ -59,10 +62,14 @@ def _triton_gemm_tn(a, b, c, M, N, K, alpha, BM: tl.constexpr, BN: tl.constexpr,
     for k0 in range(0, K, BK):
         ks = k0 + rk
         ta = tl.load(
-            a + rm[:, None] * K + ks[None, :], mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0
+            a + rm[:, None] * sam + ks[None, :] * sak,
+            mask=(rm[:, None] < M) & (ks[None, :] < K),
+            other=0.0,
         )
         tb = tl.load(
-            b + rn[:, None] * K + ks[None, :], mask=(rn[:, None] < N) & (ks[None, :] < K), other=0.0
+            b + rn[:, None] * sbn + ks[None, :] * sbk,
+            mask=(rn[:, None] < N) & (ks[None, :] < K),
+            other=0.0,
         )
         acc += tl.dot(ta, tl.trans(tb))
     out = (acc * alpha).to(c.dtype.element_ty)
@@ -70,19 +77,26 @@ def _triton_gemm_tn(a, b, c, M, N, K, alpha, BM: tl.constexpr, BN: tl.constexpr,
 
 
 def triton_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float) -> None:
+    """c = alpha * a @ b.T for any strides of a (M×K) and b (N×K)."""
     m, k = a.shape
     n = b.shape[0]
     grid = lambda meta: (triton.cdiv(m, meta["BM"]), triton.cdiv(n, meta["BN"]))  # noqa: E731
-    _triton_gemm_tn[grid](a, b, c, m, n, k, alpha)
+    _triton_gemm[grid](a, b, c, m, n, k, *a.stride(), *b.stride(), alpha)
+
+
+def operand(rows: int, k: int, mn_major: bool, dtype: torch.dtype) -> torch.Tensor:
+    """rows×K, K contiguous, or (mn_major) the transpose of a row-major K×rows tensor."""
+    if mn_major:
+        return torch.randn(k, rows, device="cuda").to(dtype).T
+    return torch.randn(rows, k, device="cuda").to(dtype)
 
 
 def bench_shape(
-    kernels: dict[str, object], m: int, n: int, k: int, dtype: torch.dtype
+    kernels: dict[str, object], m: int, n: int, k: int, dtype: torch.dtype, ma: bool, mb: bool
 ) -> list[str]:
     """One table row per bundle at this shape; references timed once, on the same tensors."""
     alpha = 1.0
-    a = torch.randn(m, k, device="cuda").to(dtype)
-    b = torch.randn(n, k, device="cuda").to(dtype)
+    a, b = operand(m, k, ma, dtype), operand(n, k, mb, dtype)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
     ref = (a.float() @ b.float().T) * alpha
     flops = 2 * m * n * k
@@ -114,19 +128,22 @@ def main() -> None:
     parser.add_argument("--bundle", required=True, action="append", help="repeatable")
     parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     parser.add_argument("--shape", action="append", type=parse_shape, help="MxNxK, repeatable")
+    parser.add_argument("--ma", action="store_true", help="A M-major (bundles built -D MA=1)")
+    parser.add_argument("--mb", action="store_true", help="B N-major (bundles built -D MB=1)")
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
     kernels = {b: load(b) for b in args.bundle}
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
-        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, randn inputs.",
+        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, randn inputs, "
+        f"A {'M' if args.ma else 'K'}-major, B {'N' if args.mb else 'K'}-major.",
         "",
         "| bundle | M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for m, n, k in args.shape or SHAPES:
-        lines += bench_shape(kernels, m, n, k, dtype)
+        lines += bench_shape(kernels, m, n, k, dtype, args.ma, args.mb)
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     print(table)
