@@ -101,3 +101,43 @@ func.func @rowmax(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index
   "tile.store"(%8, %12) : (!tile.tensor<f32, "register", "(1,1024):(1,1)">, !tile.tensor<f16, "global", "(1,1024):(?,1)">) -> ()
   return
 }
+
+// -----
+
+// epilogue: acc + a bias row (M stride 0) loaded like the 32×32 accumulator (2 atoms per
+// thread). The load moves to the store: one test (the store's tile and the bias's, in bounds and
+// 4-byte aligned) picks the fast path, where each chunk loads its bias pairs (both rows of an
+// atom read the same address), adds, stores two f16 pairs, and only then loads the next chunk.
+// CHECK-LABEL: func.func @epilogue(
+// CHECK: scf.if %{{.*}} {
+// CHECK: %[[P:.*]] = arith.addi %[[ROW:.*]], %[[COL:.*]] : index
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xf16>
+// CHECK: arith.addf
+// CHECK: arith.addi %[[ROW]], %[[COL]] : index
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xf16>
+// CHECK: arith.truncf
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<1>
+// CHECK-NOT: llvm.load
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<1>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xf16>
+// CHECK: } else {
+// CHECK: scf.if %{{.*}} -> (f16) {
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f16
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f16, !llvm.ptr<1>
+// CHECK-NOT: tile.
+func.func @epilogue(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg3, %arg3) {name = "C"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,?):(?,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg2, %arg3) {name = "bias"} : (!llvm.ptr, index, index) -> !tile.tensor<f16, "global", "(?,?):(0,1)">
+  %2 = "tile.tiled_mma"() : () -> !tile.mma<"sm80.mma_16x8x16.f32.f16.f16.f32", "(2,2,1)">
+  %3 = "tile.fragment"(%2) {block_shape = array<i64: 32, 32>} : (!tile.mma<"sm80.mma_16x8x16.f32.f16.f16.f32", "(2,2,1)">) -> !tile.tensor<f32, "register", "(4,1,2):(1,4,4)">
+  "tile.fill"(%3) {value = 1.000000e+00 : f32} : (!tile.tensor<f32, "register", "(4,1,2):(1,4,4)">) -> ()
+  %4 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %5 = "tile.block_id"() {dim = 1 : i64} : () -> index
+  %6 = "tile.local_tile"(%0, %4, %5) {coord = "(?,?)", tile = array<i64: 32, 32>} : (!tile.tensor<f16, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f16, "global", "(32,32):(?,1)">
+  %7 = "tile.local_tile"(%1, %4, %5) {coord = "(?,?)", tile = array<i64: 32, 32>} : (!tile.tensor<f16, "global", "(?,?):(0,1)">, index, index) -> !tile.tensor<f16, "global", "(32,32):(0,1)">
+  %8 = "tile.load"(%7, %3) {other = 0.000000e+00 : f16} : (!tile.tensor<f16, "global", "(32,32):(0,1)">, !tile.tensor<f32, "register", "(4,1,2):(1,4,4)">) -> !tile.tensor<f16, "register", "(4,1,2):(1,4,4)">
+  %9 = "tile.convert"(%8) : (!tile.tensor<f16, "register", "(4,1,2):(1,4,4)">) -> !tile.tensor<f32, "register", "(4,1,2):(1,4,4)">
+  %10 = "tile.binary"(%3, %9) {op = "add"} : (!tile.tensor<f32, "register", "(4,1,2):(1,4,4)">, !tile.tensor<f32, "register", "(4,1,2):(1,4,4)">) -> !tile.tensor<f32, "register", "(4,1,2):(1,4,4)">
+  "tile.store"(%10, %6) : (!tile.tensor<f32, "register", "(4,1,2):(1,4,4)">, !tile.tensor<f16, "global", "(32,32):(?,1)">) -> ()
+  return
+}
