@@ -298,7 +298,8 @@ class TilePipeline(Pass):
     # Shared memory per block the stages may fill; 0: the kernel's `tile.target`'s opt-in
     # dynamic limit (outline-tile-kernels moves buffers past 48 KiB to dynamic shared memory).
     smem_limit: int = 0
-    # Let a loop's lone gemm own the wait + barrier and load its fragments a k-step early.
+    # Let a loop's lone gemm own the wait + barrier and load its fragments a k-step early; a
+    # loop's `tile.prefetch_fragments` (the source's `pipeline(..., prefetch = 0 | 1)`) wins.
     prefetch: bool = True
 
     def run(self, module: ir.Operation) -> None:
@@ -324,6 +325,8 @@ class TilePipeline(Pass):
         p = Pipeline(loop, stages)
         if not p.copies:
             return
+        if "tile.prefetch_fragments" in loop.attributes:  # the source's pipeline(prefetch = ...)
+            prefetch = ir.IntegerAttr(loop.attributes["tile.prefetch_fragments"]).value != 0
         fits = p.fitting_stages(smem_limit)
         if fits < stages:
             # More stages than the target's shared memory holds: the launch would fail, so

@@ -255,7 +255,7 @@ def range_(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     return IterV("range", ints)
 
 
-@builtin("pipeline", 1, 1, ("stages",))
+@builtin("pipeline", 1, 1, ("stages", "prefetch"))
 def pipeline(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     ints = ints_arg(c, node, args)
     stages = kw.get("stages", IntV(2, "2"))
@@ -264,8 +264,15 @@ def pipeline(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) ->
         return ErrorV()
     if not (isinstance(stages, IntV) and stages.static and 1 <= stages.value <= 16):
         return c.error("stages must be a static integer from 1 to 16", (snode or node).span)
+    prefetch = kw.get("prefetch")
+    if prefetch is not None and not (
+        isinstance(prefetch, IntV) and prefetch.static and prefetch.value in (0, 1)
+    ):
+        return c.error("prefetch must be a static 0 or 1", node.kwarg("prefetch").span)
     param = snode.id if isinstance(snode, ast.Name) else None
-    return IterV("pipeline", [IntV(0, "0"), ints[0], IntV(1, "1")], stages.value, param)
+    it = IterV("pipeline", [IntV(0, "0"), ints[0], IntV(1, "1")], stages.value, param)
+    it.prefetch = None if prefetch is None else prefetch.value
+    return it
 
 
 @builtin("grouped", 1, 1)

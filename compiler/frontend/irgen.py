@@ -186,6 +186,8 @@ class KernelGen(ExprGen):
         loop = scf.ForOp(lo, hi, step, loc=self.loc(stmt.span))
         if it.how == "pipeline":
             loop.attributes["tile.stages"] = i64(it.stages)
+            if it.prefetch is not None:
+                loop.attributes["tile.prefetch_fragments"] = i64(it.prefetch)
         with ir.InsertionPoint(loop.body):
             self.env.append({stmt.var: loop.induction_variable})
             self.block(stmt.body)

@@ -139,6 +139,7 @@ class IterV(V):
     args: list[IntV]
     stages: int = 1
     stages_param: str | None = None
+    prefetch: int | None = None  # pipeline(..., prefetch = 0 | 1); None: tile-pipeline's option
     raster: str = "linear"
     group: int = 1
     kind = "iteration space"

@@ -9,6 +9,7 @@ transpose of a row-major K×M tensor (M contiguous), MB = 1 likewise B (N contig
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,9 @@ BOUNDS = {"f16": 2e-3, "bf16": 1e-2}
 
 
 def layout(name: str) -> tuple[int, int, str]:
-    if name.startswith("default"):
-        return 0, 0, "f16"
-    ab, t = name.split("_")
-    return int(ab[1]), int(ab[3]), t
+    """(MA, MB, T) of a bundle named a<MA>b<MB>_<T>; the others are K-major f16."""
+    m = re.fullmatch(r"a([01])b([01])_(f16|bf16)", name)
+    return (int(m[1]), int(m[2]), m[3]) if m else (0, 0, "f16")
 
 
 def operand(rows: int, k: int, mn_major: int, dtype: torch.dtype, g: object) -> torch.Tensor:

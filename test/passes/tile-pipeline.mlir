@@ -1,12 +1,14 @@
 // tile-pipeline: S shared stages, S-1 guarded prologue groups, wait_group S-2 + one barrier per
 // iteration (at its top, or in a prefetching gemm's last k-step), the copies of tile k+S-1
 // under `k+S-1 < ub`, a commit every iteration, a drain.
-// RUN: sed 's/BK: int = 32/BK: int = 16/; s/STAGES: int = [0-9]*/STAGES: int = 4/' %repo/examples/gemm_sm80.tile > %t.16.tile
+// RUN: sed 's/BK: int = 64/BK: int = 16/; s/STAGES: int = [0-9]*/STAGES: int = 4/; s/PREFETCH: int = 0/PREFETCH: int = 1/' %repo/examples/gemm_sm80.tile > %t.16.tile
 // RUN: tilec compile %t.16.tile --emit tile -o %t.16.mlir
 // RUN: tile-opt -p tile-pipeline %t.16.mlir | filecheck %s --check-prefix=S4
-// RUN: tile-opt -p "tile-pipeline{prefetch=0}" %t.16.mlir | filecheck %s --check-prefix=NOPRE
-// RUN: sed 's/BK: int = 32/BK: int = 64/' %repo/examples/gemm_sm80.tile > %t.64.tile
-// RUN: tilec compile %t.64.tile --emit tile -o %t.64.mlir
+// The source's pipeline(..., prefetch = 0 | 1) wins over the pass option; without it, the option.
+// RUN: sed 's/tile.prefetch_fragments = 1/tile.prefetch_fragments = 0/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE
+// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p "tile-pipeline{prefetch=0}" | filecheck %s --check-prefix=NOPRE
+// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S4
+// RUN: tilec compile %repo/examples/gemm_sm80.tile -D BN=128 -D WN=2 --emit tile -o %t.64.mlir
 // RUN: sed 's/tile.stages = [0-9]*/tile.stages = 10/' %t.64.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S5
 // RUN: sed 's/tile.stages = 4/tile.stages = 1/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S1
 // RUN: sed 's/tile.stages = 4/tile.stages = 0/' %t.16.mlir | not tile-opt -p tile-pipeline 2>&1 | filecheck %s --check-prefix=ZERO
@@ -42,7 +44,7 @@
 // S4: nvvm.cp.async.commit.group
 // S4-NOT: nvvm.cp.async.wait.group
 // S4: "tile.gemm"{{.*}}{tile.pipelined, tile.prefetch = 2 : i64}
-// S4: } {tile.stages = 4 : i64}
+// S4: } {{{(tile.prefetch_fragments = 1 : i64, )?}}tile.stages = 4 : i64}
 // S4-NEXT: nvvm.cp.async.wait.group 0
 
 // Without prefetching (or with anything besides one gemm reading the buffers) each iteration
@@ -55,22 +57,22 @@
 // NOPRE-NEXT: "tile.barrier"
 // NOPRE: nvvm.cp.async.commit.group
 // NOPRE: "tile.gemm"{{.*}}{tile.pipelined}
-// NOPRE: } {tile.stages = 4 : i64}
+// NOPRE: } {{{(tile.prefetch_fragments = 0 : i64, )?}}tile.stages = 4 : i64}
 // NOPRE-NEXT: nvvm.cp.async.wait.group 0
 
 // 10 stages of 128x64 tiles (32 KiB per stage) pass sm_80's 163 KiB of opt-in shared memory
 // (the frontend rejects this; the IR is edited past it): the pass pipelines the 5 that fit
 // (wait_group 3) and records what was asked. outline-tile-kernels moves them to dynamic smem.
-// S5: "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (128,64,5):(64,1,8192)">
+// S5: "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64,5):(64,1,8192)">
 // S5-COUNT-4: nvvm.cp.async.commit.group
-// S5-NEXT: nvvm.cp.async.wait.group 3
 // S5-NOT: nvvm.cp.async.commit.group
 // S5: scf.for
-// S5: } {tile.stages = 5 : i64, tile.stages_requested = 10 : i64}
+// S5-NEXT: nvvm.cp.async.wait.group 3
+// S5: } {tile.prefetch_fragments = 0 : i64, tile.stages = 5 : i64, tile.stages_requested = 10 : i64}
 // S5-NEXT: nvvm.cp.async.wait.group 0
 
 // One stage: left alone (the lowering waits after each copy, as before).
 // S1-NOT: nvgpu
 // S1: "tile.copy"
 // S1-NOT: tile.pipelined
-// S1: {tile.stages = 1 : i64}
+// S1: {tile.prefetch_fragments = 1 : i64, tile.stages = 1 : i64}

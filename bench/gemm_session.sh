@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for issue 6: install without MLIR, the GPU tier from prebuilt
+# bundles, the mma.sync ceiling, then the GEMM benchmark (fp16 and bf16 at the defaults; torch's
+# A @ B layout; the tile sweep). Build first, where MLIR is:
+#   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py
+#   bash bench/build_variants.sh
+#   tilec build examples/vadd.tile examples/transpose.tile examples/softmax.tile \
+#       -o build/examples --arch sm_90a   (and again with --arch sm_80)
+# Logs go to $OUT (the device tool) or ./build/gpu-logs.
+set -uo pipefail
+out="${OUT:-build/gpu-logs}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee "$out/device.txt"
+python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu 2>&1 | tail -15 | tee "$out/gpu-tests.log"
+python3 bench/mma_ceiling.py | tee "$out/ceiling.txt"
+python3 bench/mma_ceiling.py --dtype bf16 | tee -a "$out/ceiling.txt"
+g=build/gemm
+python3 bench/bench_gemm.py --bundle $g/default_sm90a/gemm_sm90a --bundle $g/default_sm80/gemm_sm80 \
+  --out "$out/gemm-f16.md" | grep "^|"
+python3 bench/bench_gemm.py --dtype bf16 --bundle $g/a0b0_bf16/gemm_sm90a --out "$out/gemm-bf16.md" \
+  | grep "^|"
+python3 bench/bench_gemm.py --mb --bundle $g/a0b1_f16/gemm_sm90a --shape 4096x4096x4096 \
+  --shape 8192x8192x8192 --out "$out/gemm-nn.md" | grep "^|"
+python3 bench/bench_gemm.py --bundle $g/prefetch_bk32/gemm_sm90a --bundle $g/tile64x128/gemm_sm80 \
+  --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$out/gemm-sweep.md" | grep "^|"
