@@ -325,28 +325,30 @@ class Feed:
     def mma(
         self, frags: list[ir.Value], values: list[list[ir.Value]], pairs: list[int] | None = None
     ) -> None:
-        """values[mi + TM*ni] += the atom products of one k-step's registers (only those of
-        the B ldmatrix `pairs`, when given).
+        """values[mi + TM*ni] += the atom products of one k-step's registers: the A fragments,
+        then the B registers of the ldmatrix `pairs` (all of them when None), four each.
 
         A whole k-step goes m-atom by m-atom, its n-atoms back and forth (CUTLASS's serpentine):
         consecutive mma.sync share A (4 registers) and, at the turns, B, which the register
-        file's operand reuse caches instead of reading them again.
+        file's operand reuse caches instead of reading them again. Given pairs, each B load
+        feeds its two n-atoms of every m-atom.
         """
         (tm, tn), elem = self.part.tiles, self.part.elem
         afr, bregs = frags[: 4 * tm], frags[4 * tm :]
         if pairs is None:
+            pairs = list(range(tn // 2))
             order = [
                 (mi, ni)
                 for mi in range(tm)
                 for ni in (range(tn) if mi % 2 == 0 else reversed(range(tn)))
             ]
-        else:  # B registers of these pairs only: one B load feeds two n-atoms of every m-atom
+        else:
             order = [(mi, 2 * p + h) for p in pairs for h in (0, 1) for mi in range(tm)]
         for mi, ni in order:
             p, half = divmod(ni, 2)
-            regs = bregs[4 * p + 2 * half : 4 * p + 2 * half + 2]
+            at = 4 * pairs.index(p) + 2 * half
             i = mi + tm * ni
-            values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], regs, values[i], elem)
+            values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], bregs[at : at + 2], values[i], elem)
 
 
 def check_gemm(
@@ -381,7 +383,7 @@ def gemm(
         # the prefetching form, which keeps a whole k-step of both operands ahead).
         afr = feed.load_a(a, ks)
         for p in range(tn // 2):
-            feed.mma(afr + [None] * (4 * p) + feed.load_b(bv, ks, p), values, [p])
+            feed.mma(afr + feed.load_b(bv, ks, p), values, [p])
     acc.values = values
     if barriers:
         gpu.BarrierOp()
