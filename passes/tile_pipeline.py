@@ -178,7 +178,7 @@ class Pipeline:
             attributes={"coord": ir.StringAttr.get(coord)},
         ).result
 
-    def run(self, prefetch: bool = True) -> None:
+    def run(self, prefetch: bool = False) -> None:
         s, loop = self.stages, self.loop
         lb, step = loop.operands[0], loop.operands[2]
         staged: dict[ir.Operation, ir.Value] = {}
@@ -300,7 +300,8 @@ class TilePipeline(Pass):
     smem_limit: int = 0
     # Let a loop's lone gemm own the wait + barrier and load its fragments a k-step early; a
     # loop's `tile.prefetch_fragments` (the source's `pipeline(..., prefetch = 0 | 1)`) wins.
-    prefetch: bool = True
+    # Off by default: measured neutral at BK = 32 and spilling at BK = 64 (docs/performance.md).
+    prefetch: bool = False
 
     def run(self, module: ir.Operation) -> None:
         loops: list[ir.Operation] = []
@@ -313,7 +314,7 @@ class TilePipeline(Pass):
             self.fail()
 
     @staticmethod
-    def pipeline(loop: ir.Operation, smem_limit: int, prefetch: bool = True) -> None:
+    def pipeline(loop: ir.Operation, smem_limit: int, prefetch: bool = False) -> None:
         attr = loop.attributes["tile.stages"]
         if loop.name != "scf.for" or not isinstance(attr, ir.IntegerAttr):
             raise LoweringError(loop, "tile.stages belongs on an scf.for, as an integer")

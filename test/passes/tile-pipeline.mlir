@@ -6,8 +6,8 @@
 // RUN: tile-opt -p tile-pipeline %t.16.mlir | filecheck %s --check-prefix=S4
 // The source's pipeline(..., prefetch = 0 | 1) wins over the pass option; without it, the option.
 // RUN: sed 's/tile.prefetch_fragments = 1/tile.prefetch_fragments = 0/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE
-// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p "tile-pipeline{prefetch=0}" | filecheck %s --check-prefix=NOPRE
-// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S4
+// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE
+// RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p "tile-pipeline{prefetch=1}" | filecheck %s --check-prefix=S4
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D BN=128 -D WN=2 --emit tile -o %t.64.mlir
 // RUN: sed 's/tile.stages = [0-9]*/tile.stages = 10/' %t.64.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S5
 // RUN: sed 's/tile.stages = 4/tile.stages = 1/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=S1
