@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Mapping
 
 
@@ -43,11 +44,18 @@ def evaluate(formula: int | str, symbols: Mapping[str, int]) -> int:
         raise FormulaError(f"formula {formula!r}: expected an int or a string")
     if isinstance(formula, int):
         return formula
+    if formula in symbols:  # a plain symbol: the common case, on every launch
+        return int(symbols[formula])
+    return _eval(_parse(formula), formula, symbols)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(formula: str) -> ast.AST:
+    """The expression tree of `formula`, parsed once per distinct text (launches repeat them)."""
     try:
-        tree = ast.parse(formula.strip(), mode="eval")
+        return ast.parse(formula.strip(), mode="eval").body
     except SyntaxError as err:
         raise FormulaError(f"formula {formula!r}: syntax error: {err.msg}") from None
-    return _eval(tree.body, formula, symbols)
 
 
 def _eval(node: ast.AST, formula: str, symbols: Mapping[str, int]) -> int:
