@@ -213,7 +213,7 @@ class Access:
     """One shared-memory load or store instruction and its worst conflict over warps."""
 
     kernel: str
-    kind: str  # "load" or "store"
+    kind: str  # "load", "store", "ldmatrix" (a 16-byte row per lane) or "cp.async" (its write)
     width: int | None
     span: Span | None
     conflict: Conflict | None = None
@@ -248,7 +248,11 @@ def _loop_bindings(loops: list[ir.Operation]) -> list[dict[ir.Value, int]]:
     choices = []
     for loop in loops:
         lane0 = Evaluator((0, 0, 0), {})
-        lb, ub, step = (lane0.value(loop.operands[k]) for k in range(3))
+        lb, step = lane0.value(loop.operands[0]), lane0.value(loop.operands[2])
+        try:
+            ub = lane0.value(loop.operands[1])
+        except Unknown:  # a runtime trip count (a GEMM's k-tiles): sample as if it runs long
+            ub = lb + LOOP_SAMPLES * step
         values = [lb + k * step for k in range(LOOP_SAMPLES) if lb + k * step < ub] or [lb]
         choices.append([(loop.regions[0].blocks[0].arguments[0], x) for x in values])
     return [dict(combo) for combo in itertools.product(*choices)]
@@ -256,7 +260,7 @@ def _loop_bindings(loops: list[ir.Operation]) -> list[dict[ir.Value, int]]:
 
 def analyze_access(access: Access, op: ir.Operation, kernel: ir.Operation) -> None:
     """Fill in the worst conflict over every warp of the block (and sampled loop indices)."""
-    pointer = op.operands[0] if access.kind == "load" else op.operands[1]
+    pointer = op.operands[1] if access.kind == "store" else op.operands[0]
     if access.width is None:
         access.unknown = "an access of a type whose size is not known"
         return
@@ -276,27 +280,42 @@ def analyze_access(access: Access, op: ir.Operation, kernel: ir.Operation) -> No
         access.conflict, access.unknown = None, f"the address depends on {exc}"
 
 
+# ldmatrix: each lane names one 16-byte row, and each 8x8 matrix (8 lanes' rows, 128 bytes) is
+# one phase, which is `bank_conflict`'s model of 16-byte accesses. cp.async: the shared side of
+# the copy is a store of its `size` bytes per lane.
+LDMATRIX_ROW = 16
+
+
 def shared_accesses(module: ir.Module, default_file: str | None = None) -> list[Access]:
-    """Every llvm.load/llvm.store through a shared pointer, in program order, analyzed."""
+    """Every llvm.load/llvm.store, nvvm.ldmatrix and nvvm.cp.async.shared.global through a
+    shared pointer, in program order, analyzed."""
     found: list[tuple[ir.Operation, ir.Operation]] = []
     kernel: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> None:
         if op.name in ("gpu.func", "func.func"):
             kernel[:] = [op]
-        elif op.name == "llvm.load" and _shared_pointer(op.operands[0]) and kernel:
-            found.append((op, kernel[0]))
-        elif op.name == "llvm.store" and _shared_pointer(op.operands[1]) and kernel:
+        elif not kernel:
+            return
+        elif op.name in ("llvm.load", "nvvm.ldmatrix", "nvvm.cp.async.shared.global"):
+            if _shared_pointer(op.operands[0]):
+                found.append((op, kernel[0]))
+        elif op.name == "llvm.store" and _shared_pointer(op.operands[1]):
             found.append((op, kernel[0]))
 
     binding.walk(module.operation, visit)
     accesses = []
     for op, func in found:
-        kind = op.name.removeprefix("llvm.")
-        data = op.results[0] if kind == "load" else op.operands[0]
+        if op.name == "nvvm.ldmatrix":
+            kind, width = "ldmatrix", LDMATRIX_ROW
+        elif op.name == "nvvm.cp.async.shared.global":
+            kind, width = "cp.async", ir.IntegerAttr(op.attributes["size"]).value
+        else:
+            kind = op.name.removeprefix("llvm.")
+            width = type_bytes((op.results[0] if kind == "load" else op.operands[0]).type)
         name = ir.StringAttr(func.attributes["sym_name"]).value
         span = binding.location_span(op.location, default_file)
-        access = Access(name, kind, type_bytes(data.type), span)
+        access = Access(name, kind, width, span)
         analyze_access(access, op, func)
         accesses.append(access)
     return accesses
