@@ -142,11 +142,12 @@ def main() -> None:
         "| bundle | M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
+    print("\n".join(lines), flush=True)
     for m, n, k in args.shape or SHAPES:
-        lines += bench_shape(kernels, m, n, k, dtype, args.ma, args.mb)
-        print(lines[-1], flush=True)
+        rows = bench_shape(kernels, m, n, k, dtype, args.ma, args.mb)
+        print("\n".join(rows), flush=True)  # each row once, as it is measured
+        lines += rows
     table = "\n".join(lines)
-    print(table)
     if args.out:
         Path(args.out).write_text(table + "\n")
 

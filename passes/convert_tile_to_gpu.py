@@ -9,7 +9,14 @@ from mlir import ir
 from mlir.dialects import gpu, llvm
 
 from tilec.binding import is_float_attr, walk
-from tilec.passes import tile_async, tile_epilogue, tile_memory, tile_mma, tile_views
+from tilec.passes import (
+    tile_async,
+    tile_epilogue,
+    tile_memory,
+    tile_mma,
+    tile_pipeline,
+    tile_views,
+)
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import (
@@ -102,15 +109,9 @@ class KernelLowering:
         a, bv = self.stage_view(gemm, 1, None), self.stage_view(gemm, 2, None)
         return tile_mma.preload(gemm, a, bv, self.frag(gemm, gemm.operands[3]), self.tid)
 
-    @staticmethod
-    def is_async_copy(op: ir.Operation) -> bool:
-        return op.name == "tile.copy" and tile_async.is_async(
-            ir.StringAttr(op.attributes["atom"]).value
-        )
-
     def lower(self, op: ir.Operation) -> None:
         name = op.name
-        if self.in_flight and name in MEMORY_OPS and not self.is_async_copy(op):
+        if self.in_flight and name in MEMORY_OPS and not tile_pipeline.is_async_copy(op):
             tile_async.commit()
             tile_async.wait(0)
             self.in_flight = False
@@ -143,15 +144,15 @@ class KernelLowering:
             attr = op.attributes["value"]
             kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
             tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
-        elif name == "tile.gemm" and tile_mma.PREFETCH in op.attributes:
+        elif name == "tile.gemm" and tile_pipeline.PREFETCH in op.attributes:
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
-            pending = ir.IntegerAttr(op.attributes[tile_mma.PREFETCH]).value
+            pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
             acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
             tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
         elif name == "tile.gemm":
             a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
-            barriers = "tile.pipelined" not in op.attributes
+            barriers = tile_pipeline.PIPELINED not in op.attributes
             tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid, barriers)
         elif name == "tile.barrier":
             gpu.BarrierOp()
@@ -172,11 +173,11 @@ class KernelLowering:
                 tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
         elif name == "tile.copy":
             src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
-            if self.is_async_copy(op):
+            if tile_pipeline.is_async_copy(op):
                 atom = ir.StringAttr(op.attributes["atom"]).value
                 tile_async.copy(op, atom, src, dst, self.tid, self.threads)
                 # tile-pipeline's copies are waited for by its own wait_group + barrier.
-                self.in_flight = self.in_flight or "tile.pipelined" not in op.attributes
+                self.in_flight = self.in_flight or tile_pipeline.PIPELINED not in op.attributes
             else:
                 tile_memory.copy(op, src, dst, self.tid, self.threads)
         elif name == "tile.binary":

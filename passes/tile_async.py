@@ -23,7 +23,6 @@ from tilec.passes import tile_memory
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import Partition
 from tilec.passes.tile_memory import Side, if_else
-from tilec.passes.tile_mma import row_step
 from tilec.passes.tile_views import (
     LoweringError,
     View,
@@ -33,13 +32,10 @@ from tilec.passes.tile_views import (
     element_index,
     gep,
     in_bounds,
+    row_below,
 )
 
 CP_ASYNC_BYTES = {"cp_async.cg.16": 16, "cp_async.ca.16": 16}
-
-
-def is_async(atom: str) -> bool:
-    return atom.startswith("cp_async")
 
 
 def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threads: int) -> None:
@@ -84,9 +80,8 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
                 at = arith.SelectOp(positive, at, b.value(0)).result
                 scaled = b.value(b.mul(n, elem_bytes(src.elem)))
                 size = arith.IndexCastOp(ir.IntegerType.get_signless(32), scaled).result
-            step = row_step(dst, rows_per_iter * i) if rows_per_iter else None
-            if step is not None:
-                to = gep(first, step, dst.elem, b)
+            if rows_per_iter:
+                to = row_below(dst, first, coords0, rows_per_iter * i, b)
             else:
                 to = element_address(dst, coords, b)
             nvvm.CpAsyncOp(

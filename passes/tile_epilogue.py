@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
 from tilec.passes.tile_memory import Side, if_else, read_chunk
 from tilec.passes.tile_memory import load as load_tile
-from tilec.passes.tile_mma import AM, AN, Lanes, MmaPartition
+from tilec.passes.tile_mma import MmaPartition, PairCoords
 from tilec.passes.tile_views import LoweringError, View
 
 # What a deferred value may pass through on its way to the store, and what it may not move
@@ -99,21 +99,12 @@ class FragmentReader:
         self, view: View, other: ir.Value, part: MmaPartition, tid: ir.Value, threads: int
     ) -> None:
         self.view, self.other, self.part = view, other, part
-        self.b = b = IndexBuilder()
-        at = Lanes.of(tid, part, b)
-        pm, pn = part.piece
-        self.m0: Term = b.add(b.mul(at.wm, pm), b.div(at.lane, 4))
-        self.n0: Term = b.add(b.mul(at.wn, pn), b.mul(b.rem(at.lane, 4), 2))
+        self.b = IndexBuilder()
+        self.coords = PairCoords(part, tid, self.b)
         # The block tile as chunks of two elements along N (what one pair spans), for `Side`
         # to size the accesses and to test the whole tile for the fast path.
         self.pairs = Partition(part.block, 1, 2, threads)
         self.side = Side.of(view, self.pairs)
-
-    def coords(self, i: int, h: int) -> list[Term]:
-        """(row, column) of the first element of pair h (0, 1) of chunk i."""
-        b, tm = self.b, self.part.tiles[0]
-        mi, ni = i % tm, i // tm
-        return [b.add(self.m0, mi * AM + 8 * h), b.add(self.n0, ni * AN)]
 
     def pair(self, i: int, h: int, guarded: bool) -> list[ir.Value]:
         other = self.other if guarded else None

@@ -44,21 +44,18 @@ from tilec.passes.tile_fragments import (
     fast_path,
 )
 from tilec.passes.tile_memory import Side, if_else, when
+from tilec.passes.tile_pipeline import PREFETCH
 from tilec.passes.tile_views import (
     LoweringError,
     View,
     element_address,
-    element_index,
-    gep,
     in_bounds,
+    rows_from,
     tensor_type,
 )
 
 # The lowered mma.sync atoms and the element type of their A and B operands.
 ATOMS = {"sm80.mma_16x8x16.f32.f16.f16.f32": "f16", "sm80.mma_16x8x16.f32.bf16.bf16.f32": "bf16"}
-# On a tile.gemm in a pipelined loop (set by tile-pipeline): the cp.async groups its wait may
-# leave pending; the gemm then owns the loop's wait + barrier (`gemm_prefetch`).
-PREFETCH = "tile.prefetch"
 AM, AN, AK = 16, 8, 16
 WARP = 32
 
@@ -233,43 +230,23 @@ def check_operand(op: ir.Operation, view: View, rows: int, name: str, elem: str)
     return k_major
 
 
-def row_step(view: View, rows: int) -> int | None:
-    """How many elements `rows` rows down is when a swizzle passes it through untouched.
+class PairCoords:
+    """Where this thread's accumulator pairs sit in the block tile: chunk i = mi + TM*ni holds
+    c(2h), c(2h+1) of atom (mi, ni) at row g + 8h, columns 2t, 2t+1 (h = 0, 1). The store of
+    an accumulator and a load `like` it walk the same pairs."""
 
-    A swizzle only reads and writes bits below the top of its yyy field: a static step that
-    is a multiple of that span is the same step before and after it (None: it is not).
-    """
-    step = rows * view.stride[0]
-    sw = view.swizzle
-    if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:
-        return step
-    return None
+    def __init__(self, part: MmaPartition, tid: ir.Value, b: IndexBuilder) -> None:
+        at = Lanes.of(tid, part, b)
+        self.part, self.b = part, b
+        g, t2 = b.div(at.lane, 4), b.mul(b.rem(at.lane, 4), 2)
+        self.m0: Term = b.add(b.mul(at.wm, part.piece[0]), g)
+        self.n0: Term = b.add(b.mul(at.wn, part.piece[1]), t2)
 
-
-def shifted(view: View, base: Term, coords: list[Term], rows: int, b: IndexBuilder) -> Term:
-    """element_index(view, coords) for coords `rows` rows below those of `base`: base + step
-    (an immediate offset) where the swizzle allows, instead of a second xor chain."""
-    step = row_step(view, rows)
-    return element_index(view, coords, b) if step is None else b.add(base, step)
-
-
-def rows_from(view: View, first: list[Term], rows: list[int], b: IndexBuilder) -> list[ir.Value]:
-    """Addresses of the rows `rows[i]` below the element at `first`.
-
-    Where the swizzle allows, each is `first`'s address plus a constant: one register plus
-    immediates, which LLVM does not undo by hoisting one loop-invariant register per row out of
-    a pipelined loop (it would, for one index expression per row).
-    """
-    at = gep(view.base, element_index(view, first, b), view.elem, b)
-    out = []
-    for r in rows:
-        step = row_step(view, r)
-        if step is not None:
-            out.append(gep(at, step, view.elem, b))
-            continue
-        coords = [b.add(first[0], r), first[1]]
-        out.append(element_address(view, coords, b))
-    return out
+    def __call__(self, i: int, h: int) -> list[Term]:
+        """(row, column) of the first element of pair h of chunk i."""
+        b, tm = self.b, self.part.tiles[0]
+        mi, ni = i % tm, i // tm
+        return [b.add(self.m0, mi * AM + 8 * h), b.add(self.n0, ni * AN)]
 
 
 class Feed:
@@ -441,23 +418,18 @@ def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, thr
     if view.static_shape(op) != part.block:
         raise LoweringError(op, f"storing a {part.block} tile into a {tuple(view.shape)} view")
     b = IndexBuilder()
-    at = Lanes.of(tid, part, b)
-    g, t2 = b.div(at.lane, 4), b.mul(b.rem(at.lane, 4), 2)
-    pm, pn = part.piece
-    tm, tn = part.tiles
-    m0, n0 = b.add(b.mul(at.wm, pm), g), b.add(b.mul(at.wn, pn), t2)
+    coords = PairCoords(part, tid, b)
     whole = Partition(part.block, 1, 2, threads)
     side = Side.of(view, whole)  # pairs where the strides and offset keep them aligned
 
     def version(guarded: bool) -> list[ir.Value]:
         ev = Evaluation(guarded)
-        for ni in range(tn):
-            for mi in range(tm):
-                values = [convert(v, view.elem) for v in chunk_values(acc, mi + tm * ni, ev)]
-                for h in range(2):
-                    at_ = [b.add(m0, mi * AM + 8 * h), b.add(n0, ni * AN)]
-                    vals = values[2 * h : 2 * h + 2]
-                    write_pair(view, at_, vals, side.width == 2, guarded, b)
+        for i in range(part.iters):
+            values = [convert(v, view.elem) for v in chunk_values(acc, i, ev)]
+            for h in range(2):
+                write_pair(
+                    view, coords(i, h), values[2 * h : 2 * h + 2], side.width == 2, guarded, b
+                )
         return []
 
     if_else(

@@ -13,7 +13,8 @@ from tilec.passes.tile_views import LoweringError, tensor_type
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
 # barriers of their own: the pipeline's wait + barrier at the top of each iteration covers both.
 PIPELINED = "tile.pipelined"
-# Same name as tilec.passes.tile_mma.PREFETCH (which imports MLIR dialects this pass needs not).
+# On a tile.gemm the pass lets own the loop's wait + barrier: the cp.async groups that wait
+# may leave pending (`tile_mma.gemm_prefetch` lowers it).
 PREFETCH = "tile.prefetch"
 
 
@@ -136,7 +137,7 @@ class Pipeline:
         (op, i), (other, j) = readers
         if op.name != "tile.gemm" or op != other or {i, j} != {1, 2}:
             return None
-        if op.parent != self.loop.regions[0].blocks[0].owner:
+        if op.parent != self.loop:
             return None
         return op
 

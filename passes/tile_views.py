@@ -318,3 +318,35 @@ def in_bounds(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value | boo
             pos = b.add(pos, b.mul(coords[x.outer[0]], x.outer[1]))
         conds.append(less_than(b, pos, x.extent))
     return all_of(conds)
+
+
+def row_step(view: View, rows: int) -> int | None:
+    """How many elements `rows` rows down is when a swizzle passes it through untouched.
+
+    A swizzle only reads and writes bits below the top of its yyy field: a static step that
+    is a multiple of that span is the same step before and after it (None: it is not).
+    """
+    step = rows * view.stride[0]
+    sw = view.swizzle
+    if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:
+        return step
+    return None
+
+
+def rows_from(view: View, first: list[Term], rows: list[int], b: IndexBuilder) -> list[ir.Value]:
+    """Addresses of the rows `rows[i]` below the element at `first`.
+
+    Where the swizzle allows, each is `first`'s address plus a constant: one register plus
+    immediates, which LLVM does not undo by hoisting one loop-invariant register per row out of
+    a pipelined loop (it would, for one index expression per row).
+    """
+    at = gep(view.base, element_index(view, first, b), view.elem, b)
+    return [row_below(view, at, first, r, b) for r in rows]
+
+
+def row_below(view: View, at: ir.Value, first: list[Term], rows: int, b: IndexBuilder) -> ir.Value:
+    """The address `rows` rows below the element at `first`, whose address is `at`."""
+    step = row_step(view, rows)
+    if step is not None:
+        return gep(at, step, view.elem, b)
+    return element_address(view, [b.add(first[0], rows), *first[1:]], b)
