@@ -3,7 +3,8 @@
     python bench/bench_gemm.py --bundle build/gemm/gemm_sm80 [--dtype f16] [--out table.md]
 
 C = alpha * A @ B^T with A M×K and B N×K row-major ("TN"), randn inputs (never zeros or small
-integers: the H200 runs ~10% faster on low-entropy data). Each figure is the median of 15
+integers: the H200 runs ~10% faster on low-entropy data; `--data int` measures that kind only
+to compare with figures published on it). Each figure is the median of 15
 samples of 10 back-to-back launches timed with CUDA events; all three run in the same process
 on the same tensors. TFLOP/s counts 2·M·N·K.
 """
@@ -84,19 +85,33 @@ def triton_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float)
     _triton_gemm[grid](a, b, c, m, n, k, *a.stride(), *b.stride(), alpha)
 
 
-def operand(rows: int, k: int, mn_major: bool, dtype: torch.dtype) -> torch.Tensor:
-    """rows×K, K contiguous, or (mn_major) the transpose of a row-major K×rows tensor."""
-    if mn_major:
-        return torch.randn(k, rows, device="cuda").to(dtype).T
-    return torch.randn(rows, k, device="cuda").to(dtype)
+def operand(
+    rows: int, k: int, mn_major: bool, dtype: torch.dtype, data: str = "randn"
+) -> torch.Tensor:
+    """rows×K, K contiguous, or (mn_major) the transpose of a row-major K×rows tensor; randn
+    values, or (data "int") integers in [-3, 3], the low-entropy kind some published figures
+    use (they draw less power, so the GPU clocks higher: only for comparing with those)."""
+    shape = (k, rows) if mn_major else (rows, k)
+    if data == "int":
+        t = torch.randint(-3, 4, shape, device="cuda").to(dtype)
+    else:
+        t = torch.randn(*shape, device="cuda").to(dtype)
+    return t.T if mn_major else t
 
 
 def bench_shape(
-    kernels: dict[str, object], m: int, n: int, k: int, dtype: torch.dtype, ma: bool, mb: bool
+    kernels: dict[str, object],
+    m: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    ma: bool,
+    mb: bool,
+    data: str = "randn",
 ) -> list[str]:
     """One table row per bundle at this shape; references timed once, on the same tensors."""
     alpha = 1.0
-    a, b = operand(m, k, ma, dtype), operand(n, k, mb, dtype)
+    a, b = operand(m, k, ma, dtype, data), operand(n, k, mb, dtype, data)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
     ref = (a.float() @ b.float().T) * alpha
     flops = 2 * m * n * k
@@ -130,13 +145,15 @@ def main() -> None:
     parser.add_argument("--shape", action="append", type=parse_shape, help="MxNxK, repeatable")
     parser.add_argument("--ma", action="store_true", help="A M-major (bundles built -D MA=1)")
     parser.add_argument("--mb", action="store_true", help="B N-major (bundles built -D MB=1)")
+    parser.add_argument("--data", default="randn", choices=("randn", "int"))
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
     kernels = {b: load(b) for b in args.bundle}
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
-        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, randn inputs, "
+        f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, "
+        f"{args.data} inputs, "
         f"A {'M' if args.ma else 'K'}-major, B {'N' if args.mb else 'K'}-major.",
         "",
         "| bundle | M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
@@ -144,7 +161,7 @@ def main() -> None:
     ]
     print("\n".join(lines), flush=True)
     for m, n, k in args.shape or SHAPES:
-        rows = bench_shape(kernels, m, n, k, dtype, args.ma, args.mb)
+        rows = bench_shape(kernels, m, n, k, dtype, args.ma, args.mb, args.data)
         print("\n".join(rows), flush=True)  # each row once, as it is measured
         lines += rows
     table = "\n".join(lines)
