@@ -45,7 +45,7 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        "tile-verify,tile-pipeline,convert-tile-to-gpu,canonicalize,cse",
+        "tile-verify,tile-pipeline,convert-tile-to-gpu,pipeline-steady-state,canonicalize,cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

@@ -10,6 +10,7 @@ from tilec.passes.convert_layout_to_arith import ConvertLayoutToArith
 from tilec.passes.convert_tile_to_gpu import ConvertTileToGpu
 from tilec.passes.layout_fold import LayoutFold
 from tilec.passes.outline_tile_kernels import OutlineTileKernels
+from tilec.passes.pipeline_steady_state import PipelineSteadyState
 from tilec.passes.tile_pipeline import TilePipeline
 from tilec.passes.tile_verify import TileVerify
 
@@ -19,6 +20,7 @@ BUILTIN_PASSES = (
     LayoutFold,
     ConvertLayoutToArith,
     ConvertTileToGpu,
+    PipelineSteadyState,
     OutlineTileKernels,
 )
 

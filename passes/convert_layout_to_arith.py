@@ -16,6 +16,8 @@ one that is not is a located error. `layout.make` ops die with their last use.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith
 
@@ -90,6 +92,32 @@ class IndexBuilder:
         amount = self.value(abs(sw.shift))
         moved = arith.ShRUIOp(yyy, amount) if sw.shift >= 0 else arith.ShLIOp(yyy, amount)
         return arith.XOrIOp(offset, moved.result).result
+
+
+def known_multiple(t: Term, depth: int = 16) -> int:
+    """A number that surely divides `t` (the static factors of its arith expression; 1 when
+    nothing is known). 0 divides by anything: it answers 2**62."""
+    if isinstance(t, int):
+        return abs(t) or 1 << 62
+    if depth == 0 or not isinstance(t, ir.OpResult):
+        return 1
+    op = t.owner
+    name = op.name
+    args = list(op.operands)
+    if name == "arith.constant":
+        attr = op.attributes["value"]
+        return known_multiple(ir.IntegerAttr(attr).value) if isinstance(attr, ir.IntegerAttr) else 1
+    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return known_multiple(args[0], depth - 1)
+    if name == "arith.muli":
+        return min(known_multiple(args[0], depth - 1) * known_multiple(args[1], depth - 1), 1 << 62)
+    if name in ("arith.addi", "arith.subi"):
+        return math.gcd(known_multiple(args[0], depth - 1), known_multiple(args[1], depth - 1))
+    if name == "arith.shli" and isinstance(args[1], ir.OpResult):
+        shift = known_multiple(args[1], 1)
+        if args[1].owner.name == "arith.constant" and shift < 62:
+            return min(known_multiple(args[0], depth - 1) << shift, 1 << 62)
+    return 1
 
 
 def entries(make: ir.Operation) -> tuple[list[Term], list[Term], A.Layout | A.ComposedLayout]:

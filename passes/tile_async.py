@@ -16,13 +16,15 @@ caller decides how many copies are in flight.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
-from mlir.dialects import arith, nvvm
+from mlir.dialects import arith, nvvm, scf
 
 from tilec.passes import tile_memory
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import Partition
-from tilec.passes.tile_memory import Side, if_else
+from tilec.passes.tile_memory import Side
 from tilec.passes.tile_views import (
     LoweringError,
     View,
@@ -34,6 +36,12 @@ from tilec.passes.tile_views import (
     in_bounds,
     row_below,
 )
+
+# On a copy's alignment test (cp.async or the synchronous fallback): its condition reads only
+# values from outside any loop around it.
+UNSWITCH = "tile.unswitch"
+# On a copy's test that its tile lies wholly inside the tensor (plain or zero-filling cp.async).
+WHOLE = "tile.whole"
 
 CP_ASYNC_BYTES = {"cp_async.cg.16": 16, "cp_async.ca.16": 16}
 
@@ -97,13 +105,33 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
     # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
     def chunks() -> list[ir.Value]:
         whole = in_bounds(src, [s - 1 for s in shape], b)
-        return if_else(whole, [], lambda: issue(False), lambda: issue(True))
+        if isinstance(whole, bool):
+            return issue(not whole)
+        test = branches(whole, lambda: issue(False), lambda: issue(True))
+        # In a loop over tiles, pipeline-steady-state can ask this of the last tile instead.
+        test.attributes[WHOLE] = ir.UnitAttr.get()
+        return []
 
     def fallback() -> list[ir.Value]:
         tile_memory.copy(op, src, dst, tid, threads)
         return []
 
-    if_else(aligned, [], chunks, fallback)
+    # The test reads the bases and strides alone: pipeline-steady-state can hoist it.
+    branches(aligned, chunks, fallback).attributes[UNSWITCH] = ir.UnitAttr.get()
+
+
+def branches(
+    cond: ir.Value, then: Callable[[], object], other: Callable[[], object]
+) -> ir.Operation:
+    """scf.if cond { then() } else { other() }, returned for the caller to mark."""
+    test = scf.IfOp(cond, [], has_else=True)
+    with ir.InsertionPoint(test.then_block):
+        then()
+        scf.YieldOp([])
+    with ir.InsertionPoint(test.else_block):
+        other()
+        scf.YieldOp([])
+    return test.operation
 
 
 def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilder) -> ir.Value:

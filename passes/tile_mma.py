@@ -289,6 +289,30 @@ class Feed:
         """Four registers: the B fragments of n-atoms 2p and 2p+1 for k-step `ks`."""
         return self.rows(bv, self.n0, self.lane_b, self.majors[1], [p * 2 * AN], ks)
 
+    def mma_rolling(
+        self, frags: list[ir.Value], values: list[list[ir.Value]], a: View, bv: View, ks: int
+    ) -> list[ir.Value]:
+        """`mma` over a whole k-step (serpentine) that loads k-step `ks` of a and bv as the
+        registers free up: an m-atom's A fragment after its row, a B pair after the last row
+        used it. Both k-steps' fragments are live only in part (~20 registers fewer than
+        loading the next k-step first); returns the next k-step's registers, as `load`."""
+        (tm, tn), elem = self.part.tiles, self.part.elem
+        afr, bregs = frags[: 4 * tm], frags[4 * tm :]
+        next_a: list[list[ir.Value]] = [[] for _ in range(tm)]
+        next_b: list[list[ir.Value]] = [[] for _ in range(tn // 2)]
+        for mi in range(tm):
+            forward = mi % 2 == 0
+            for ni in range(tn) if forward else reversed(range(tn)):
+                p, half = divmod(ni, 2)
+                i = mi + tm * ni
+                b = bregs[4 * p + 2 * half : 4 * p + 2 * half + 2]
+                values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], b, values[i], elem)
+                if mi == tm - 1 and half == (1 if forward else 0):
+                    next_b[p] = self.load_b(bv, ks, p)
+            rows = self.rows(a, self.m0, self.lane_a, self.majors[0], [mi * AM], ks)
+            next_a[mi] = rows
+        return [r for regs in next_a + next_b for r in regs]
+
     def rows(
         self, view: View, row0: Term, lanes: tuple, k_major: bool, rows: list[int], ks: int
     ) -> list[ir.Value]:
@@ -399,13 +423,11 @@ def gemm_prefetch(
     current = ahead.values[0]
     for ks in range(0, k, AK):
         if ks + AK < k:
-            upcoming = feed.load(*tiles, ks + AK)
+            current = feed.mma_rolling(current, values, *tiles, ks + AK)
         else:
             nvvm.CpAsyncWaitGroupOp(pending)
             gpu.BarrierOp()
-            upcoming = feed.load(*following, 0)
-        feed.mma(current, values)
-        current = upcoming
+            current = feed.mma_rolling(current, values, *following, 0)
     acc.values = values
     ahead.values = [current]
 

@@ -144,27 +144,55 @@ class Pipeline:
     def guard(self, tile: ir.Value) -> ir.Value:
         return arith.CmpIOp(arith.CmpIPredicate.slt, tile, self.loop.operands[1]).result
 
+    def clamped(self, tile: ir.Value) -> ir.Value | None:
+        """min(tile, ub - 1) for a loop of step 1 (None for other steps): inside the loop, a
+        tile past the last one may copy the last one again instead of branching around its
+        copies, since the stage it fills is never read (docs/passes.md, tile-pipeline)."""
+        step = self.loop.operands[2]
+        if not (
+            isinstance(step, ir.OpResult)
+            and step.owner.name == "arith.constant"
+            and ir.IntegerAttr(step.owner.attributes["value"]).value == 1
+        ):
+            return None
+        last = arith.SubIOp(self.loop.operands[1], index(1)).result
+        return arith.MinSIOp(tile, last).result
+
     def issue(
-        self, tile: ir.Value, cond: ir.Value, it: ir.Value, staged: dict[ir.Operation, ir.Value]
+        self,
+        tile: ir.Value,
+        cond: ir.Value | None,
+        it: ir.Value,
+        staged: dict[ir.Operation, ir.Value],
     ) -> None:
-        """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond`."""
+        """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond` (always
+        when None)."""
+        if cond is None:
+            self.clone_copies(tile, it, staged)
+            return
         guard = scf.IfOp(cond)
         with ir.InsertionPoint(guard.then_block):
-            stage = arith.RemUIOp(it, index(self.stages)).result
-            slot = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
-            for c in self.copies:
-                mapping: dict[ir.Value, ir.Value] = {self.iv: tile}
-                for o in [*self.chain(c), c]:
-                    new = o.clone()
-                    for i, v in enumerate(new.operands):
-                        if v in mapping:
-                            new.operands[i] = mapping[v]
-                    if o == c:
-                        new.operands[1] = slot[c.operands[1].owner.operation]
-                        new.attributes[PIPELINED] = ir.UnitAttr.get()
-                    for old, r in zip(o.results, new.results, strict=True):
-                        mapping[old] = r
+            self.clone_copies(tile, it, staged)
             scf.YieldOp([])
+
+    def clone_copies(
+        self, tile: ir.Value, it: ir.Value, staged: dict[ir.Operation, ir.Value]
+    ) -> None:
+        """The loop's copies of tile `tile` into stage `it` mod S."""
+        stage = arith.RemUIOp(it, index(self.stages)).result
+        slot = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
+        for c in self.copies:
+            mapping: dict[ir.Value, ir.Value] = {self.iv: tile}
+            for o in [*self.chain(c), c]:
+                new = o.clone()
+                for i, v in enumerate(new.operands):
+                    if v in mapping:
+                        new.operands[i] = mapping[v]
+                if o == c:
+                    new.operands[1] = slot[c.operands[1].owner.operation]
+                    new.attributes[PIPELINED] = ir.UnitAttr.get()
+                for old, r in zip(o.results, new.results, strict=True):
+                    mapping[old] = r
 
     @staticmethod
     def slice(buf: ir.Operation, staged: ir.Value, stage: ir.Value) -> ir.Value:
@@ -215,7 +243,9 @@ class Pipeline:
                 ir.Operation.create("tile.barrier")
             it = arith.DivUIOp(arith.SubIOp(self.iv, lb).result, step).result
             ahead = arith.AddIOp(self.iv, arith.MulIOp(step, index(s - 1)).result).result
-            self.issue(ahead, self.guard(ahead), arith.AddIOp(it, index(s - 1)).result, staged)
+            clamped = self.clamped(ahead)
+            tile, cond = (ahead, self.guard(ahead)) if clamped is None else (clamped, None)
+            self.issue(tile, cond, arith.AddIOp(it, index(s - 1)).result, staged)
             nvvm.CpAsyncCommitGroupOp()
             stage = arith.RemUIOp(it, index(s)).result
             reads = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}

@@ -1,0 +1,212 @@
+"""Passes (lowered stage): `pipeline-steady-state`, a pipelined loop's body as one basic block.
+
+After convert-tile-to-gpu, the body of a loop that tile-pipeline pipelined still branches
+twice around each copy: its alignment test (cp.async or the synchronous fallback) and, inside,
+whether the tile lies wholly inside the tensor (plain cp.async or the zero-filling form).
+Branches end ptxas's basic blocks, so a warp issues its copies as one burst between the
+barrier and its first ldmatrix while the tensor pipe idles (ncu: ~14% of the warps' time in
+that burst, 12% more at the barrier; docs/performance.md). This pass versions the loop once:
+
+    scf.if %aligned_and_whole -> (...) { fast copy of the loop } else { the loop as it was }
+
+- an alignment test (`tile.unswitch`, from tile_async) reads only bases and strides: its
+  arithmetic moves above the loop;
+- a whole-tile test (`tile.whole`) holds for every tile of a step-1 loop over tiles when it
+  holds for the last (positions grow with the tile index, and tile-pipeline clamps the tiles
+  it prefetches to the last): its arithmetic is cloned above the loop with the induction
+  variable at ub - 1.
+
+The fast copy takes the then-side of every test: plain cp.async, no branches, one block with
+the ldmatrix and mma.sync for ptxas to schedule together. Blocks on the edges of the output
+(or a K that is not a multiple of the tile) and misaligned tensors run the general loop.
+With `interleave`, the fast body's cp.async also move evenly among the mma.sync after them
+(never past a wait or a barrier; the commit after the last).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from tilec.binding import walk
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_async import UNSWITCH, WHOLE
+
+CP_ASYNC = "nvvm.cp.async.shared.global"
+MMA = "nvvm.mma.sync"
+COMMIT = "nvvm.cp.async.commit.group"
+# Ops the copies may not move past: they order shared memory or count cp.async groups.
+FENCES = ("nvvm.cp.async.wait.group", "gpu.barrier", "nvvm.barrier0", "nvvm.barrier")
+# Ops whose results depend on their operands alone: safe to move above the loop.
+PURE_PREFIXES = ("arith.", "llvm.ptrtoint", "llvm.getelementptr", "llvm.mlir.constant")
+
+
+def inside(op: ir.Operation, region_owner: ir.Operation) -> bool:
+    p = op.parent
+    while p is not None:
+        if p == region_owner:
+            return True
+        p = p.parent
+    return False
+
+
+def defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
+    if isinstance(value, ir.BlockArgument):
+        return inside(value.owner.owner, loop) or value.owner.owner == loop
+    return inside(value.owner.operation, loop)
+
+
+def hoistable(value: ir.Value, loop: ir.Operation, out: list[ir.Operation]) -> bool:
+    """Whether `value` is computed in `loop` from values outside it by pure ops alone; those
+    ops are appended to `out`, each after the ones it uses."""
+    if not defined_inside(value, loop):
+        return True
+    if isinstance(value, ir.BlockArgument):
+        return False
+    op = value.owner.operation
+    if not op.name.startswith(PURE_PREFIXES) or len(op.regions):
+        return False
+    if any(o == op for o in out):
+        return True
+    if not all(hoistable(v, loop, out) for v in op.operands):
+        return False
+    out.append(op)
+    return True
+
+
+def unit_step(loop: ir.Operation) -> bool:
+    step = loop.operands[2]
+    return (
+        isinstance(step, ir.OpResult)
+        and step.owner.name == "arith.constant"
+        and ir.IntegerAttr(step.owner.attributes["value"]).value == 1
+    )
+
+
+def clone_above(
+    value: ir.Value, loop: ir.Operation, mapping: dict[ir.Value, ir.Value]
+) -> ir.Value | None:
+    """`value` recomputed at the insertion point (above `loop`) with `mapping`'s values in
+    place of the loop's (its induction variable), by cloning the pure ops between; None when
+    it depends on anything else the loop defines."""
+    if value in mapping:
+        return mapping[value]
+    if not defined_inside(value, loop):
+        return value
+    if isinstance(value, ir.BlockArgument):
+        return None
+    op = value.owner.operation
+    if not op.name.startswith(PURE_PREFIXES) or len(op.regions):
+        return None
+    operands = [clone_above(v, loop, mapping) for v in op.operands]
+    if any(v is None for v in operands):
+        return None
+    new = op.clone()
+    for i, v in enumerate(operands):
+        new.operands[i] = v
+    for old, r in zip(op.results, new.results, strict=True):
+        mapping[old] = r
+    return mapping[value]
+
+
+def marked(root: ir.Operation, attr: str) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+    walk(root, lambda op: found.append(op) if attr in op.attributes else None)
+    return [op for op in found if op != root]
+
+
+def inline_then(op: ir.Operation) -> None:
+    """Replace a result-less scf.if by its then-block."""
+    block = op.regions[0].blocks[0]
+    for o in list(block.operations)[:-1]:
+        o.move_before(op)
+    op.erase()
+
+
+@register
+class PipelineSteadyState(Pass):
+    """Make a pipelined loop's steady state one basic block: unswitch, fold guards, interleave."""
+
+    name = "pipeline-steady-state"
+    # Spread the copies among the mma.sync (step 3); off leaves them where tile-pipeline put them.
+    interleave: bool = True
+
+    def run(self, module: ir.Operation) -> None:
+        loops: list[ir.Operation] = []
+        walk(module, lambda op: loops.append(op) if self.pipelined(op) else None)
+        for loop in loops:
+            fast = self.unswitch(loop)
+            if fast is not None and self.interleave:
+                self.spread(fast)
+
+    @staticmethod
+    def pipelined(op: ir.Operation) -> bool:
+        if op.name != "scf.for" or "tile.stages" not in op.attributes:
+            return False
+        return ir.IntegerAttr(op.attributes["tile.stages"]).value > 1
+
+    @staticmethod
+    def unswitch(loop: ir.Operation) -> ir.Operation | None:
+        """The fast copy of the loop (the loop itself when it has no tests), or None when a
+        test cannot be answered above the loop."""
+        tests = [t for t in marked(loop, UNSWITCH) if t.name == "scf.if"]
+        wholes = [t for t in marked(loop, WHOLE) if t.name == "scf.if"]
+        if not tests and not wholes:
+            return loop
+        hoist: list[ir.Operation] = []
+        if not all(hoistable(t.operands[0], loop, hoist) for t in tests):
+            return None
+        if wholes and not unit_step(loop):
+            return None
+        for op in hoist:
+            op.move_before(loop)
+        conds = [t.operands[0] for t in tests]
+        with ir.InsertionPoint(loop), loop.location:
+            last = arith.SubIOp(loop.operands[1], arith.ConstantOp(ir.IndexType.get(), 1)).result
+            iv = loop.regions[0].blocks[0].arguments[0]
+            for t in wholes:
+                at_last = clone_above(t.operands[0], loop, {iv: last})
+                if at_last is None:
+                    return None  # the ops cloned so far are dead; canonicalize drops them
+                conds.append(at_last)
+            cond = conds[0]
+            for c in conds[1:]:
+                cond = arith.AndIOp(cond, c).result
+            versions = scf.IfOp(cond, [r.type for r in loop.results], has_else=True)
+        with ir.InsertionPoint(versions.then_block), loop.location:
+            fast = loop.clone()
+            scf.YieldOp(list(fast.results))
+        with ir.InsertionPoint(versions.else_block), loop.location:
+            general = scf.YieldOp(list(loop.results))
+        for r, v in zip(loop.results, versions.results, strict=True):
+            r.replace_all_uses_with(v)
+        # replace_all_uses_with also rewired the else-yield: point it back at the loop.
+        for i, r in enumerate(loop.results):
+            general.operation.operands[i] = r
+        loop.move_before(general.operation)
+        for t in marked(fast, UNSWITCH) + marked(fast, WHOLE):
+            inline_then(t)
+        return fast
+
+    @staticmethod
+    def spread(loop: ir.Operation) -> None:
+        """Move the body's top-level cp.async evenly among the mma.sync after them."""
+        block = loop.regions[0].blocks[0]
+        ops = list(block.operations)
+        copies = [i for i, o in enumerate(ops) if o.name == CP_ASYNC]
+        if not copies:
+            return
+        last = copies[-1]
+        mmas: list[int] = []
+        for i in range(last + 1, len(ops)):
+            if ops[i].name in FENCES:
+                break
+            if ops[i].name == MMA:
+                mmas.append(i)
+        commits = [i for i in range(copies[0], len(ops)) if ops[i].name == COMMIT]
+        if not mmas or len(commits) != 1 or not copies[-1] < commits[0] < mmas[0]:
+            return
+        n = len(copies)
+        for j, c in enumerate(copies):
+            ops[c].move_before(ops[mmas[(j + 1) * len(mmas) // (n + 1)]])
+        ops[commits[0]].move_after(ops[copies[-1]])

@@ -1,0 +1,68 @@
+// pipeline-steady-state on examples/gemm_sm80.tile's main loop (128×256×64, 3 stages, no
+// fragment prefetch), lowered by tile-pipeline and convert-tile-to-gpu: the copies' alignment
+// tests move above the loop, their whole-tile tests are cloned there at the last tile, and the
+// loop is versioned on all four. The fast copy's body holds no scf.if: 4 + 8 plain cp.async
+// (no source size), the commit, 128 mma.sync. The general copy keeps every test.
+// RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
+// RUN: tile-opt -p tile-pipeline,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
+// RUN: tile-opt -p "pipeline-steady-state{interleave=0}" %t.low.mlir | filecheck %s
+// RUN: tile-opt -p pipeline-steady-state %t.low.mlir | filecheck %s --check-prefix=SPREAD
+// Without the pass the loop is one, and its copies branch.
+// RUN: filecheck %s --check-prefix=BEFORE < %t.low.mlir
+
+// CHECK-COUNT-2: nvvm.cp.async.commit.group
+// A's and B's alignment: base | 2 K has no low 4 bits (the k-tile offset, a multiple of 64
+// elements, needs no test).
+// CHECK: llvm.ptrtoint %0
+// CHECK: %[[AA:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// CHECK: llvm.ptrtoint %1
+// CHECK: %[[AB:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// A's whole-tile test at the last tile: the clamped tile min(ub - 1 + 2, ub - 1).
+// CHECK: %[[LAST:.*]] = arith.subi %[[N:.*]], %{{.*}} : index
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[LAST]], %{{.*}} : index
+// CHECK: arith.minsi %[[AHEAD]], %{{.*}} : index
+// CHECK: %[[WA:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: %[[WB:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK-NEXT: %[[AL:.*]] = arith.andi %[[AA]], %[[AB]] : i1
+// CHECK-NEXT: %[[A1:.*]] = arith.andi %[[AL]], %[[WA]] : i1
+// CHECK-NEXT: %[[ALL:.*]] = arith.andi %[[A1]], %[[WB]] : i1
+// CHECK-NEXT: scf.if %[[ALL]] -> (f32
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[N]] step
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: scf.if
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-COUNT-12: nvvm.cp.async.shared.global {{.*}}, 16, cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK-NOT: scf.if
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NOT: scf.if
+// CHECK-COUNT-128: nvvm.mma.sync
+// CHECK-NOT: scf.if
+// CHECK: } {tile.prefetch_fragments = 0 : i64, tile.stages = 3 : i64}
+// CHECK: } else {
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[N]] step
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK: } {tile.whole}
+// CHECK: } {tile.unswitch}
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: } {tile.prefetch_fragments = 0 : i64, tile.stages = 3 : i64}
+// CHECK: nvvm.cp.async.wait.group 0
+
+// interleave (the default): the fast body's 12 cp.async sit between its mma.sync, the commit
+// after the last of them and before the last mma.sync.
+// SPREAD: scf.if %{{.*}} -> (f32
+// SPREAD: gpu.barrier
+// SPREAD-NOT: nvvm.cp.async.shared.global
+// SPREAD: nvvm.mma.sync
+// SPREAD-COUNT-12: nvvm.cp.async.shared.global {{.*}}, 16, cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// SPREAD-NEXT: nvvm.cp.async.commit.group
+// SPREAD-NEXT: nvvm.mma.sync
+// SPREAD: } else {
+
+// BEFORE-NOT: scf.if {{.*}} -> (f32
+// BEFORE: scf.for
+// BEFORE: } {tile.unswitch}
+// BEFORE: } {tile.prefetch_fragments = 0 : i64, tile.stages = 3 : i64}
+// BEFORE-NOT: scf.for
