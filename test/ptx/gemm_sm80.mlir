@@ -1,20 +1,23 @@
-// examples/gemm_sm80.tile to PTX with its defaults: 128×256×64 tiles over 8 warps of 64×64,
-// STAGES = 3 (48 KiB per stage, 144 KiB in all: past the 48 KiB static limit, so
-// outline-tile-kernels puts both operands in one extern dynamic array). Prologue: 2 commit
-// groups. Per k-tile: 4 + 8 cp.async.cg of 16 bytes per thread for tile k+2 (plain inside the
-// tensor, a source size in a register at ragged edges: zero fill), one commit group, a
-// wait_group 1 (= STAGES - 2) and one barrier; per 16-wide k-step 4 ldmatrix.x4 for A (4
-// m-atoms of the warp's 64 rows) and 4 for B (8 n-atoms), 32 mma.sync m16n8k16; the 128 f32
-// accumulators stay in registers.
+// examples/gemm_sm80.tile to PTX with its defaults: 128×256×32 tiles over 8 warps of 64×64,
+// STAGES = 4 (24 KiB per stage, 96 KiB in all: past the 48 KiB static limit, so
+// outline-tile-kernels puts both operands in one extern dynamic array), PREFETCH = 1. Prologue:
+// 3 commit groups, then tile 0's wait (all but STAGES - 2 = 2 groups) and barrier and k-step 0's
+// 8 ldmatrix.x4 (4 m-atoms of A, 4 pairs of n-atoms of B). pipeline-steady-state versions the
+// loop: blocks whose tiles all lie inside the tensors (and 16-byte aligned ones) run a loop body
+// that is one basic block — 4 + 8 plain cp.async.cg of 16 bytes per thread for tile k+3 spread
+// among the mma.sync, one commit, the next tile's wait_group 2 and barrier before the last
+// k-step's mma.sync; the rest run the general loop, whose copies branch (zero fill at ragged
+// edges, a synchronous copy when misaligned). 2 k-steps of 32 mma.sync m16n8k16 per k-tile; the
+// 128 f32 accumulators stay in registers.
 // REQUIRES: ptxas
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
 // RUN: filecheck %s < %t.80.ptx
 // RUN: filecheck %s --check-prefix=ASYNC < %t.80.ptx
 // RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=1 -D BK=32 -D STAGES=4 -o %t.pre.ptx
-// RUN: filecheck %s --check-prefix=PRE < %t.pre.ptx
-// RUN: ptxas -v -arch=sm_80 %t.pre.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -D BN=128 -D WN=2 -D BK=32 -D STAGES=4 -o %t.tt.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 -o %t.nopre.ptx
+// RUN: filecheck %s --check-prefix=NOPRE < %t.nopre.ptx
+// RUN: ptxas -v -arch=sm_80 %t.nopre.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -D BN=128 -D WN=2 -D BK=32 -D STAGES=4 -D PREFETCH=0 -o %t.tt.ptx
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt.ptx
 // RUN: ptxas -v -arch=sm_80 %t.tt.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -o %t.90.ptx
@@ -32,49 +35,51 @@
 // CHECK: cvt.rn.f16.f32
 // CHECK-NOT: .local
 
-// Three groups in all (two in the prologue, one per iteration); LLVM lays the loop's body out
-// before its head, so the text shows the commits, 4 k-steps of 32 mma.sync, then the head:
-// wait until one group is pending and the one barrier of the loop; the drain waits for all.
+// The fast loop holds no branch between its first mma.sync and its last: plain cp.async (no
+// source size) among the mma.sync, the commit, then the wait for all but 2 groups and the
+// barrier before the last k-step. The general loop waits the same; the drain waits for all.
 // ASYNC: .extern .shared .align 16 .b8 __tile_dynamic_smem[];
 // ASYNC-NOT: bar.sync
 // ASYNC-COUNT-3: cp.async.commit_group;
-// ASYNC-NOT: cp.async.commit_group
 // ASYNC-NOT: bar.sync
-// ASYNC-COUNT-128: mma.sync.aligned.m16n8k16
-// ASYNC-NOT: mma.sync
-// ASYNC: cp.async.wait_group 1;
+// ASYNC: cp.async.wait_group 2;
+// ASYNC-NEXT: bar.sync 0;
+// ASYNC-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// ASYNC: mma.sync.aligned.m16n8k16
+// ASYNC-NOT: {{bra|bar.sync|wait_group}}
+// ASYNC: cp.async.cg.shared.global [{{%r[0-9+]+}}], [{{%rd[0-9]+}}], 16;
+// ASYNC-NOT: {{bra|bar.sync|wait_group}}
+// ASYNC: cp.async.commit_group;
+// ASYNC-NOT: {{bra|bar.sync}}
+// ASYNC: cp.async.wait_group 2;
+// ASYNC-NEXT: bar.sync 0;
+// ASYNC-NOT: {{bra|bar.sync|wait_group}}
+// ASYNC-COUNT-32: mma.sync.aligned.m16n8k16
+// ASYNC: cp.async.wait_group 2;
 // ASYNC-NEXT: bar.sync 0;
 // ASYNC-NOT: bar.sync
+// ASYNC-NOT: cp.async.wait_group {{[13-9]}};
 // ASYNC: cp.async.wait_group 0;
 // ASYNC-NOT: bar.sync
 // ASYNC-NOT: cp.async
 
-// PREFETCH = 1 (BK = 32, 4 stages): tile 0's wait (two groups pending) and barrier before the
-// loop and k-step 0's fragments; in the loop the commit, k-step 1's fragments before k-step 0's
-// 32 mma.sync, then the next tile's wait and barrier and its k-step 0 fragments before k-step
-// 1's mma.sync; the drain waits for all groups.
-// PRE: .extern .shared .align 16 .b8 __tile_dynamic_smem[];
-// PRE-NOT: bar.sync
-// PRE-COUNT-3: cp.async.commit_group;
-// PRE-NOT: bar.sync
-// PRE: cp.async.wait_group 2;
-// PRE-NEXT: bar.sync 0;
-// PRE-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PRE-NOT: mma.sync
-// PRE: cp.async.commit_group;
-// PRE-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PRE-NOT: bar.sync
-// PRE-COUNT-32: mma.sync.aligned.m16n8k16
-// PRE-NOT: mma.sync
-// PRE: cp.async.wait_group 2;
-// PRE-NEXT: bar.sync 0;
-// PRE-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PRE-COUNT-32: mma.sync.aligned.m16n8k16
-// PRE-NOT: bar.sync
-// PRE-NOT: cp.async.commit_group
-// PRE: cp.async.wait_group 0;
-// PRE-NOT: bar.sync
-// PRE-NOT: cp.async
+// PREFETCH = 0 (BK = 64, 3 stages): each iteration of either loop opens with the wait for all
+// but STAGES - 2 = 1 groups and the barrier; 4 k-steps of 32 mma.sync follow.
+// NOPRE: .extern .shared .align 16 .b8 __tile_dynamic_smem[];
+// NOPRE-NOT: bar.sync
+// NOPRE-COUNT-2: cp.async.commit_group;
+// NOPRE-NOT: bar.sync
+// NOPRE: cp.async.wait_group 1;
+// NOPRE-NEXT: bar.sync 0;
+// NOPRE-NOT: {{bra|bar.sync|wait_group}}
+// NOPRE-COUNT-128: mma.sync.aligned.m16n8k16
+// NOPRE: cp.async.wait_group 1;
+// NOPRE-NEXT: bar.sync 0;
+// NOPRE-NOT: bar.sync
+// NOPRE-NOT: cp.async.wait_group {{[2-9]}};
+// NOPRE: cp.async.wait_group 0;
+// NOPRE-NOT: bar.sync
+// NOPRE-NOT: cp.async
 
 // MN-major A and B (MA = MB = 1), bf16, 128×128×32 tiles (MN-major operands spill at BK = 64):
 // every fragment load is an ldmatrix.trans (4 for A and 4 for B per k-step), the atom is bf16's.
