@@ -115,9 +115,9 @@ def marked(root: ir.Operation, attr: str) -> list[ir.Operation]:
     return [op for op in found if op != root]
 
 
-def inline_then(op: ir.Operation) -> None:
-    """Replace a result-less scf.if by its then-block."""
-    block = op.regions[0].blocks[0]
+def inline_then(op: ir.Operation, side: int = 0) -> None:
+    """Replace a result-less scf.if by its then-block (side 0) or else-block (side 1)."""
+    block = op.regions[side].blocks[0]
     for o in list(block.operations)[:-1]:
         o.move_before(op)
     op.erase()
@@ -129,7 +129,7 @@ class PipelineSteadyState(Pass):
 
     name = "pipeline-steady-state"
     # Spread the copies among the mma.sync (step 3); off leaves them where tile-pipeline put them.
-    interleave: bool = True
+    interleave: bool = False
 
     def run(self, module: ir.Operation) -> None:
         loops: list[ir.Operation] = []
@@ -186,6 +186,9 @@ class PipelineSteadyState(Pass):
         loop.move_before(general.operation)
         for t in marked(fast, UNSWITCH) + marked(fast, WHOLE):
             inline_then(t)
+        # The general loop always zero-fills at the edges: one copy path instead of two.
+        for t in marked(loop, WHOLE):
+            inline_then(t, side=1)
         return fast
 
     @staticmethod

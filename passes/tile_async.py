@@ -9,7 +9,7 @@ and the hardware fills the rest with zeros:
           [x x x x x 0 0 0]    (a row outside M: src_elements = 0, all zeros)
 
 cp.async needs 16-byte aligned addresses: when the global base or a `?` stride is not (e.g.
-K not a multiple of 8), the copy falls back to `tile_memory.copy`, chosen once per copy by a
+K not a multiple of 8), the copy falls back to `scalar_copy`, chosen once per copy by a
 uniform `scf.if`. Copies only issue; `commit` closes a group and `wait` waits for groups, so a
 caller decides how many copies are in flight.
 """
@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, nvvm, scf
+from mlir.dialects import arith, llvm, nvvm, scf
 
-from tilec.passes import tile_memory
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
-from tilec.passes.tile_fragments import Partition
+from tilec.passes.tile_fragments import Partition, constant
 from tilec.passes.tile_memory import Side
 from tilec.passes.tile_views import (
     LoweringError,
@@ -113,7 +112,7 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
         return []
 
     def fallback() -> list[ir.Value]:
-        tile_memory.copy(op, src, dst, tid, threads)
+        scalar_copy(src, dst, part, tid, b)
         return []
 
     # The test reads the bases and strides alone: pipeline-steady-state can hoist it.
@@ -132,6 +131,32 @@ def branches(
         other()
         scf.YieldOp([])
     return test.operation
+
+
+def scalar_copy(src: View, dst: View, part: Partition, tid: ir.Value, b: IndexBuilder) -> None:
+    """The misaligned fallback, synchronous and element by element: element j of a chunk loads
+    from the chunk's address + j and goes straight to shared memory when j < its
+    `src_elements`, else 0 does. Addresses are the chunk's plus immediates and each value lives
+    from its load to its store, so inside a pipelined loop with fragment prefetch this path
+    keeps few registers (a chunk-wide 16-byte store spills there). Its 2-byte stores, 16 bytes
+    apart across lanes, conflict 4 ways: the price of a path only misaligned tensors take.
+    """
+    zero = constant(src.elem, 0)
+    for i in range(part.iters):
+        coords = part.chunk_coords(i, tid, b)
+        n = src_elements(src, coords, part.m, part.vec, b)
+        first = gep(src.base, b.value(element_index(src, coords, b)), src.elem, b)
+        to = element_address(dst, coords, b)
+        for j in range(part.vec):
+            inside = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(j)).result
+            here = gep(to, j, dst.elem, b)
+            test = scf.IfOp(inside, [], has_else=True)
+            with ir.InsertionPoint(test.then_block):
+                llvm.StoreOp(llvm.LoadOp(src.elem, gep(first, j, src.elem, b)).result, here)
+                scf.YieldOp([])
+            with ir.InsertionPoint(test.else_block):
+                llvm.StoreOp(zero, here)
+                scf.YieldOp([])
 
 
 def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilder) -> ir.Value:
