@@ -23,8 +23,8 @@ python3 bench/bench_gemm.py --dtype bf16 --bundle $g/a0b0_bf16/gemm_sm90a --out 
   | grep "^|"
 python3 bench/bench_gemm.py --mb --bundle $g/a0b1_f16/gemm_sm90a --shape 4096x4096x4096 \
   --shape 8192x8192x8192 --out "$out/gemm-nn.md" | grep "^|"
-python3 bench/bench_gemm.py --bundle $g/noprefetch_bk64/gemm_sm90a --bundle $g/prefetch_bk32/gemm_sm90a \
-  --bundle $g/tile64x128/gemm_sm80 --shape 4096x4096x4096 --shape 8192x8192x8192 \
+python3 bench/bench_gemm.py --bundle $g/noprefetch_bk64/gemm_sm90a --bundle $g/bk32/gemm_sm90a \
+  --bundle $g/prefetch_128x128x32/gemm_sm90a --bundle $g/tile64x128/gemm_sm80 --shape 4096x4096x4096 --shape 8192x8192x8192 \
   --out "$out/gemm-sweep.md" | grep "^|"
 # Integer-valued inputs, only to compare with figures published on such data (CuTe DSL's).
 python3 bench/bench_gemm.py --data int --bundle $g/default_sm90a/gemm_sm90a --shape 4096x4096x4096 \

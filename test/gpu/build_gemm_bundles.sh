@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # Build examples/gemm_sm80.tile's bundles for test/gpu/test_gemm.py (where MLIR is; carry build/
 # to the GPU machine), one per folder: the defaults for sm_80 and sm_90a; every operand layout
-# (MA, MB) in f16 and bf16 for sm_90a, named a<MA>b<MB>_<T> (MN-major operands with 128×128×32
-# tiles without fragment prefetch: otherwise they spill); the fragment prefetch at 128×128×32
-# and 16-wide k-steps, the earlier default without it (128×256×64, 3 stages) and a few other
-# tile shapes.
+# (MA, MB) in f16 and bf16 for sm_90a, named a<MA>b<MB>_<T> (MN-major operands at BK = 32 over 4
+# stages: at BK = 64 they spill); the defaults at BK = 32, without fragment prefetch, and a few
+# other tile shapes.
 set -euo pipefail
 out="${1:-build/gemm}"
 rm -rf "$out"
 b() { name=$1; shift; tilec build examples/gemm_sm80.tile -o "$out/$name" "$@" >/dev/null; }
 b default_sm80 --arch sm_80
 b default_sm90a --arch sm_90a
-small=(-D BN=128 -D WN=2 -D BK=32 -D STAGES=4 -D PREFETCH=0)
+mn=(-D BK=32 -D STAGES=4)
 for t in f16 bf16; do
   b "a0b0_$t" --arch sm_90a -D T=$t
-  b "a1b0_$t" --arch sm_90a -D T=$t -D MA=1 "${small[@]}"
-  b "a0b1_$t" --arch sm_90a -D T=$t -D MB=1 "${small[@]}"
-  b "a1b1_$t" --arch sm_90a -D T=$t -D MA=1 -D MB=1 "${small[@]}"
+  b "a1b0_$t" --arch sm_90a -D T=$t -D MA=1 "${mn[@]}"
+  b "a0b1_$t" --arch sm_90a -D T=$t -D MB=1 "${mn[@]}"
+  b "a1b1_$t" --arch sm_90a -D T=$t -D MA=1 -D MB=1 "${mn[@]}"
 done
-b prefetch_bk32 --arch sm_90a "${small[@]}" -D PREFETCH=1
+b bk32 --arch sm_90a "${mn[@]}"
+b prefetch_128x128x32 --arch sm_90a -D BN=128 -D WN=2 -D BK=32 -D STAGES=4
 b prefetch_bk16 --arch sm_90a -D PREFETCH=1 -D BK=16 -D STAGES=6 -D BN=128 -D WN=2
 b noprefetch_bk64 --arch sm_90a -D PREFETCH=0 -D BK=64 -D STAGES=3
 b tile128_s1 --arch sm_90a -D BN=128 -D WN=2 -D BK=32 -D STAGES=1

@@ -1,14 +1,14 @@
-// examples/gemm_sm80.tile to PTX with its defaults: 128×256×32 tiles over 8 warps of 64×64,
-// STAGES = 4 (24 KiB per stage, 96 KiB in all: past the 48 KiB static limit, so
+// examples/gemm_sm80.tile to PTX with its defaults: 128×256×64 tiles over 8 warps of 64×64,
+// STAGES = 3 (48 KiB per stage, 144 KiB in all: past the 48 KiB static limit, so
 // outline-tile-kernels puts both operands in one extern dynamic array), PREFETCH = 1. Prologue:
-// 3 commit groups, then tile 0's wait (all but STAGES - 2 = 2 groups) and barrier and k-step 0's
+// 2 commit groups, then tile 0's wait (all but STAGES - 2 = 1 groups) and barrier and k-step 0's
 // 8 ldmatrix.x4 (4 m-atoms of A, 4 pairs of n-atoms of B). pipeline-steady-state versions the
-// loop: blocks whose tiles all lie inside the tensors (and 16-byte aligned ones) run a loop body
-// that is one basic block — 4 + 8 plain cp.async.cg of 16 bytes per thread for tile k+3 spread
-// among the mma.sync, one commit, the next tile's wait_group 2 and barrier before the last
-// k-step's mma.sync; the rest run the general loop, whose copies branch (zero fill at ragged
-// edges, a synchronous copy when misaligned). 2 k-steps of 32 mma.sync m16n8k16 per k-tile; the
-// 128 f32 accumulators stay in registers.
+// loop: blocks whose tiles all lie inside the tensors (and 16-byte aligned ones) run a body that
+// is one basic block — 4 + 8 plain cp.async.cg of 16 bytes per thread for tile k+2, one commit,
+// 3 k-steps of 32 mma.sync m16n8k16 loading the next k-step's fragments as registers free up,
+// the next tile's wait_group 1 and barrier, the last k-step's 32 mma.sync; the rest run the
+// general loop, whose copies branch (zero fill at ragged edges, a synchronous copy when
+// misaligned). The 128 f32 accumulators stay in registers.
 // REQUIRES: ptxas
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
 // RUN: filecheck %s < %t.80.ptx
@@ -17,7 +17,7 @@
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 -o %t.nopre.ptx
 // RUN: filecheck %s --check-prefix=NOPRE < %t.nopre.ptx
 // RUN: ptxas -v -arch=sm_80 %t.nopre.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -D BN=128 -D WN=2 -D BK=32 -D STAGES=4 -D PREFETCH=0 -o %t.tt.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -D BK=32 -D STAGES=4 -o %t.tt.ptx
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt.ptx
 // RUN: ptxas -v -arch=sm_80 %t.tt.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -o %t.90.ptx
@@ -35,30 +35,30 @@
 // CHECK: cvt.rn.f16.f32
 // CHECK-NOT: .local
 
-// The fast loop holds no branch between its first mma.sync and its last: plain cp.async (no
-// source size) among the mma.sync, the commit, then the wait for all but 2 groups and the
-// barrier before the last k-step. The general loop waits the same; the drain waits for all.
+// The fast loop holds no branch from its first cp.async to its back edge: plain cp.async (no
+// source size), the commit, 96 mma.sync, the wait for all but 1 group and the barrier, 32
+// mma.sync. The general loop waits the same; the drain waits for all.
 // ASYNC: .extern .shared .align 16 .b8 __tile_dynamic_smem[];
 // ASYNC-NOT: bar.sync
-// ASYNC-COUNT-3: cp.async.commit_group;
+// ASYNC-COUNT-2: cp.async.commit_group;
 // ASYNC-NOT: bar.sync
-// ASYNC: cp.async.wait_group 2;
+// ASYNC: cp.async.wait_group 1;
 // ASYNC-NEXT: bar.sync 0;
 // ASYNC-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// ASYNC: mma.sync.aligned.m16n8k16
-// ASYNC-NOT: {{bra|bar.sync|wait_group}}
 // ASYNC: cp.async.cg.shared.global [{{%r[0-9+]+}}], [{{%rd[0-9]+}}], 16;
 // ASYNC-NOT: {{bra|bar.sync|wait_group}}
 // ASYNC: cp.async.commit_group;
+// ASYNC-NOT: {{bra|bar.sync|wait_group}}
+// ASYNC-COUNT-96: mma.sync.aligned.m16n8k16
 // ASYNC-NOT: {{bra|bar.sync}}
-// ASYNC: cp.async.wait_group 2;
+// ASYNC: cp.async.wait_group 1;
 // ASYNC-NEXT: bar.sync 0;
 // ASYNC-NOT: {{bra|bar.sync|wait_group}}
 // ASYNC-COUNT-32: mma.sync.aligned.m16n8k16
-// ASYNC: cp.async.wait_group 2;
+// ASYNC: cp.async.wait_group 1;
 // ASYNC-NEXT: bar.sync 0;
 // ASYNC-NOT: bar.sync
-// ASYNC-NOT: cp.async.wait_group {{[13-9]}};
+// ASYNC-NOT: cp.async.wait_group {{[2-9]}};
 // ASYNC: cp.async.wait_group 0;
 // ASYNC-NOT: bar.sync
 // ASYNC-NOT: cp.async
@@ -81,7 +81,7 @@
 // NOPRE-NOT: bar.sync
 // NOPRE-NOT: cp.async
 
-// MN-major A and B (MA = MB = 1), bf16, 128×128×32 tiles (MN-major operands spill at BK = 64):
+// MN-major A and B (MA = MB = 1), bf16, BK = 32 over 4 stages (MN-major operands spill at BK = 64):
 // every fragment load is an ldmatrix.trans (4 for A and 4 for B per k-step), the atom is bf16's.
 // TRANS-LABEL: .visible .entry gemm(
 // TRANS-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16

@@ -110,10 +110,10 @@ def test_tile_types_round_trip_through_mlir(ctx) -> None:  # noqa: ANN001
             if op.operation.name == "tile.alloc_shared"
         ]
         shared = TensorType.of(types[0])
-        assert shared == TensorType("f16", "shared", "Sw<2,3,3> o 0 o (128,32):(32,1)")
+        assert shared == TensorType("f16", "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)")
         assert shared.get() == types[0]
         value = shared.layout_value()
-        assert isinstance(value, L.ComposedLayout) and value.inner == L.Layout((128, 32), (32, 1))
+        assert isinstance(value, L.ComposedLayout) and value.inner == L.Layout((128, 64), (64, 1))
         assert TensorType.of(ir.IndexType.get()) is None
         mma = MmaType("sm80.mma_16x8x16.f32.f16.f16.f32", "(2,2,1)")
         assert MmaType.of(mma.get()) == mma
