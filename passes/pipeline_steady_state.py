@@ -31,6 +31,7 @@ from mlir.dialects import arith, scf
 from tilec.binding import walk
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_async import UNSWITCH, WHOLE
+from tilec.passes.tile_pipeline import unit_step
 
 CP_ASYNC = "nvvm.cp.async.shared.global"
 MMA = "nvvm.mma.sync"
@@ -72,15 +73,6 @@ def hoistable(value: ir.Value, loop: ir.Operation, out: list[ir.Operation]) -> b
         return False
     out.append(op)
     return True
-
-
-def unit_step(loop: ir.Operation) -> bool:
-    step = loop.operands[2]
-    return (
-        isinstance(step, ir.OpResult)
-        and step.owner.name == "arith.constant"
-        and ir.IntegerAttr(step.owner.attributes["value"]).value == 1
-    )
 
 
 def clone_above(
@@ -125,10 +117,11 @@ def inline_then(op: ir.Operation, side: int = 0) -> None:
 
 @register
 class PipelineSteadyState(Pass):
-    """Make a pipelined loop's steady state one basic block: unswitch, fold guards, interleave."""
+    """Make a pipelined loop's steady state one basic block: version it on its copies' tests."""
 
     name = "pipeline-steady-state"
-    # Spread the copies among the mma.sync (step 3); off leaves them where tile-pipeline put them.
+    # Spread the fast body's copies among its mma.sync; off leaves them where tile-pipeline put
+    # them (measured better at the BK = 64 default, docs/passes.md).
     interleave: bool = False
 
     def run(self, module: ir.Operation) -> None:

@@ -148,12 +148,7 @@ class Pipeline:
         """min(tile, ub - 1) for a loop of step 1 (None for other steps): inside the loop, a
         tile past the last one may copy the last one again instead of branching around its
         copies, since the stage it fills is never read (docs/passes.md, tile-pipeline)."""
-        step = self.loop.operands[2]
-        if not (
-            isinstance(step, ir.OpResult)
-            and step.owner.name == "arith.constant"
-            and ir.IntegerAttr(step.owner.attributes["value"]).value == 1
-        ):
+        if not unit_step(self.loop):
             return None
         last = arith.SubIOp(self.loop.operands[1], index(1)).result
         return arith.MinSIOp(tile, last).result
@@ -284,6 +279,16 @@ def target_smem_limit(loop: ir.Operation) -> int:
     if func is None or "tile.target" not in func.attributes:
         return STATIC_SMEM
     return SMEM_OPTIN.get(ir.StringAttr(func.attributes["tile.target"]).value, STATIC_SMEM)
+
+
+def unit_step(loop: ir.Operation) -> bool:
+    """Whether an scf.for steps by a constant 1."""
+    step = loop.operands[2]
+    return (
+        isinstance(step, ir.OpResult)
+        and step.owner.name == "arith.constant"
+        and ir.IntegerAttr(step.owner.attributes["value"]).value == 1
+    )
 
 
 def mark_gemm(op: ir.Operation) -> None:
