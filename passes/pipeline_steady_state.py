@@ -57,10 +57,12 @@ def defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
     return inside(value.owner.operation, loop)
 
 
-def hoistable(value: ir.Value, loop: ir.Operation, out: list[ir.Operation]) -> bool:
-    """Whether `value` is computed in `loop` from values outside it by pure ops alone; those
-    ops are appended to `out`, each after the ones it uses."""
-    if not defined_inside(value, loop):
+def pure_slice(
+    value: ir.Value, loop: ir.Operation, leaves: set[ir.Value], out: list[ir.Operation]
+) -> bool:
+    """Whether `value` is computed in `loop` by pure ops alone from values outside it (or in
+    `leaves`); those ops are appended to `out`, each after the ones it uses."""
+    if value in leaves or not defined_inside(value, loop):
         return True
     if isinstance(value, ir.BlockArgument):
         return False
@@ -69,36 +71,25 @@ def hoistable(value: ir.Value, loop: ir.Operation, out: list[ir.Operation]) -> b
         return False
     if any(o == op for o in out):
         return True
-    if not all(hoistable(v, loop, out) for v in op.operands):
+    if not all(pure_slice(v, loop, leaves, out) for v in op.operands):
         return False
     out.append(op)
     return True
 
 
-def clone_above(
-    value: ir.Value, loop: ir.Operation, mapping: dict[ir.Value, ir.Value]
-) -> ir.Value | None:
-    """`value` recomputed at the insertion point (above `loop`) with `mapping`'s values in
-    place of the loop's (its induction variable), by cloning the pure ops between; None when
-    it depends on anything else the loop defines."""
-    if value in mapping:
-        return mapping[value]
-    if not defined_inside(value, loop):
-        return value
-    if isinstance(value, ir.BlockArgument):
-        return None
-    op = value.owner.operation
-    if not op.name.startswith(PURE_PREFIXES) or len(op.regions):
-        return None
-    operands = [clone_above(v, loop, mapping) for v in op.operands]
-    if any(v is None for v in operands):
-        return None
-    new = op.clone()
-    for i, v in enumerate(operands):
-        new.operands[i] = v
-    for old, r in zip(op.results, new.results, strict=True):
-        mapping[old] = r
-    return mapping[value]
+def clone_slice(
+    value: ir.Value, ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value]
+) -> ir.Value:
+    """`value` recomputed at the insertion point by clones of `ops` (a `pure_slice`), with
+    `mapping`'s values in place of the leaves."""
+    for op in ops:
+        new = op.clone()
+        for i, v in enumerate(op.operands):
+            if v in mapping:
+                new.operands[i] = mapping[v]
+        for old, r in zip(op.results, new.results, strict=True):
+            mapping[old] = r
+    return mapping.get(value, value)
 
 
 def marked(root: ir.Operation, attr: str) -> list[ir.Operation]:
@@ -147,21 +138,22 @@ class PipelineSteadyState(Pass):
         if not tests and not wholes:
             return loop
         hoist: list[ir.Operation] = []
-        if not all(hoistable(t.operands[0], loop, hoist) for t in tests):
+        if not all(pure_slice(t.operands[0], loop, set(), hoist) for t in tests):
             return None
         if wholes and not unit_step(loop):
             return None
+        iv = loop.regions[0].blocks[0].arguments[0]
+        slices: list[list[ir.Operation]] = [[] for _ in wholes]
+        for t, ops in zip(wholes, slices, strict=True):
+            if not pure_slice(t.operands[0], loop, {iv}, ops):
+                return None
         for op in hoist:
             op.move_before(loop)
         conds = [t.operands[0] for t in tests]
         with ir.InsertionPoint(loop), loop.location:
             last = arith.SubIOp(loop.operands[1], arith.ConstantOp(ir.IndexType.get(), 1)).result
-            iv = loop.regions[0].blocks[0].arguments[0]
-            for t in wholes:
-                at_last = clone_above(t.operands[0], loop, {iv: last})
-                if at_last is None:
-                    return None  # the ops cloned so far are dead; canonicalize drops them
-                conds.append(at_last)
+            for t, ops in zip(wholes, slices, strict=True):
+                conds.append(clone_slice(t.operands[0], ops, {iv: last}))
             cond = conds[0]
             for c in conds[1:]:
                 cond = arith.AndIOp(cond, c).result

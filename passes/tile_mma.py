@@ -292,25 +292,23 @@ class Feed:
     def mma_rolling(
         self, frags: list[ir.Value], values: list[list[ir.Value]], a: View, bv: View, ks: int
     ) -> list[ir.Value]:
-        """`mma` over a whole k-step (serpentine) that loads k-step `ks` of a and bv as the
-        registers free up: an m-atom's A fragment after its row, a B pair after the last row
-        used it. Both k-steps' fragments are live only in part (~20 registers fewer than
-        loading the next k-step first); returns the next k-step's registers, as `load`."""
-        (tm, tn), elem = self.part.tiles, self.part.elem
-        afr, bregs = frags[: 4 * tm], frags[4 * tm :]
+        """`mma` over a whole k-step that loads k-step `ks` of a and bv as the registers free
+        up: an m-atom's A fragment after its row, a B pair after the last row used it. Both
+        k-steps' fragments are live only in part (~20 registers fewer than loading the next
+        k-step first); returns the next k-step's registers, as `load`."""
+        tm, tn = self.part.tiles
         next_a: list[list[ir.Value]] = [[] for _ in range(tm)]
         next_b: list[list[ir.Value]] = [[] for _ in range(tn // 2)]
-        for mi in range(tm):
-            forward = mi % 2 == 0
-            for ni in range(tn) if forward else reversed(range(tn)):
-                p, half = divmod(ni, 2)
-                i = mi + tm * ni
-                b = bregs[4 * p + 2 * half : 4 * p + 2 * half + 2]
-                values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], b, values[i], elem)
-                if mi == tm - 1 and half == (1 if forward else 0):
-                    next_b[p] = self.load_b(bv, ks, p)
-            rows = self.rows(a, self.m0, self.lane_a, self.majors[0], [mi * AM], ks)
-            next_a[mi] = rows
+
+        def after(mi: int, ni: int) -> None:
+            forward = mi % 2 == 0  # the serpentine: even rows run n up, odd rows down
+            p, half = divmod(ni, 2)
+            if mi == tm - 1 and half == (1 if forward else 0):
+                next_b[p] = self.load_b(bv, ks, p)
+            if ni == (tn - 1 if forward else 0):
+                next_a[mi] = self.rows(a, self.m0, self.lane_a, self.majors[0], [mi * AM], ks)
+
+        self.mma(frags, values, after=after)
         return [r for regs in next_a + next_b for r in regs]
 
     def rows(
@@ -324,7 +322,11 @@ class Feed:
         return out
 
     def mma(
-        self, frags: list[ir.Value], values: list[list[ir.Value]], pairs: list[int] | None = None
+        self,
+        frags: list[ir.Value],
+        values: list[list[ir.Value]],
+        pairs: list[int] | None = None,
+        after: Callable[[int, int], None] | None = None,
     ) -> None:
         """values[mi + TM*ni] += the atom products of one k-step's registers: the A fragments,
         then the B registers of the ldmatrix `pairs` (all of them when None), four each.
@@ -332,7 +334,7 @@ class Feed:
         A whole k-step goes m-atom by m-atom, its n-atoms back and forth (CUTLASS's serpentine):
         consecutive mma.sync share A (4 registers) and, at the turns, B, which the register
         file's operand reuse caches instead of reading them again. Given pairs, each B load
-        feeds its two n-atoms of every m-atom.
+        feeds its two n-atoms of every m-atom. `after(mi, ni)` runs after each mma.sync.
         """
         (tm, tn), elem = self.part.tiles, self.part.elem
         afr, bregs = frags[: 4 * tm], frags[4 * tm :]
@@ -350,6 +352,8 @@ class Feed:
             at = 4 * pairs.index(p) + 2 * half
             i = mi + tm * ni
             values[i] = mma_sync(afr[4 * mi : 4 * mi + 4], bregs[at : at + 2], values[i], elem)
+            if after is not None:
+                after(mi, ni)
 
 
 def check_gemm(
