@@ -14,6 +14,19 @@ which costs the tensor cores power. Each row below runs one such register-only k
     acc       AM×AN independent m16n8k16 accumulators per warp (4×8 = a 64×64 warp tile)
     warps/SM  resident warps per SM (blocks of 256 threads)
 
+Two more rows add what a GEMM's inner loop adds, still with no global-memory traffic:
+
+    smem      8 warps as a 2×4 grid of 64×64 warp tiles; each k-step every warp loads its
+              fragments from 144 KiB of randn data in shared memory (3 stages × a 128×64 A
+              and 256×64 B tile, read as contiguous conflict-free 8×8 blocks) with 8
+              ldmatrix.x4 — the GEMM's 128 bytes of shared memory per mma.sync — the next
+              k-step's fragments loading while this one's 32 mma.sync issue
+    smem+bar  the same with a __syncthreads() per 64-wide stage, as the GEMM's loop has
+    smem+cp   and, as the GEMM's steady state, each stage refilled after the barrier with
+              cp.async from a 24 MiB buffer that stays in L2 (48 KiB per block per stage:
+              the shared-memory writes and L2 reads of a 128×256×64 tile)
+    smem+cpi  the same copies spread over the stage's 4 k-steps, 3 per thread per k-step
+
 A row's TFLOP/s over the ceiling's is the most a GEMM of that shape can reach; the clock and
 power columns say whether the 700 W limit is what holds it.
 """
@@ -72,6 +85,85 @@ extern "C" __global__ void __launch_bounds__(256, BPS) mma_tile(float* out, cons
 }
 """
 
+SMEM_SOURCE = r"""
+// Shared memory: 3 stages of 3072 16-byte chunks (1024 of A, 2048 of B). Warp (wm, wn) reads,
+// at k-step kk of a stage, A blocks (kk*8 + wm*4 + mi) and B blocks (kk*16 + wn*4 + nj), each
+// 32 consecutive chunks: one ldmatrix.x4, every lane a different chunk, no bank conflicts.
+extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const uint4* data,
+                                                              int iters, const uint4* src,
+                                                              int src_stages) {
+  extern __shared__ uint4 smem[];
+  for (int i = threadIdx.x; i < 3 * 3072; i += blockDim.x)
+    smem[i] = data[(blockIdx.x * 3 * 3072 + i) % (3 * 3072 * 8)];
+  __syncthreads();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 4, wn = warp % 4;
+  const unsigned base = (unsigned)__cvta_generic_to_shared(smem) + 16u * lane;
+  unsigned a[2][4][4], b[2][4][4];
+  float acc[4][8][4] = {};
+  auto load = [&](int buf, int step) {
+    const int s = step / 4, kk = step % 4;
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      unsigned addr = base + 16u * (s * 3072 + (kk * 8 + wm * 4 + m) * 32);
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[buf][m][0]), "=r"(a[buf][m][1]), "=r"(a[buf][m][2]),
+                     "=r"(a[buf][m][3])
+                   : "r"(addr));
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      unsigned addr = base + 16u * (s * 3072 + 1024 + (kk * 16 + wn * 4 + j) * 32);
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b[buf][j][0]), "=r"(b[buf][j][1]), "=r"(b[buf][j][2]),
+                     "=r"(b[buf][j][3])
+                   : "r"(addr));
+    }
+  };
+  load(0, 0);
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int step = 0; step < 12; ++step) {
+      if (BAR && step % 4 == 0) {
+        if (BAR >= 2) asm volatile("cp.async.wait_group 1;\n" ::);
+        __syncthreads();
+      }
+      // Refill the stage read last, 12 × 16 B per thread: all after the barrier (BAR 2) or
+      // 3 per k-step (BAR 3).
+      if (BAR == 3 || (BAR == 2 && step % 4 == 0)) {
+        const int s = (step / 4 + 2) % 3, g = (blockIdx.x * 7 + it * 3 + step / 4) % src_stages;
+        const int first = BAR == 3 ? 3 * (step % 4) : 0, count = BAR == 3 ? 3 : 12;
+#pragma unroll
+        for (int i = first; i < first + count; ++i) {
+          const int c = threadIdx.x + 256 * i;
+          const unsigned dst = (unsigned)__cvta_generic_to_shared(smem + s * 3072 + c);
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
+                       "l"(src + (size_t)g * 3072 + c));
+        }
+        if (step % 4 == 3 || BAR == 2) asm volatile("cp.async.commit_group;\n" ::);
+      }
+      load((step + 1) % 2, (step + 1) % 12);
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.DT.DT.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(acc[m][j][0]), "+f"(acc[m][j][1]), "+f"(acc[m][j][2]), "+f"(acc[m][j][3])
+              : "r"(a[step % 2][m][0]), "r"(a[step % 2][m][1]), "r"(a[step % 2][m][2]),
+                "r"(a[step % 2][m][3]), "r"(b[step % 2][j / 2][j % 2 * 2]),
+                "r"(b[step % 2][j / 2][j % 2 * 2 + 1]));
+    }
+  }
+  float sum = 0.f;
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) sum += acc[m][j][0] + acc[m][j][1] + acc[m][j][2] + acc[m][j][3];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"""
+
 # (operands, AM, AN, warps per SM): the ceiling's kind, then a GEMM's
 CONFIGS = [
     ("const", 2, 4, 32),
@@ -79,6 +171,10 @@ CONFIGS = [
     ("randn", 2, 4, 24),
     ("randn", 4, 8, 8),
     ("randn", 2, 8, 16),
+    ("smem", 4, 8, 8),
+    ("smem+bar", 4, 8, 8),
+    ("smem+cp", 4, 8, 8),
+    ("smem+cpi", 4, 8, 8),
 ]
 
 
@@ -93,23 +189,42 @@ def sample(stop: threading.Event, seen: list[tuple[int, float]]) -> None:
         stop.wait(0.05)
 
 
+def randn_words(count: int, dtype: str) -> cp.ndarray:
+    """`count` 32-bit words, each two randn values of `dtype`."""
+    data = cp.random.randn(count * 2, dtype=cp.float32)
+    if dtype == "f16":
+        return cp.ascontiguousarray(data.astype(cp.float16).view(cp.uint32))
+    # bf16: the upper half of each f32
+    return (data.view(cp.uint32)[0::2] >> 16) | (data.view(cp.uint32)[1::2] & 0xFFFF0000)
+
+
 def run(dtype: str, operands: str, am: int, an: int, warps: int, seconds: float) -> str:
     bps = warps // 8
-    src = SOURCE.replace("DT", dtype)
-    defs = (f"-DAM={am}", f"-DAN={an}", f"-DBPS={bps}", f"-DRANDOM={int(operands == 'randn')}")
-    kernel = cp.RawKernel(src, "mma_tile", options=("-std=c++17", *defs))
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     blocks, threads = sms * bps, 256
     n = blocks * threads
-    data = cp.random.randn(2 * (am * 4 + an * 2) * n * 2, dtype=cp.float32)
-    if dtype == "f16":
-        frag = data.astype(cp.float16).view(cp.uint32)
-    else:  # bf16: the upper half of each f32
-        frag = (data.view(cp.uint32)[0::2] >> 16) | (data.view(cp.uint32)[1::2] & 0xFFFF0000)
-    frag = cp.ascontiguousarray(frag)
+    smem = 0
+    extra: tuple = ()
+    if operands.startswith("smem"):  # 12 k-steps of 2·4·8 m16n8k16 per warp per iteration
+        defs = (f"-DBAR={['smem', 'smem+bar', 'smem+cp', 'smem+cpi'].index(operands)}",)
+        src = SMEM_SOURCE.replace("DT", dtype)
+        kernel = cp.RawKernel(src, "mma_smem", options=("-std=c++17", *defs))
+        smem = 3 * 3072 * 16
+        kernel.max_dynamic_shared_size_bytes = smem
+        frag = randn_words(3 * 3072 * 8 * 4, dtype)
+        src_stages = 512  # 512 × 48 KiB = 24 MiB: L2-resident
+        extra = (randn_words(src_stages * 3072 * 4, dtype), cp.int32(src_stages))
+        per_iter = blocks * threads // 32 * 12 * am * an * 2 * 16 * 8 * 16
+    else:
+        src = SOURCE.replace("DT", dtype)
+        random = int(operands == "randn")
+        defs = (f"-DAM={am}", f"-DAN={an}", f"-DBPS={bps}", f"-DRANDOM={random}")
+        kernel = cp.RawKernel(src, "mma_tile", options=("-std=c++17", *defs))
+        frag = randn_words(2 * (am * 4 + an * 2) * n, dtype)
+        per_iter = blocks * threads // 32 * 2 * am * an * 2 * 16 * 8 * 16
+        extra = ()
     out = cp.empty(n, dtype=cp.float32)
-    per_iter = blocks * threads // 32 * 2 * am * an * 2 * 16 * 8 * 16
-    kernel((blocks,), (threads,), (out, frag, cp.int32(10)))
+    kernel((blocks,), (threads,), (out, frag, cp.int32(10), *extra), shared_mem=smem)
     cp.cuda.Device().synchronize()
     iters = int(seconds * 600e12 / per_iter)
     start, end = cp.cuda.Event(), cp.cuda.Event()
@@ -119,7 +234,7 @@ def run(dtype: str, operands: str, am: int, an: int, warps: int, seconds: float)
     best = 0.0
     for _ in range(3):
         start.record()
-        kernel((blocks,), (threads,), (out, frag, cp.int32(iters)))
+        kernel((blocks,), (threads,), (out, frag, cp.int32(iters), *extra), shared_mem=smem)
         end.record()
         end.synchronize()
         best = max(best, iters * per_iter / cp.cuda.get_elapsed_time(start, end) / 1e9)
@@ -140,10 +255,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     parser.add_argument("--seconds", type=float, default=1.5)
+    parser.add_argument("--operands", action="append", help="only these rows (repeatable)")
     args = parser.parse_args()
     print("| dtype | operands | acc | warps/SM | TFLOP/s | SM MHz | W |")
     print("| --- | --- | --- | ---: | ---: | --- | --- |")
     for operands, am, an, warps in CONFIGS:
+        if args.operands and operands not in args.operands:
+            continue
         print(run(args.dtype, operands, am, an, warps, args.seconds), flush=True)
 
 
