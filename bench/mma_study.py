@@ -1,6 +1,6 @@
 """Bench: what limits mma.sync on this GPU, register-only — occupancy, operand data, power.
 
-    python bench/mma_study.py [--dtype f16|bf16] [--seconds 1.5]
+    python bench/mma_study.py [--dtype f16|bf16] [--seconds 1.5] [--operands smem+cp] [--stages 3]
 
 `mma_ceiling.py` measures the ceiling the way issue 6 defines it (constant operands, many warps
 per SM). A GEMM differs in two ways that need no memory system to show: it runs fewer warps
@@ -26,6 +26,8 @@ Two more rows add what a GEMM's inner loop adds, still with no global-memory tra
               cp.async from a 24 MiB buffer that stays in L2 (48 KiB per block per stage:
               the shared-memory writes and L2 reads of a 128×256×64 tile)
     smem+cpi  the same copies spread over the stage's 4 k-steps, 3 per thread per k-step
+
+`--stages N` gives the smem rows N stages (3 by default; the refill then waits on N - 2).
 
 A row's TFLOP/s over the ceiling's is the most a GEMM of that shape can reach; the clock and
 power columns say whether the 700 W limit is what holds it.
@@ -86,15 +88,15 @@ extern "C" __global__ void __launch_bounds__(256, BPS) mma_tile(float* out, cons
 """
 
 SMEM_SOURCE = r"""
-// Shared memory: 3 stages of 3072 16-byte chunks (1024 of A, 2048 of B). Warp (wm, wn) reads,
+// Shared memory: ST stages of 3072 16-byte chunks (1024 of A, 2048 of B). Warp (wm, wn) reads,
 // at k-step kk of a stage, A blocks (kk*8 + wm*4 + mi) and B blocks (kk*16 + wn*4 + nj), each
 // 32 consecutive chunks: one ldmatrix.x4, every lane a different chunk, no bank conflicts.
 extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const uint4* data,
                                                               int iters, const uint4* src,
                                                               int src_stages) {
   extern __shared__ uint4 smem[];
-  for (int i = threadIdx.x; i < 3 * 3072; i += blockDim.x)
-    smem[i] = data[(blockIdx.x * 3 * 3072 + i) % (3 * 3072 * 8)];
+  for (int i = threadIdx.x; i < ST * 3072; i += blockDim.x)
+    smem[i] = data[(blockIdx.x * ST * 3072 + i) % (3 * 3072 * 8)];
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 4, wn = warp % 4;
   const unsigned base = (unsigned)__cvta_generic_to_shared(smem) + 16u * lane;
@@ -122,15 +124,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const 
   load(0, 0);
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
-    for (int step = 0; step < 12; ++step) {
+    for (int step = 0; step < 4 * ST; ++step) {
       if (BAR && step % 4 == 0) {
-        if (BAR >= 2) asm volatile("cp.async.wait_group 1;\n" ::);
+        if (BAR >= 2) asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2));
         __syncthreads();
       }
       // Refill the stage read last, 12 × 16 B per thread: all after the barrier (BAR 2) or
       // 3 per k-step (BAR 3).
       if (BAR == 3 || (BAR == 2 && step % 4 == 0)) {
-        const int s = (step / 4 + 2) % 3, g = (blockIdx.x * 7 + it * 3 + step / 4) % src_stages;
+        const int s = (step / 4 + ST - 1) % ST;
+        const int g = (blockIdx.x * 7 + it * ST + step / 4) % src_stages;
         const int first = BAR == 3 ? 3 * (step % 4) : 0, count = BAR == 3 ? 3 : 12;
 #pragma unroll
         for (int i = first; i < first + count; ++i) {
@@ -141,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const 
         }
         if (step % 4 == 3 || BAR == 2) asm volatile("cp.async.commit_group;\n" ::);
       }
-      load((step + 1) % 2, (step + 1) % 12);
+      load((step + 1) % 2, (step + 1) % (4 * ST));
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
@@ -198,23 +201,26 @@ def randn_words(count: int, dtype: str) -> cp.ndarray:
     return (data.view(cp.uint32)[0::2] >> 16) | (data.view(cp.uint32)[1::2] & 0xFFFF0000)
 
 
-def run(dtype: str, operands: str, am: int, an: int, warps: int, seconds: float) -> str:
+def run(
+    dtype: str, operands: str, am: int, an: int, warps: int, seconds: float, stages: int = 3
+) -> str:
     bps = warps // 8
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     blocks, threads = sms * bps, 256
     n = blocks * threads
     smem = 0
     extra: tuple = ()
-    if operands.startswith("smem"):  # 12 k-steps of 2·4·8 m16n8k16 per warp per iteration
-        defs = (f"-DBAR={['smem', 'smem+bar', 'smem+cp', 'smem+cpi'].index(operands)}",)
+    if operands.startswith("smem"):  # 4·stages k-steps of 4·8 m16n8k16 per warp per iteration
+        mode = ["smem", "smem+bar", "smem+cp", "smem+cpi"].index(operands)
+        defs = (f"-DBAR={mode}", f"-DST={stages}")
         src = SMEM_SOURCE.replace("DT", dtype)
         kernel = cp.RawKernel(src, "mma_smem", options=("-std=c++17", *defs))
-        smem = 3 * 3072 * 16
+        smem = stages * 3072 * 16
         kernel.max_dynamic_shared_size_bytes = smem
         frag = randn_words(3 * 3072 * 8 * 4, dtype)
         src_stages = 512  # 512 × 48 KiB = 24 MiB: L2-resident
         extra = (randn_words(src_stages * 3072 * 4, dtype), cp.int32(src_stages))
-        per_iter = blocks * threads // 32 * 12 * am * an * 2 * 16 * 8 * 16
+        per_iter = blocks * threads // 32 * 4 * stages * am * an * 2 * 16 * 8 * 16
     else:
         src = SOURCE.replace("DT", dtype)
         random = int(operands == "randn")
@@ -256,13 +262,15 @@ def main() -> None:
     parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--operands", action="append", help="only these rows (repeatable)")
+    parser.add_argument("--stages", type=int, default=3, help="shared-memory stages (smem rows)")
     args = parser.parse_args()
     print("| dtype | operands | acc | warps/SM | TFLOP/s | SM MHz | W |")
     print("| --- | --- | --- | ---: | ---: | --- | --- |")
     for operands, am, an, warps in CONFIGS:
         if args.operands and operands not in args.operands:
             continue
-        print(run(args.dtype, operands, am, an, warps, args.seconds), flush=True)
+        row = run(args.dtype, operands, am, an, warps, args.seconds, args.stages)
+        print(row, flush=True)
 
 
 if __name__ == "__main__":
