@@ -1,6 +1,6 @@
 """Bench: what limits mma.sync on this GPU, register-only — occupancy, operand data, power.
 
-    python bench/mma_study.py [--dtype f16|bf16] [--seconds 1.5] [--operands smem+cp] [--stages 3]
+    python bench/mma_study.py [--dtype f16|bf16] [--seconds 1.5] [--operands ROW] [--stages 3]
 
 `mma_ceiling.py` measures the ceiling the way issue 6 defines it (constant operands, many warps
 per SM). A GEMM differs in two ways that need no memory system to show: it runs fewer warps
@@ -14,7 +14,7 @@ which costs the tensor cores power. Each row below runs one such register-only k
     acc       AM×AN independent m16n8k16 accumulators per warp (4×8 = a 64×64 warp tile)
     warps/SM  resident warps per SM (blocks of 256 threads)
 
-Two more rows add what a GEMM's inner loop adds, still with no global-memory traffic:
+Four more rows add a GEMM's inner loop piece by piece, still without DRAM traffic:
 
     smem      8 warps as a 2×4 grid of 64×64 warp tiles; each k-step every warp loads its
               fragments from 144 KiB of randn data in shared memory (3 stages × a 128×64 A
