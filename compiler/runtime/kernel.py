@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from tilec.runtime import driver
-from tilec.runtime.binding import Binding, bind, user_params
-from tilec.runtime.bundle import Manifest, read_bundle, write_bundle
+from tilec.runtime.binding import Binding, _scalar_value, bind, user_params
+from tilec.runtime.bundle import Manifest, ScalarParam, TensorParam, read_bundle, write_bundle
+from tilec.runtime.tensors import as_view
+
+# Plans a kernel keeps (one per distinct argument signature) before it starts over.
+PLAN_LIMIT = 64
 
 
 def _stream_handle(stream: Any) -> int:
@@ -21,20 +25,59 @@ def _stream_handle(stream: Any) -> int:
     return int(stream)
 
 
-def _framework_stream(binding: Binding) -> int:
-    """The caller's framework's current stream, so the launch orders after its work."""
+def _framework(binding: Binding) -> tuple[str, int | None]:
+    """The caller's framework whose stream a launch joins ("torch", "cupy" or ""), and the
+    device of its first tensor."""
     frameworks = {v.framework for v in binding.views.values()}
     if "torch" in frameworks:
+        return "torch", next(v.device for v in binding.views.values() if v.framework == "torch")
+    return ("cupy" if "cupy" in frameworks else ""), None
+
+
+def _current_stream(framework: str, device: int | None) -> int:
+    """The framework's current stream, so the launch orders after the caller's work."""
+    if framework == "torch":
         torch = sys.modules["torch"]  # loaded, since a torch tensor was passed
-        device = next(v.device for v in binding.views.values() if v.framework == "torch")
         return int(torch.cuda.current_stream(device).cuda_stream)
-    if "cupy" in frameworks:
+    if framework == "cupy":
         return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return 0  # the legacy default stream
 
 
+class _Plan:
+    """What `bind` computed for one argument signature, kept so that a later call with the
+    same shapes, strides, dtypes, devices and pointer alignments launches without binding."""
+
+    def __init__(self, m: Manifest, b: Binding, names: list[str]) -> None:
+        index = {name: i for i, name in enumerate(names)}
+        self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
+        self.framework, self.stream_device = _framework(b)
+        self.device = next((v.device for v in b.views.values() if v.device is not None), None)
+        # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
+        # pointer); ("scalar", i) converts and checks it; a size is fixed by the shapes.
+        self.slots: list[tuple[str, int] | ctypes._SimpleCData] = []
+        for param, slot in zip(m.params, b.slots, strict=True):
+            if isinstance(param, TensorParam):
+                self.slots.append(("arg", index[param.name]))
+            elif isinstance(param, ScalarParam):
+                self.slots.append(("scalar", index[param.name]))
+            else:
+                assert not isinstance(slot, tuple), "TMA kernels are never planned"
+                self.slots.append(slot)
+
+
+def _torch_tensor(value: Any) -> bool:
+    module = type(value).__module__
+    return module == "torch" or module.startswith("torch.")
+
+
 class Kernel:
-    """A compiled kernel: `kernel(*tensors_and_scalars, stream=None)` launches it."""
+    """A compiled kernel: `kernel(*tensors_and_scalars, stream=None)` launches it.
+
+    The first call with a given argument signature binds the arguments (checks, sizes, grid);
+    later calls with the same shapes, strides, dtypes, devices and pointer alignments reuse
+    that plan and only read the pointers and scalars (`Kernel.plans` counts them).
+    """
 
     def __init__(self, manifest: Manifest, ptx: str) -> None:
         self.manifest = manifest
@@ -42,6 +85,15 @@ class Kernel:
         self._functions: dict[int, Any] = {}  # context → CUfunction; modules live as long
         self._modules: dict[int, Any] = {}
         self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
+        self._params = user_params(manifest)
+        self._plannable = not manifest.tma
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._smem_set: dict[int, int] = {}  # context → the dynamic smem the function allows
+
+    @property
+    def plans(self) -> int:
+        """How many launch plans this kernel holds."""
+        return len(self._plans)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{p.name}: {p.dtype}" for p in user_params(self.manifest))
@@ -72,16 +124,83 @@ class Kernel:
         smem = self.manifest.dynamic_smem
         return smem if isinstance(smem, int) else 0
 
+    def _signature(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int], list[Any]]:
+        """(key, tensor pointers, views kept alive) of a call; the key is () where the call
+        cannot be planned (a host array to stage, a TMA kernel, a wrong argument count)."""
+        if not self._plannable or len(args) != len(self._params):
+            return (), [], []
+        key: list[Any] = []
+        ptrs: list[int] = []
+        alive: list[Any] = []
+        for p, value in zip(self._params, args, strict=True):
+            if isinstance(p, ScalarParam):
+                key.append(type(value))
+                ptrs.append(0)
+                continue
+            if _torch_tensor(value):
+                ptr = value.data_ptr()
+                shape, strides = tuple(value.shape), value.stride()
+                key.append((shape, strides, value.dtype, value.device, ptr % p.align == 0))
+            else:
+                view = as_view(value, p.name)
+                if view.host is not None:
+                    return (), [], []
+                ptr = view.ptr
+                alive.append(view)
+                key.append(
+                    (view.shape, view.strides, view.dtype, view.framework, view.device,
+                     ptr % p.align == 0)
+                )  # fmt: skip
+            ptrs.append(ptr)
+        return tuple(key), ptrs, alive
+
     def __call__(self, *args: Any, stream: Any = None) -> None:
+        key, ptrs, _alive = self._signature(args)
+        plan = self._plans.get(key) if key else None
+        if plan is None:
+            return self._launch_bound(args, stream, key)
+        if 0 in plan.grid:
+            return None
+        ctx = driver.current_context(plan.device)
+        function = self._function(ctx)
+        self._allow_smem(ctx, function, plan.dynamic_smem)
+        if stream is not None:
+            handle = _stream_handle(stream)
+        else:
+            handle = _current_stream(plan.framework, plan.stream_device)
+        params: list[ctypes._SimpleCData] = []
+        for slot in plan.slots:
+            if isinstance(slot, tuple):
+                kind, i = slot
+                if kind == "arg":
+                    params.append(ctypes.c_uint64(ptrs[i]))
+                else:
+                    params.append(_scalar_value(self._params[i], args[i]))  # type: ignore[arg-type]
+            else:
+                params.append(slot)
+        driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
+        return None
+
+    def _allow_smem(self, ctx: int, function: Any, nbytes: int) -> None:
+        if nbytes > max(self._max_smem_hint(), self._smem_set.get(ctx, 0)):
+            driver.set_max_dynamic_smem(function, nbytes)
+            self._smem_set[ctx] = nbytes
+
+    def _launch_bound(self, args: tuple[Any, ...], stream: Any, key: tuple[Any, ...]) -> None:
+        """The general launch: binds (and checks) every argument, stages host arrays; records a
+        plan under `key` when there is one."""
         b = bind(self.manifest, args)
+        if key:
+            if len(self._plans) >= PLAN_LIMIT:
+                self._plans.clear()
+            self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
         ctx = driver.current_context(device)
         function = self._function(ctx)
-        if b.dynamic_smem > self._max_smem_hint():
-            driver.set_max_dynamic_smem(function, b.dynamic_smem)
-        handle = _framework_stream(b) if stream is None else _stream_handle(stream)
+        self._allow_smem(ctx, function, b.dynamic_smem)
+        handle = _current_stream(*_framework(b)) if stream is None else _stream_handle(stream)
         staged: list[int] = []
         try:
             for view in b.views.values():

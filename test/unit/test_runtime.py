@@ -492,3 +492,96 @@ def test_bind_refuses_tensors_past_32_bit_indices() -> None:
     bind(m, (FakeCuda((2**31 - 1,), "<f4"),))  # the largest that fits
     with pytest.raises(ValueError, match="kernels index in 32 bits"):
         bind(m, (FakeCuda((2**31,), "<f4"),))
+
+
+# --- launch plans (the driver replaced by a recorder: no GPU) -------------------------------
+
+
+class Launches:
+    """Stands in for the driver calls a launch makes and records each launch."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tilec.runtime import driver
+
+        self.calls: list[tuple[Any, ...]] = []
+        self.smem: list[int] = []
+        monkeypatch.setattr(driver, "current_context", lambda device=None: 1)
+        monkeypatch.setattr(driver, "load_function", lambda ptx, entry, smem: ("mod", "fn"))
+        monkeypatch.setattr(driver, "set_max_dynamic_smem", lambda fn, n: self.smem.append(n))
+        monkeypatch.setattr(driver, "launch", self.launch)
+
+    def launch(self, fn: Any, grid: Any, block: Any, smem: int, stream: int, params: Any) -> None:
+        self.calls.append((grid, block, smem, stream, [p.value for p in params]))
+
+
+def planned_manifest(alpha: str = "f32") -> Manifest:
+    """gemm_manifest without its TMA descriptor (a TMA map depends on the pointer)."""
+    params = gemm_manifest().params[:6] + (ScalarParam("alpha", alpha),)
+    return gemm_manifest(tma=(), params=params)
+
+
+def test_repeat_call_reuses_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.runtime import Kernel
+    from tilec.runtime import kernel as kernel_module
+
+    seen = Launches(monkeypatch)
+    k = Kernel(planned_manifest(), "ptx")
+    k(*gemm_args())
+    assert k.plans == 1
+    # Same shapes, strides and alignment, new pointers and alpha: no second bind.
+    monkeypatch.setattr(kernel_module, "bind", lambda *a: pytest.fail("bound again"))
+    a, b, c, _ = gemm_args()
+    a.__cuda_array_interface__["data"] = (0x11000, False)
+    c.__cuda_array_interface__["data"] = (0x40000, False)
+    k(a, b, c, 2.5)
+    assert k.plans == 1
+    first, second = seen.calls
+    assert first[:3] == second[:3] == ((3, 4, 1), (128, 1, 1), 3 * (128 + 64) * 64 * 2)
+    assert first[4] == [0x10000, 0x20000, 0x30000, 300, 200, 64, 0.5]
+    assert second[4] == [0x11000, 0x20000, 0x40000, 300, 200, 64, 2.5]
+    assert seen.smem == [3 * (128 + 64) * 64 * 2]  # the function's limit raised once
+
+
+def test_a_new_signature_binds_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.runtime import Kernel
+
+    seen = Launches(monkeypatch)
+    k = Kernel(planned_manifest(), "ptx")
+    k(*gemm_args())
+    k(*gemm_args(m=1000))  # another shape
+    assert k.plans == 2 and seen.calls[-1][0] == (8, 4, 1) and seen.calls[-1][4][3] == 1000
+    a, b, c, alpha = gemm_args()
+    b.__cuda_array_interface__["strides"] = (2, 2 * 128)  # a padded leading dimension
+    with pytest.raises(ValueError, match="argument 'B': strides"):
+        k(a, b, c, alpha)
+    c.__cuda_array_interface__["data"] = (0x30008, False)  # misaligned: checked again each time
+    for _ in range(2):
+        with pytest.raises(ValueError, match="argument 'C': data pointer 0x30008"):
+            k(*gemm_args()[:2], c, alpha)
+    with pytest.raises(TypeError, match="argument 'alpha': expected a number"):
+        k(*gemm_args()[:3], "0.5")
+    assert len(seen.calls) == 2 and k.plans == 2
+    small = Kernel(planned_manifest(alpha="i8"), "ptx")
+    small(*gemm_args()[:3], 5)
+    with pytest.raises(ValueError, match="argument 'alpha': 500 does not fit in i8"):
+        small(*gemm_args()[:3], 500)  # the planned path still checks each scalar
+    assert small.plans == 1 and len(seen.calls) == 3
+
+
+def test_host_arrays_and_tma_kernels_are_not_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.runtime import Kernel, driver
+
+    Launches(monkeypatch)
+    monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
+    monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
+    monkeypatch.setattr(driver, "synchronize", lambda stream: None)
+    monkeypatch.setattr(driver, "free", lambda ptr: None)
+    monkeypatch.setattr(driver, "encode_tma_tiled", lambda args, address: b"\0" * 128)
+    monkeypatch.setattr(driver, "upload", lambda data, stream: 0x60000)
+    k = Kernel(planned_manifest(), "ptx")
+    a, b, _, alpha = gemm_args()
+    k(a, b, np.zeros((300, 200), np.float32), alpha)
+    assert k.plans == 0
+    tma = Kernel(gemm_manifest(), "ptx")
+    tma(*gemm_args())
+    assert tma.plans == 0
