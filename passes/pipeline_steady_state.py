@@ -11,14 +11,17 @@ that burst, 12% more at the barrier; docs/performance.md). This pass versions th
 
 - an alignment test (`tile.unswitch`, from tile_async) reads only bases and strides: its
   arithmetic moves above the loop;
-- a whole-tile test (`tile.whole`) holds for every tile of a step-1 loop over tiles when it
-  holds for the last (positions grow with the tile index, and tile-pipeline clamps the tiles
-  it prefetches to the last): its arithmetic is cloned above the loop with the induction
-  variable at ub - 1.
+- a whole-tile test (`tile.whole`) holds for every iteration of a step-1 loop when it holds
+  for the first and the last: a tile's position is affine in the tile index, which grows with
+  the induction variable (tile-pipeline clamps the tiles it prefetches to the last), so it is
+  largest at one end whichever way the tiles run. The test's arithmetic is cloned above the
+  loop twice, with the induction variable at lb and at ub - 1.
 
 The fast copy takes the then-side of every test: plain cp.async, no branches, one block with
 the ldmatrix and mma.sync for ptxas to schedule together. Blocks on the edges of the output
-(or a K that is not a multiple of the tile) and misaligned tensors run the general loop.
+and misaligned tensors run the general loop. So does every block when the ragged tile (a K
+that is not a multiple of BK) is copied inside the loop; a kernel that walks its k-tiles from
+the last to the first, as examples/gemm_sm80.tile does, copies that tile in the prologue only.
 With `interleave`, the fast body's cp.async also move evenly among the mma.sync after them
 (never past a wait or a barrier; the commit after the last).
 """
@@ -153,7 +156,8 @@ class PipelineSteadyState(Pass):
         with ir.InsertionPoint(loop), loop.location:
             last = arith.SubIOp(loop.operands[1], arith.ConstantOp(ir.IndexType.get(), 1)).result
             for t, ops in zip(wholes, slices, strict=True):
-                conds.append(clone_slice(t.operands[0], ops, {iv: last}))
+                for end in (loop.operands[0], last):
+                    conds.append(clone_slice(t.operands[0], ops, {iv: end}))
             cond = conds[0]
             for c in conds[1:]:
                 cond = arith.AndIOp(cond, c).result

@@ -12,35 +12,35 @@
 // 128 r + 16 ((k/8) xor (r mod 8)) + 2 (k mod 8). An ldmatrix phase is 8 lanes giving rows
 // r0..r0+7 at one 16-byte column c: chunks c xor 0..7 are 8 distinct 16-byte bank groups, so
 // conflict-free; a cp.async phase is 8 lanes writing the 8 chunks of one row: conflict-free.
-// Lines 41/42 are the two copies: cp.async (inside the tensor and zero-filling at ragged
+// Lines 44/45 are the two copies: cp.async (inside the tensor and zero-filling at ragged
 // edges), and the synchronous fallback's 2-byte stores when a source is not 16-byte aligned.
 // Those chunks sit 16 bytes apart across lanes, so lanes l and l+8 share a bank: 4-way, on a
 // path only misaligned tensors take (tile_async.scalar_copy says why it stores by element).
-// Line 43 is the gemm: k-step 0's ldmatrix before the loop, then the rolling loads of the fast
+// Line 46 is the gemm: k-step 0's ldmatrix before the loop, then the rolling loads of the fast
 // and the general loop (pipeline-steady-state's two versions).
-// DEFAULT:      gemm_sm80.tile:41:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
-// DEFAULT-NEXT: gemm_sm80.tile:41:5: shared store, 2 bytes/lane, {{[0-9]+}} instructions: 4-way bank conflict
-// DEFAULT-NEXT: gemm_sm80.tile:42:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
-// DEFAULT-NEXT: gemm_sm80.tile:42:5: shared store, 2 bytes/lane, {{[0-9]+}} instructions: 4-way bank conflict
-// DEFAULT-NEXT: gemm_sm80.tile:43:5: shared ldmatrix, 16 bytes/lane, 72 instructions: 1-way (conflict-free)
+// DEFAULT:      gemm_sm80.tile:44:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
+// DEFAULT-NEXT: gemm_sm80.tile:44:5: shared store, 2 bytes/lane, {{[0-9]+}} instructions: 4-way bank conflict
+// DEFAULT-NEXT: gemm_sm80.tile:45:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
+// DEFAULT-NEXT: gemm_sm80.tile:45:5: shared store, 2 bytes/lane, {{[0-9]+}} instructions: 4-way bank conflict
+// DEFAULT-NEXT: gemm_sm80.tile:46:5: shared ldmatrix, 16 bytes/lane, 72 instructions: 1-way (conflict-free)
 // DEFAULT-NEXT: gemm: 5 shared accesses, 3 conflict-free, worst 4-way
 
 // BK = 32: Sw<2,3,3> o (8,32):(32,1), 64-byte rows, two rows per 128-byte bank line: row r's
 // chunk c sits in 16-byte slot 4 (r mod 2) + (c xor (r/2 mod 4)), 8 distinct slots for 8
 // consecutive rows: conflict-free.
-// BK32: gemm_sm80.tile:42:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
-// BK32: gemm_sm80.tile:43:5: shared ldmatrix, 16 bytes/lane, 40 instructions: 1-way (conflict-free)
+// BK32: gemm_sm80.tile:45:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
+// BK32: gemm_sm80.tile:46:5: shared ldmatrix, 16 bytes/lane, 40 instructions: 1-way (conflict-free)
 // BK32: gemm: 5 shared accesses, 3 conflict-free, worst 4-way
 
 // MN-major A and B: (128, 8):(1, 128) under Sw<3,3,4> (A) and (256, 8):(1, 256) under
 // Sw<3,3,5> (B): an ldmatrix.trans phase reads 8 rows k0..k0+7 of 16 bytes at one m; the
 // swizzle xors k mod 8 into the chunk: conflict-free.
-// TRANS: gemm_sm80.tile:42:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
-// TRANS: gemm_sm80.tile:43:5: shared ldmatrix, 16 bytes/lane, 40 instructions: 1-way (conflict-free)
+// TRANS: gemm_sm80.tile:45:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
+// TRANS: gemm_sm80.tile:46:5: shared ldmatrix, 16 bytes/lane, 40 instructions: 1-way (conflict-free)
 // TRANS: gemm: 5 shared accesses, 3 conflict-free, worst 4-way
 
 // Without the swizzle every row starts at bank 0: the 8 rows of an ldmatrix phase are 8
 // 16-byte words in the same 4 banks, 8-way; the cp.async rows stay whole and conflict-free.
-// PLAIN: plain.tile:41:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
-// PLAIN: plain.tile:43:5: shared ldmatrix, 16 bytes/lane, 72 instructions: 8-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 1, 2, 3, 4, 5, 6, 7)
+// PLAIN: plain.tile:44:5: shared cp.async, 16 bytes/lane, {{[0-9]+}} instructions: 1-way (conflict-free)
+// PLAIN: plain.tile:46:5: shared ldmatrix, 16 bytes/lane, 72 instructions: 8-way bank conflict (warp 0, phase 0: bank 0 <- lanes 0, 1, 2, 3, 4, 5, 6, 7)
 // PLAIN: gemm: 5 shared accesses, 2 conflict-free, worst 8-way

@@ -30,12 +30,15 @@ if not NAMES:
     pytest.skip(f"no GEMM bundles in {ROOT}", allow_module_level=True)
 
 # Whole tiles everywhere (pipeline-steady-state's fast loop in every block), ragged M, N and
-# K (edge blocks run the general loop), and K = 45: rows 90 bytes apart are not 16-byte
-# aligned, so the copies take the synchronous fallback.
+# K (edge blocks run the general loop), a ragged K under whole M and N tiles (1000 = 15 × 64
+# + 40: the ragged k-tile, walked first, is copied in the prologue and every block runs the
+# fast loop; with BK = 32 the same), and K = 45: rows 90 bytes apart are not 16-byte aligned,
+# so the copies take the synchronous fallback.
 SHAPES = [
     (128, 128, 32),
     (512, 512, 256),
     (256, 384, 512),
+    (256, 512, 1000),
     (1, 1, 8),
     (129, 257, 72),
     (130, 260, 45),

@@ -1,9 +1,9 @@
 // pipeline-steady-state on examples/gemm_sm80.tile's main loop (128×256×64, 3 stages, no
 // fragment prefetch), lowered by tile-pipeline and convert-tile-to-gpu: the copies' alignment
-// tests move above the loop, their whole-tile tests are cloned there at the last tile, and the
-// loop is versioned on all four. The fast copy's body holds no scf.if: 4 + 8 plain cp.async
-// (no source size), the commit, 128 mma.sync. The general copy keeps the alignment tests and
-// always takes the zero-filling form (one copy path: fewer registers live).
+// tests move above the loop, their whole-tile tests are cloned there at the first and the last
+// iteration, and the loop is versioned on all six. The fast copy's body holds no scf.if: 4 + 8
+// plain cp.async (no source size), the commit, 128 mma.sync. The general copy keeps the
+// alignment tests and always takes the zero-filling form (one copy path: fewer registers live).
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
 // RUN: tile-opt -p tile-pipeline,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
 // RUN: tile-opt -p pipeline-steady-state %t.low.mlir | filecheck %s
@@ -18,15 +18,27 @@
 // CHECK: %[[AA:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
 // CHECK: llvm.ptrtoint %1
 // CHECK: %[[AB:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
-// A's whole-tile test at the last tile: the clamped tile min(ub - 1 + 2, ub - 1).
+// Each operand's whole-tile test, cloned at the first iteration (lb = 0) and at the last
+// (ub - 1): iteration i copies tile min(i + 2, ub - 1), which the example reverses into k-tile
+// (ub - 1) - tile, so its K offset is 64 ((ub - 1) - tile).
 // CHECK: %[[LAST:.*]] = arith.subi %[[N:.*]], %{{.*}} : index
-// CHECK: %[[AHEAD:.*]] = arith.addi %[[LAST]], %{{.*}} : index
-// CHECK: arith.minsi %[[AHEAD]], %{{.*}} : index
-// CHECK: %[[WA:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
-// CHECK: %[[WB:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: %[[AHEAD0:.*]] = arith.addi %c0, %{{.*}} : index
+// CHECK: %[[T0:.*]] = arith.minsi %[[AHEAD0]], %{{.*}} : index
+// CHECK-NEXT: arith.subi %{{.*}}, %[[T0]] : index
+// CHECK: %[[WA0:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: %[[AHEAD1:.*]] = arith.addi %[[LAST]], %{{.*}} : index
+// CHECK: %[[T1:.*]] = arith.minsi %[[AHEAD1]], %{{.*}} : index
+// CHECK-NEXT: arith.subi %{{.*}}, %[[T1]] : index
+// CHECK: %[[WA1:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: arith.addi %c0, %{{.*}} : index
+// CHECK: %[[WB0:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: arith.addi %[[LAST]], %{{.*}} : index
+// CHECK: %[[WB1:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
 // CHECK-NEXT: %[[AL:.*]] = arith.andi %[[AA]], %[[AB]] : i1
-// CHECK-NEXT: %[[A1:.*]] = arith.andi %[[AL]], %[[WA]] : i1
-// CHECK-NEXT: %[[ALL:.*]] = arith.andi %[[A1]], %[[WB]] : i1
+// CHECK-NEXT: %[[A1:.*]] = arith.andi %[[AL]], %[[WA0]] : i1
+// CHECK-NEXT: %[[A2:.*]] = arith.andi %[[A1]], %[[WA1]] : i1
+// CHECK-NEXT: %[[A3:.*]] = arith.andi %[[A2]], %[[WB0]] : i1
+// CHECK-NEXT: %[[ALL:.*]] = arith.andi %[[A3]], %[[WB1]] : i1
 // CHECK-NEXT: scf.if %[[ALL]] -> (f32
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[N]] step
 // CHECK-NEXT: nvvm.cp.async.wait.group 1
