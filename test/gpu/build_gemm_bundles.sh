@@ -2,7 +2,7 @@
 # Build examples/gemm_sm80.tile's bundles for test/gpu/test_gemm.py (where MLIR is; carry build/
 # to the GPU machine), one per folder: the defaults for sm_80 and sm_90a; every operand layout
 # (MA, MB) in f16 and bf16 for sm_90a, named a<MA>b<MB>_<T>; the defaults at BK = 32 over 4
-# stages, without fragment prefetch, and a few other tile shapes.
+# stages, without fragment prefetch, a few other tile shapes and the small-problem ones.
 set -euo pipefail
 out="${1:-build/gemm}"
 rm -rf "$out"
@@ -21,4 +21,7 @@ b prefetch_bk16 --arch sm_90a -D PREFETCH=1 -D BK=16 -D STAGES=6 -D BN=128 -D WN
 b noprefetch_bk64 --arch sm_90a -D PREFETCH=0 -D BK=64 -D STAGES=3
 b tile128_s1 --arch sm_90a -D BN=128 -D WN=2 -D BK=32 -D STAGES=1
 b tile64x128 --arch sm_80 -D BM=64 -D BN=128 -D WN=2 -D WM=2 -D BK=32 -D STAGES=4
+# The small-problem configurations docs/performance.md recommends (few rows, or 1024^3).
+b small_m16n64 --arch sm_90a -D BM=16 -D BN=64 -D WM=1 -D WN=2 -D BK=64 -D STAGES=6
+b small_m64n64 --arch sm_90a -D BM=64 -D BN=64 -D WM=2 -D WN=2 -D BK=64 -D STAGES=6
 echo "built $(find "$out" -name manifest.json | wc -l) GEMM bundles in $out"
