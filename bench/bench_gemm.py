@@ -1,12 +1,15 @@
 """Bench: tilec GEMM bundles beside cuBLAS (torch.matmul) and an autotuned Triton kernel.
 
     python bench/bench_gemm.py --bundle build/gemm/gemm_sm80 [--dtype f16] [--out table.md]
+    python bench/bench_gemm.py --splitk build/splitk --shape 16x4096x4096   (both kernels)
 
 C = alpha * A @ B^T with A M×K and B N×K row-major ("TN"), randn inputs (never zeros or small
 integers: the H200 runs ~10% faster on low-entropy data; `--data int` measures that kind only
 to compare with figures published on it). Each figure is the median of 15
 samples of 10 back-to-back launches timed with CUDA events; all three run in the same process
-on the same tensors. TFLOP/s counts 2·M·N·K.
+on the same tensors. With `--graph` the 10 calls are captured in a CUDA graph and replayed, so
+the figure is the GPU's time alone: small problems whose kernels finish before Python has
+issued the next launch are measured without that host time. TFLOP/s counts 2·M·N·K.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import triton
 import triton.language as tl
 
 from tilec.runtime import load
-from tilec.runtime.measure import time_ms
+from tilec.runtime.measure import time_graph_ms, time_ms
 
 SHAPES = [
     (1024, 1024, 1024),
@@ -108,15 +111,17 @@ def bench_shape(
     ma: bool,
     mb: bool,
     data: str = "randn",
+    graph: bool = False,
 ) -> list[str]:
     """One table row per bundle at this shape; references timed once, on the same tensors."""
+    timer = time_graph_ms if graph else time_ms
     alpha = 1.0
     a, b = operand(m, k, ma, dtype, data), operand(n, k, mb, dtype, data)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
     ref = (a.float() @ b.float().T) * alpha
     flops = 2 * m * n * k
-    cublas = flops / time_ms(lambda: torch.matmul(a, b.T, out=c), inner=10) / 1e9
-    trit = flops / time_ms(lambda: triton_gemm(a, b, c, alpha), inner=10) / 1e9
+    cublas = flops / timer(lambda: torch.matmul(a, b.T, out=c), inner=10) / 1e9
+    trit = flops / timer(lambda: triton_gemm(a, b, c, alpha), inner=10) / 1e9
     rows = []
     for name, kernel in kernels.items():
         c.fill_(float("nan"))
@@ -125,12 +130,29 @@ def bench_shape(
         if not err < 1e-2:
             print(f"{name} {m}x{n}x{k}: WRONG (relative error {err:.3g})")
             continue
-        ours = flops / time_ms(lambda kernel=kernel: kernel(a, b, c, alpha), inner=10) / 1e9
+        ours = flops / timer(lambda kernel=kernel: kernel(a, b, c, alpha), inner=10) / 1e9
         rows.append(
             f"| {name} | {m}×{n}×{k} | {ours:.0f} | {cublas:.0f} | {trit:.0f} | "
             f"{ours / cublas:.2f} | {ours / trit:.2f} |"
         )
     return rows
+
+
+def split_k(folder: Path, arch: str):
+    """examples/gemm_sm80_splitk.tile's two kernels as one call c = alpha * a @ b.T; the f32
+    workspace (4 × M × N) is allocated once per shape, outside the timed calls."""
+    gemm, total = load(folder / f"gemm_splitk_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
+    workspaces: dict[tuple[int, int], torch.Tensor] = {}
+
+    def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float) -> None:
+        m, n = c.shape
+        if (m, n) not in workspaces:
+            workspaces[(m, n)] = torch.empty(4, m, n, device="cuda", dtype=torch.float32)
+        w = workspaces[(m, n)]
+        gemm(a, b, w)
+        total(w.view(4, m * n), c.view(m * n), alpha)
+
+    return run
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -140,20 +162,31 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bundle", required=True, action="append", help="repeatable")
+    parser.add_argument("--bundle", action="append", help="repeatable")
     parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     parser.add_argument("--shape", action="append", type=parse_shape, help="MxNxK, repeatable")
     parser.add_argument("--ma", action="store_true", help="A M-major (bundles built -D MA=1)")
     parser.add_argument("--mb", action="store_true", help="B N-major (bundles built -D MB=1)")
     parser.add_argument("--data", default="randn", choices=("randn", "int"))
+    parser.add_argument(
+        "--splitk", action="append", default=[], help="a folder of gemm_sm80_splitk.tile bundles"
+    )
+    parser.add_argument("--arch", default="sm90a", help="of the --splitk bundles: sm80 or sm90a")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="time CUDA-graph replays: the GPU's time alone, without the host side of each call",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
-    kernels = {b: load(b) for b in args.bundle}
+    kernels = {b: load(b) for b in args.bundle or []}
+    for folder in args.splitk:
+        kernels[f"{folder} (split-K)"] = split_k(Path(folder), args.arch)
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
         f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, "
-        f"{args.data} inputs, "
+        f"{args.data} inputs, {'CUDA-graph replays' if args.graph else 'eager launches'}, "
         f"A {'M' if args.ma else 'K'}-major, B {'N' if args.mb else 'K'}-major.",
         "",
         "| bundle | M×N×K | tilec TFLOP/s | cuBLAS | Triton | tilec / cuBLAS | tilec / Triton |",
@@ -161,7 +194,7 @@ def main() -> None:
     ]
     print("\n".join(lines), flush=True)
     for m, n, k in args.shape or SHAPES:
-        rows = bench_shape(kernels, m, n, k, dtype, args.ma, args.mb, args.data)
+        rows = bench_shape(kernels, m, n, k, dtype, args.ma, args.mb, args.data, args.graph)
         print("\n".join(rows), flush=True)  # each row once, as it is measured
         lines += rows
     table = "\n".join(lines)

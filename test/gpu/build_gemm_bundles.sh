@@ -2,7 +2,8 @@
 # Build examples/gemm_sm80.tile's bundles for test/gpu/test_gemm.py (where MLIR is; carry build/
 # to the GPU machine), one per folder: the defaults for sm_80 and sm_90a; every operand layout
 # (MA, MB) in f16 and bf16 for sm_90a, named a<MA>b<MB>_<T>; the defaults at BK = 32 over 4
-# stages, without fragment prefetch, a few other tile shapes and the small-problem ones.
+# stages, without fragment prefetch, a few other tile shapes and the small-problem ones; then
+# examples/gemm_sm80_splitk.tile's kernels into build/splitk (second argument).
 set -euo pipefail
 out="${1:-build/gemm}"
 rm -rf "$out"
@@ -25,3 +26,10 @@ b tile64x128 --arch sm_80 -D BM=64 -D BN=128 -D WN=2 -D WM=2 -D BK=32 -D STAGES=
 b small_m16n64 --arch sm_90a -D BM=16 -D BN=64 -D WM=1 -D WN=2 -D BK=64 -D STAGES=6
 b small_m64n64 --arch sm_90a -D BM=64 -D BN=64 -D WM=2 -D WN=2 -D BK=64 -D STAGES=6
 echo "built $(find "$out" -name manifest.json | wc -l) GEMM bundles in $out"
+# examples/gemm_sm80_splitk.tile's two kernels, for test/gpu/test_gemm_splitk.py.
+splitk="${2:-build/splitk}"
+rm -rf "$splitk"
+for arch in sm_80 sm_90a; do
+  tilec build examples/gemm_sm80_splitk.tile -o "$splitk" --arch $arch >/dev/null
+done
+echo "built $(find "$splitk" -name manifest.json | wc -l) split-K bundles in $splitk"

@@ -1,0 +1,75 @@
+"""GPU tier: examples/gemm_sm80_splitk.tile (split-K for few rows) against torch.
+
+Bundles: `bash test/gpu/build_gemm_bundles.sh` (on a machine with MLIR) also writes
+build/splitk/gemm_splitk{,_sum}_{sm80,sm90a}. gemm_splitk multiplies each
+quarter of K into W[z] (4 × M × N, f32); gemm_splitk_sum adds the four and scales. W and C are
+poisoned with NaN, so a split that owns no k-tile (K of one to three tiles) must still write its
+zeros, and every output must be written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+from tilec.runtime import load  # noqa: E402  (after the skips)
+
+ROOT = Path(
+    os.environ.get("TILEC_SPLITK_BUNDLES", Path(__file__).resolve().parents[2] / "build/splitk")
+)
+ARCHS = [a for a in ("sm80", "sm90a") if (ROOT / f"gemm_splitk_{a}" / "manifest.json").exists()]
+if not ARCHS:
+    pytest.skip(f"no split-K bundles in {ROOT}", allow_module_level=True)
+
+# Decode shapes, ragged ones, K of one k-tile (three empty splits), 520 = 8 k-tiles + 8
+# (runs of 3, 3, 3 and none), and K = 4104 (the last run ragged).
+SHAPES = [
+    (16, 4096, 4096),
+    (1, 1, 8),
+    (16, 64, 64),
+    (33, 200, 1000),
+    (100, 300, 520),
+    (7, 130, 4104),
+]
+
+
+def cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def splitk(arch: str, a: object, b: object, c: object, alpha: float) -> object:
+    """Runs both kernels; returns the workspace."""
+    m, n = c.shape
+    w = torch.full((4, m, n), float("nan"), device="cuda", dtype=torch.float32)
+    load(ROOT / f"gemm_splitk_{arch}")(a, b, w)
+    load(ROOT / f"gemm_splitk_sum_{arch}")(w.view(4, m * n), c.view(m * n), alpha)
+    return w
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
+def test_splitk_matches_torch(arch: str, m: int, n: int, k: int) -> None:
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.float16)
+    b = torch.randn(n, k, device="cuda", generator=g).to(torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    w = splitk(arch, a, b, c, 1.5)
+    torch.cuda.synchronize()
+    assert not torch.isnan(w).any(), "unwritten partial products"
+    assert not torch.isnan(c).any(), "unwritten outputs"
+    # Each split's partial product on its own, then the scaled sum.
+    per = cdiv(cdiv(k, 64), 4) * 64  # elements of K per split, as the kernel counts them
+    for z in range(4):
+        lo, hi = min(z * per, k), min((z + 1) * per, k)
+        part = a[:, lo:hi].double() @ b[:, lo:hi].double().T
+        scale = max(part.norm().item(), 1.0)
+        assert (w[z].double() - part).norm().item() / scale < 1e-5, f"split {z}"
+    ref = 1.5 * (a.double() @ b.double().T)
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 2e-3, err
