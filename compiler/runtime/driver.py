@@ -70,6 +70,9 @@ def set_max_dynamic_smem(function: Any, nbytes: int) -> None:
     check(cu.cuFuncSetAttribute(function, attr, nbytes), f"cuFuncSetAttribute(smem={nbytes})")
 
 
+_streams: dict[int, Any] = {}  # handle -> CUstream, made once per stream
+
+
 def launch(
     function: Any,
     grid: tuple[int, int, int],
@@ -82,18 +85,14 @@ def launch(
     # kernelParams is an array of pointers to each value; the driver copies the values at
     # launch, so these ctypes objects need only live until the call returns.
     pointers = (ctypes.c_void_p * max(len(params), 1))(*[ctypes.addressof(p) for p in params])
-    check(
-        cu.cuLaunchKernel(
-            function,
-            *grid,
-            *block,
-            dynamic_smem,
-            cu.CUstream(stream),
-            ctypes.addressof(pointers),
-            0,
-        ),
-        f"cuLaunchKernel(grid={grid}, block={block}, smem={dynamic_smem})",
+    handle = _streams.get(stream)
+    if handle is None:
+        handle = _streams[stream] = cu.CUstream(stream)
+    result = cu.cuLaunchKernel(
+        function, *grid, *block, dynamic_smem, handle, ctypes.addressof(pointers), 0
     )
+    if result[0] != cu.CUresult.CUDA_SUCCESS:  # the message is built only for a failure
+        check(result, f"cuLaunchKernel(grid={grid}, block={block}, smem={dynamic_smem})")
 
 
 def alloc(nbytes: int) -> int:

@@ -38,6 +38,9 @@ def _current_stream(framework: str, device: int | None) -> int:
     """The framework's current stream, so the launch orders after the caller's work."""
     if framework == "torch":
         torch = sys.modules["torch"]  # loaded, since a torch tensor was passed
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
+        if raw is not None and device is not None:
+            return int(raw(device))
         return int(torch.cuda.current_stream(device).cuda_stream)
     if framework == "cupy":
         return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
@@ -138,9 +141,11 @@ class Kernel:
                 ptrs.append(0)
                 continue
             if _torch_tensor(value):
-                ptr = value.data_ptr()
-                shape, strides = tuple(value.shape), value.stride()
-                key.append((shape, strides, value.dtype, value.device, ptr % p.align == 0))
+                ptr = value.data_ptr()  # get_device: an int (-1 on the CPU), cheaper than .device
+                key.append(
+                    (value.shape, value.stride(), value.dtype, value.get_device(),
+                     ptr % p.align == 0)
+                )  # fmt: skip
             else:
                 view = as_view(value, p.name)
                 if view.host is not None:
