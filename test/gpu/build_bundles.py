@@ -3,7 +3,8 @@
 python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
 
 OUT_DIR/vadd_<arch> for test_vadd_bundle.py, and OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
-GEMM epilogue example for each activation, and the batched GEMM) for test_gemm_epilogue.py.
+GEMM epilogue example for each activation and without C, and the batched GEMM) for
+test_gemm_epilogue.py.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ EPILOGUE = {
     "act0": ("gemm_sm80_bias_relu.tile", {"ACT": "0"}),
     "act1": ("gemm_sm80_bias_relu.tile", {"ACT": "1"}),
     "act2": ("gemm_sm80_bias_relu.tile", {"ACT": "2"}),
+    "act1_beta0": ("gemm_sm80_bias_relu.tile", {"ACT": "1", "BETA": "0"}),
     "batched": ("gemm_sm80_batched.tile", {}),
 }
 

@@ -2,13 +2,14 @@
 
 Bundles: `python test/gpu/build_bundles.py` (on a machine with MLIR) writes
 build/bundles/epilogue/act{0,1,2}/gemm_bias_act_<arch> (examples/gemm_sm80_bias_relu.tile with
-ACT = none, relu, gelu) and build/bundles/epilogue/batched/gemm_batched_<arch>
+ACT = none, relu, gelu), act1_beta0 (relu, -D BETA=0) and batched/gemm_batched_<arch>
 (examples/gemm_sm80_batched.tile), for sm_80 and sm_90a.
 
 Inputs are fresh randn data (f16 in, the reference in float64 on the same f16 values). C is
 read by the epilogue (beta * C), so it cannot start as NaN: beta = 0 still reads it (0 * NaN is
 NaN). Every output element is instead compared to the reference, which differs from what C
-held, so an element left unwritten fails; C is a view at the start of a NaN-filled buffer
+held, so an element left unwritten fails. The BETA = 0 build (act1_beta0) never reads C: there
+C and beta start as NaN. C is in every case a view at the start of a NaN-filled buffer
 whose tail must still be NaN afterwards (nothing written past the tile). The batched kernel
 does not read C: there C starts as NaN, inside a wider NaN buffer whose extra columns must stay
 NaN.
@@ -89,6 +90,21 @@ def test_epilogue_matches_torch(arch: str, act: int, m: int, n: int, k: int, bet
     torch.cuda.synchronize()
     ref = ACTS[act](alpha * (a.double() @ b.double().T) + beta * old + bias.double())
     check(c, ref)
+    assert_tail_is_nan(c)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
+def test_epilogue_without_c(arch: str, m: int, n: int, k: int) -> None:
+    """-D BETA=0: C is never read, so it may start as NaN and beta may be NaN."""
+    kernel = load(BUNDLES / "act1_beta0" / f"gemm_bias_act_{arch}")
+    seed = m * 5 + n * 11 + k
+    a, b = randn(m, k, seed=seed), randn(n, k, seed=seed + 1)
+    bias = randn(n, seed=seed + 2)
+    c = after_nan((m, n))
+    kernel(a, b, c, bias.expand(m, n), 1.5, float("nan"))
+    torch.cuda.synchronize()
+    check(c, torch.relu(1.5 * (a.double() @ b.double().T) + bias.double()))
     assert_tail_is_nan(c)
 
 

@@ -15,6 +15,11 @@
 // RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=0 --emit ptx -o %t.none.ptx
 // RUN: filecheck %s --check-prefix=NONE < %t.none.ptx
 // RUN: ptxas -v -arch=sm_80 %t.none.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// BETA = 0 never loads C: the bias's 32 pair loads (16 chunks × 2 rows) remain, C's 64 are gone.
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D BETA=0 --emit ptx -o %t.noc.ptx
+// RUN: filecheck %s --check-prefix=NOC < %t.noc.ptx
+// RUN: filecheck %s --check-prefix=WITHC < %t.80.ptx
+// RUN: ptxas -v -arch=sm_80 %t.noc.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
 // RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=2 --emit ptx -o %t.gelu.ptx
 // RUN: filecheck %s --check-prefix=NONE < %t.gelu.ptx
 // RUN: ptxas -v -arch=sm_80 %t.gelu.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
@@ -42,3 +47,10 @@
 
 // PTXAS: Compiling entry function 'gemm_bias_act'
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// NOC-LABEL: .visible .entry gemm_bias_act(
+// NOC-COUNT-32: ld.global.v2.b16
+// NOC-NOT: ld.global.v2.b16
+// WITHC-LABEL: .visible .entry gemm_bias_act(
+// WITHC-COUNT-96: ld.global.v2.b16
+// WITHC-NOT: ld.global.v2.b16
