@@ -3,12 +3,13 @@
 // outline-tile-kernels puts both operands in one extern dynamic array), PREFETCH = 1. Prologue:
 // 2 commit groups, then tile 0's wait (all but STAGES - 2 = 1 groups) and barrier and k-step 0's
 // 8 ldmatrix.x4 (4 m-atoms of A, 4 pairs of n-atoms of B). pipeline-steady-state versions the
-// loop: blocks whose tiles all lie inside the tensors (and 16-byte aligned ones) run a body that
-// is one basic block — 4 + 8 plain cp.async.cg of 16 bytes per thread for tile k+2, one commit,
-// 3 k-steps of 32 mma.sync m16n8k16 loading the next k-step's fragments as registers free up,
-// the next tile's wait_group 1 and barrier, the last k-step's 32 mma.sync; the rest run the
-// general loop, whose copies branch (zero fill at ragged edges, a synchronous copy when
-// misaligned). The 128 f32 accumulators stay in registers.
+// loop: blocks whose loop copies only whole tiles (16-byte aligned ones; the example walks its
+// k-tiles from the last, so a ragged K tile is the prologue's) run a body that is one basic
+// block — 4 + 8 plain cp.async.cg of 16 bytes per thread for iteration k+2's k-tile, one
+// commit, 3 k-steps of 32 mma.sync m16n8k16 loading the next k-step's fragments as registers
+// free up, the next tile's wait_group 1 and barrier, the last k-step's 32 mma.sync; the rest
+// run the general loop, whose copies branch (zero fill at ragged edges, a synchronous copy
+// when misaligned). The 128 f32 accumulators stay in registers.
 // REQUIRES: ptxas
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
 // RUN: filecheck %s < %t.80.ptx
