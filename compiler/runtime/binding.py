@@ -68,7 +68,7 @@ def _bind_symbol(
         symbols[sym], origin[sym] = value, where
 
 
-def _scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
+def scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
     where = f"argument {p.name!r}"
     is_int = isinstance(value, int | np.integer) and not isinstance(value, bool)
     if p.dtype.startswith(("i", "u")) or p.dtype == "bool":
@@ -182,7 +182,7 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
     scalars: dict[str, ctypes._SimpleCData] = {}
     for p, value in zip(expected, args, strict=True):
         if isinstance(p, ScalarParam):
-            scalars[p.name] = _scalar_value(p, value)
+            scalars[p.name] = scalar_value(p, value)
             continue
         view = as_view(value, p.name)
         views[p.name] = view

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tilec.runtime import driver
-from tilec.runtime.binding import Binding, _scalar_value, bind, user_params
+from tilec.runtime.binding import Binding, bind, scalar_value, user_params
 from tilec.runtime.bundle import Manifest, ScalarParam, TensorParam, read_bundle, write_bundle
 from tilec.runtime.tensors import as_view
 
@@ -180,7 +180,7 @@ class Kernel:
                 if kind == "arg":
                     params.append(ctypes.c_uint64(ptrs[i]))
                 else:
-                    params.append(_scalar_value(self._params[i], args[i]))  # type: ignore[arg-type]
+                    params.append(scalar_value(self._params[i], args[i]))
             else:
                 params.append(slot)
         driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
