@@ -41,6 +41,17 @@ import threading
 
 import cupy as cp
 
+# One m16n8k16 into c: both kernels below issue it.
+MMA = r"""
+__device__ __forceinline__ void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.DT.DT.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+"""
+
 SOURCE = r"""
 #ifndef AM
 #define AM 4
@@ -71,12 +82,7 @@ extern "C" __global__ void __launch_bounds__(256, BPS) mma_tile(float* out, cons
       for (int m = 0; m < AM; ++m)
 #pragma unroll
         for (int j = 0; j < AN; ++j)
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.DT.DT.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-              "{%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(acc[m][j][0]), "+f"(acc[m][j][1]), "+f"(acc[m][j][2]), "+f"(acc[m][j][3])
-              : "r"(a[s][m][0]), "r"(a[s][m][1]), "r"(a[s][m][2]), "r"(a[s][m][3]),
-                "r"(b[s][j][0]), "r"(b[s][j][1]));
+          mma(acc[m][j], a[s][m], b[s][j][0], b[s][j][1]);
   }
   float sum = 0.f;
 #pragma unroll
@@ -149,13 +155,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const 
       for (int m = 0; m < 4; ++m)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.DT.DT.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-              "{%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(acc[m][j][0]), "+f"(acc[m][j][1]), "+f"(acc[m][j][2]), "+f"(acc[m][j][3])
-              : "r"(a[step % 2][m][0]), "r"(a[step % 2][m][1]), "r"(a[step % 2][m][2]),
-                "r"(a[step % 2][m][3]), "r"(b[step % 2][j / 2][j % 2 * 2]),
-                "r"(b[step % 2][j / 2][j % 2 * 2 + 1]));
+          mma(acc[m][j], a[step % 2][m], b[step % 2][j / 2][j % 2 * 2],
+              b[step % 2][j / 2][j % 2 * 2 + 1]);
     }
   }
   float sum = 0.f;
@@ -213,7 +214,7 @@ def run(
     if operands.startswith("smem"):  # 4·stages k-steps of 4·8 m16n8k16 per warp per iteration
         mode = ["smem", "smem+bar", "smem+cp", "smem+cpi"].index(operands)
         defs = (f"-DBAR={mode}", f"-DST={stages}")
-        src = SMEM_SOURCE.replace("DT", dtype)
+        src = (MMA + SMEM_SOURCE).replace("DT", dtype)
         kernel = cp.RawKernel(src, "mma_smem", options=("-std=c++17", *defs))
         smem = stages * 3072 * 16
         kernel.max_dynamic_shared_size_bytes = smem
@@ -222,7 +223,7 @@ def run(
         extra = (randn_words(src_stages * 3072 * 4, dtype), cp.int32(src_stages))
         per_iter = blocks * threads // 32 * 4 * stages * am * an * 2 * 16 * 8 * 16
     else:
-        src = SOURCE.replace("DT", dtype)
+        src = (MMA + SOURCE).replace("DT", dtype)
         random = int(operands == "randn")
         defs = (f"-DAM={am}", f"-DAN={an}", f"-DBPS={bps}", f"-DRANDOM={random}")
         kernel = cp.RawKernel(src, "mma_tile", options=("-std=c++17", *defs))

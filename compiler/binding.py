@@ -106,6 +106,25 @@ def walk(root: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
     root.walk(callback, ir.WalkOrder.PRE_ORDER)
 
 
+def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    """Whether `op` is nested, at any depth, in the regions of `ancestor`."""
+    p = op.parent
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def defined_inside(value: ir.Value, ancestor: ir.Operation) -> bool:
+    """Whether `value` is the result of an op nested in `ancestor`, or an argument of a block
+    of it (its own blocks' too: a loop's induction variable is defined inside the loop)."""
+    if isinstance(value, ir.BlockArgument):
+        owner = value.owner.owner
+        return owner == ancestor or inside(owner, ancestor)
+    return inside(value.owner.operation, ancestor)
+
+
 def defined_types(op: ir.Operation) -> list[ir.Type]:
     """Types of the values `op` defines: its results and its regions' block arguments."""
     types = [r.type for r in op.results]

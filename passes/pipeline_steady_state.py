@@ -31,10 +31,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tilec.binding import walk
+from tilec.binding import defined_inside, walk
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_async import UNSWITCH, WHOLE
-from tilec.passes.tile_pipeline import unit_step
+from tilec.passes.tile_pipeline import index, unit_step
 
 CP_ASYNC = "nvvm.cp.async.shared.global"
 MMA = "nvvm.mma.sync"
@@ -43,21 +43,6 @@ COMMIT = "nvvm.cp.async.commit.group"
 FENCES = ("nvvm.cp.async.wait.group", "gpu.barrier", "nvvm.barrier0", "nvvm.barrier")
 # Ops whose results depend on their operands alone: safe to move above the loop.
 PURE_PREFIXES = ("arith.", "llvm.ptrtoint", "llvm.getelementptr", "llvm.mlir.constant")
-
-
-def inside(op: ir.Operation, region_owner: ir.Operation) -> bool:
-    p = op.parent
-    while p is not None:
-        if p == region_owner:
-            return True
-        p = p.parent
-    return False
-
-
-def defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
-    if isinstance(value, ir.BlockArgument):
-        return inside(value.owner.owner, loop) or value.owner.owner == loop
-    return inside(value.owner.operation, loop)
 
 
 def pure_slice(
@@ -154,7 +139,7 @@ class PipelineSteadyState(Pass):
             op.move_before(loop)
         conds = [t.operands[0] for t in tests]
         with ir.InsertionPoint(loop), loop.location:
-            last = arith.SubIOp(loop.operands[1], arith.ConstantOp(ir.IndexType.get(), 1)).result
+            last = arith.SubIOp(loop.operands[1], index(1)).result
             for t, ops in zip(wholes, slices, strict=True):
                 for end in (loop.operands[0], last):
                     conds.append(clone_slice(t.operands[0], ops, {iv: end}))

@@ -16,14 +16,12 @@ caller decides how many copies are in flight.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mlir import ir
-from mlir.dialects import arith, llvm, nvvm, scf
+from mlir.dialects import arith, llvm, nvvm
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import Partition, constant
-from tilec.passes.tile_memory import Side
+from tilec.passes.tile_memory import Side, if_else
 from tilec.passes.tile_views import (
     LoweringError,
     View,
@@ -75,7 +73,7 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
 
     def issue(ragged: bool) -> list[ir.Value]:
         coords0 = part.chunk_coords(0, tid, b)
-        first = element_address(dst, coords0, b)
+        first = element_address(dst, coords0, b) if rows_per_iter else None
         for i in range(part.iters):
             if part.active(i, tid, b) is not None:
                 raise LoweringError(op, f"{part.chunks} chunks do not spread over {threads}")
@@ -102,35 +100,17 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
 
     # A tile wholly inside the tensor (every tile but those on the edges) issues plain
     # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
+    # In a loop over tiles, pipeline-steady-state answers this test above the loop (WHOLE).
     def chunks() -> list[ir.Value]:
         whole = in_bounds(src, [s - 1 for s in shape], b)
-        if isinstance(whole, bool):
-            return issue(not whole)
-        test = branches(whole, lambda: issue(False), lambda: issue(True))
-        # In a loop over tiles, pipeline-steady-state can ask this of the last tile instead.
-        test.attributes[WHOLE] = ir.UnitAttr.get()
-        return []
+        return if_else(whole, [], lambda: issue(False), lambda: issue(True), mark=WHOLE)
 
     def fallback() -> list[ir.Value]:
         scalar_copy(src, dst, part, tid, b)
         return []
 
     # The test reads the bases and strides alone: pipeline-steady-state can hoist it.
-    branches(aligned, chunks, fallback).attributes[UNSWITCH] = ir.UnitAttr.get()
-
-
-def branches(
-    cond: ir.Value, then: Callable[[], object], other: Callable[[], object]
-) -> ir.Operation:
-    """scf.if cond { then() } else { other() }, returned for the caller to mark."""
-    test = scf.IfOp(cond, [], has_else=True)
-    with ir.InsertionPoint(test.then_block):
-        then()
-        scf.YieldOp([])
-    with ir.InsertionPoint(test.else_block):
-        other()
-        scf.YieldOp([])
-    return test.operation
+    if_else(aligned, [], chunks, fallback, mark=UNSWITCH)
 
 
 def scalar_copy(src: View, dst: View, part: Partition, tid: ir.Value, b: IndexBuilder) -> None:
@@ -150,13 +130,16 @@ def scalar_copy(src: View, dst: View, part: Partition, tid: ir.Value, b: IndexBu
         for j in range(part.vec):
             inside = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(j)).result
             here = gep(to, j, dst.elem, b)
-            test = scf.IfOp(inside, [], has_else=True)
-            with ir.InsertionPoint(test.then_block):
-                llvm.StoreOp(llvm.LoadOp(src.elem, gep(first, j, src.elem, b)).result, here)
-                scf.YieldOp([])
-            with ir.InsertionPoint(test.else_block):
+
+            def load_j(j: int = j, here: ir.Value = here, at: ir.Value = first) -> list[ir.Value]:
+                llvm.StoreOp(llvm.LoadOp(src.elem, gep(at, j, src.elem, b)).result, here)
+                return []
+
+            def zero_j(here: ir.Value = here) -> list[ir.Value]:
                 llvm.StoreOp(zero, here)
-                scf.YieldOp([])
+                return []
+
+            if_else(inside, [], load_j, zero_j)
 
 
 def src_elements(src: View, coords: list[Term], m: int, vec: int, b: IndexBuilder) -> ir.Value:

@@ -125,14 +125,21 @@ class Side:
 
 
 def if_else(
-    cond: ir.Value | bool, types: list[ir.Type], then: Callable[[], list], other: Callable[[], list]
+    cond: ir.Value | bool,
+    types: list[ir.Type],
+    then: Callable[[], list],
+    other: Callable[[], list],
+    mark: str | None = None,
 ) -> list[ir.Value]:
-    """scf.if cond -> types { then() } else { other() }; folded when cond is static."""
+    """scf.if cond -> types { then() } else { other() }; folded when cond is static. `mark`
+    names a unit attribute the scf.if carries, for a later pass to find it by."""
     if cond is True:
         return then()
     if cond is False:
         return other()
     op = scf.IfOp(cond, types, has_else=True)
+    if mark is not None:
+        op.operation.attributes[mark] = ir.UnitAttr.get()
     with ir.InsertionPoint(op.then_block):
         scf.YieldOp(then())
     with ir.InsertionPoint(op.else_block):

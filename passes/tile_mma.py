@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm, scf
 
+from tilec.binding import defined_inside
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
@@ -512,7 +513,7 @@ class CarriedLoops:
             if op.name == "tile.gemm":
                 acc = op.operands[3]
                 for loop in chain:
-                    if not self.inside(acc, self.loops[loop]):
+                    if not defined_inside(acc, self.loops[loop]):
                         self.accs.setdefault(loop, []).append(acc)
                 if PREFETCH in op.attributes and chain:
                     self.prefetching.setdefault(chain[-1], []).append(op)
@@ -523,16 +524,6 @@ class CarriedLoops:
                 return k
         self.loops.append(loop)
         return len(self.loops) - 1
-
-    @staticmethod
-    def inside(value: ir.Value, loop: ir.Operation) -> bool:
-        owner = value.owner
-        p = owner.parent if isinstance(owner, ir.Operation | ir.OpView) else owner.owner
-        while p is not None and p.name != "func.func":
-            if p == loop:
-                return True
-            p = p.parent
-        return False
 
     def enter(self, n: int, frags: dict[ir.Value, object]) -> None:
         """Before op n: rebuild each loop around it that carries an accumulator, once."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, nvvm, scf
+from mlir.dialects import arith, nvvm
 
-from tilec.binding import walk
+from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.passes.base import Pass, register
+from tilec.passes.tile_memory import when
 from tilec.passes.tile_views import LoweringError, tensor_type
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
@@ -70,13 +71,13 @@ class Pipeline:
             dst = c.operands[1].owner
             if not isinstance(dst, ir.Operation | ir.OpView) or dst.name != "tile.alloc_shared":
                 raise LoweringError(c, "a pipelined copy must fill a tile.alloc_shared buffer")
-            if self.inside(dst.operation):
+            if inside(dst.operation, self.loop):
                 raise LoweringError(c, "a pipelined buffer must be allocated before the loop")
             if dst.operation not in self.buffers:
                 self.buffers.append(dst.operation)
         for buf in self.buffers:
             for use in buf.results[0].uses:
-                if not self.inside(use.owner):
+                if not inside(use.owner, self.loop):
                     raise LoweringError(
                         use.owner, f"shared buffer is pipelined by {stages} stages in a loop"
                     )
@@ -100,14 +101,6 @@ class Pipeline:
         while stages > 2 and per_stage * stages + other > limit:
             stages -= 1
         return stages
-
-    def inside(self, op: ir.Operation) -> bool:
-        p = op.parent
-        while p is not None and p.name != "func.func":
-            if p == self.loop:
-                return True
-            p = p.parent
-        return False
 
     def chain(self, op: ir.Operation) -> list[ir.Operation]:
         """The ops of the body that `op`'s source operand depends on, in body order."""
@@ -156,19 +149,12 @@ class Pipeline:
     def issue(
         self,
         tile: ir.Value,
-        cond: ir.Value | None,
+        cond: ir.Value | bool,
         it: ir.Value,
         staged: dict[ir.Operation, ir.Value],
     ) -> None:
-        """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond` (always
-        when None)."""
-        if cond is None:
-            self.clone_copies(tile, it, staged)
-            return
-        guard = scf.IfOp(cond)
-        with ir.InsertionPoint(guard.then_block):
-            self.clone_copies(tile, it, staged)
-            scf.YieldOp([])
+        """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond`."""
+        when(cond, lambda: self.clone_copies(tile, it, staged))
 
     def clone_copies(
         self, tile: ir.Value, it: ir.Value, staged: dict[ir.Operation, ir.Value]
@@ -239,7 +225,7 @@ class Pipeline:
             it = arith.DivUIOp(arith.SubIOp(self.iv, lb).result, step).result
             ahead = arith.AddIOp(self.iv, arith.MulIOp(step, index(s - 1)).result).result
             clamped = self.clamped(ahead)
-            tile, cond = (ahead, self.guard(ahead)) if clamped is None else (clamped, None)
+            tile, cond = (ahead, self.guard(ahead)) if clamped is None else (clamped, True)
             self.issue(tile, cond, arith.AddIOp(it, index(s - 1)).result, staged)
             nvvm.CpAsyncCommitGroupOp()
             stage = arith.RemUIOp(it, index(s)).result

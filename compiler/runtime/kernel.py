@@ -161,9 +161,14 @@ class Kernel:
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         key, ptrs, _alive = self._signature(args)
-        plan = self._plans.get(key) if key else None
-        if plan is None:
-            return self._launch_bound(args, stream, key)
+        if not key:
+            return self._launch_bound(args, stream)
+        plan = self._plans.get(key)
+        if plan is None:  # bind (and check) once for this signature
+            if len(self._plans) >= PLAN_LIMIT:
+                self._plans.clear()
+            b = bind(self.manifest, args)
+            plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in plan.grid:
             return None
         ctx = driver.current_context(plan.device)
@@ -191,14 +196,10 @@ class Kernel:
             driver.set_max_dynamic_smem(function, nbytes)
             self._smem_set[ctx] = nbytes
 
-    def _launch_bound(self, args: tuple[Any, ...], stream: Any, key: tuple[Any, ...]) -> None:
-        """The general launch: binds (and checks) every argument, stages host arrays; records a
-        plan under `key` when there is one."""
+    def _launch_bound(self, args: tuple[Any, ...], stream: Any) -> None:
+        """A launch that binds (and checks) every argument each time: host arrays to stage,
+        TMA maps to encode, or arguments `bind` will reject."""
         b = bind(self.manifest, args)
-        if key:
-            if len(self._plans) >= PLAN_LIMIT:
-                self._plans.clear()
-            self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)

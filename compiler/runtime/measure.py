@@ -103,14 +103,4 @@ def time_graph_ms(fn: Any, iters: int = 15, inner: int = 20) -> float:
     with torch.cuda.graph(graph):
         for _ in range(inner):
             fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
-    return statistics.median(times)
+    return time_ms(graph.replay, warmup=1, iters=iters, inner=1) / inner
