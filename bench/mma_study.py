@@ -94,33 +94,41 @@ extern "C" __global__ void __launch_bounds__(256, BPS) mma_tile(float* out, cons
 """
 
 SMEM_SOURCE = r"""
-// Shared memory: ST stages of 3072 16-byte chunks (1024 of A, 2048 of B). Warp (wm, wn) reads,
-// at k-step kk of a stage, A blocks (kk*8 + wm*4 + mi) and B blocks (kk*16 + wn*4 + nj), each
-// 32 consecutive chunks: one ldmatrix.x4, every lane a different chunk, no bank conflicts.
+// Shared memory: ST stages of SCH 16-byte chunks, A's (ACH = 256·AM) then B's (2048). Warp
+// (wm, wn) reads, at k-step kk of a stage, A blocks (kk·2·AM + wm·AM + mi) and B blocks
+// (kk·16 + wn·4 + nj), each 32 consecutive chunks: one ldmatrix.x4, every lane a different
+// chunk, no bank conflicts. AM = 4 is a 64×64 warp tile (a 128×256 block), AM = 6 a 96×64 one
+// (192×256). ROLL = 0 loads all of the next k-step's fragments during this one; ROLL = 1 loads
+// B's a k-step ahead but each A fragment only one m-tile ahead (what 96×64 leaves registers for).
+#define ACH (256 * AM)
+#define SCH (ACH + 2048)
 extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const uint4* data,
                                                               int iters, const uint4* src,
                                                               int src_stages) {
   extern __shared__ uint4 smem[];
-  for (int i = threadIdx.x; i < ST * 3072; i += blockDim.x)
-    smem[i] = data[(blockIdx.x * ST * 3072 + i) % (3 * 3072 * 8)];
+  for (int i = threadIdx.x; i < ST * SCH; i += blockDim.x)
+    smem[i] = data[(blockIdx.x * ST * SCH + i) % (3 * 3072 * 8)];
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 4, wn = warp % 4;
   const unsigned base = (unsigned)__cvta_generic_to_shared(smem) + 16u * lane;
-  unsigned a[2][4][4], b[2][4][4];
-  float acc[4][8][4] = {};
+  unsigned a[2][ROLL ? 1 : AM][4], b[2][4][4];
+  float acc[AM][8][4] = {};
+  auto load_a = [&](unsigned* dst, int step, int m) {
+    const int block = (step % 4) * 2 * AM + wm * AM + m;
+    const unsigned addr = base + 16u * ((step / 4) * SCH + block * 32);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(dst[0]), "=r"(dst[1]), "=r"(dst[2]), "=r"(dst[3])
+                 : "r"(addr));
+  };
   auto load = [&](int buf, int step) {
     const int s = step / 4, kk = step % 4;
+    if (!ROLL) {
 #pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      unsigned addr = base + 16u * (s * 3072 + (kk * 8 + wm * 4 + m) * 32);
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[buf][m][0]), "=r"(a[buf][m][1]), "=r"(a[buf][m][2]),
-                     "=r"(a[buf][m][3])
-                   : "r"(addr));
+      for (int m = 0; m < AM; ++m) load_a(a[buf][m], step, m);
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      unsigned addr = base + 16u * (s * 3072 + 1024 + (kk * 16 + wn * 4 + j) * 32);
+      unsigned addr = base + 16u * (s * SCH + ACH + (kk * 16 + wn * 4 + j) * 32);
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(b[buf][j][0]), "=r"(b[buf][j][1]), "=r"(b[buf][j][2]),
                      "=r"(b[buf][j][3])
@@ -128,6 +136,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const 
     }
   };
   load(0, 0);
+  if (ROLL) load_a(a[0][0], 0, 0);
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int step = 0; step < 4 * ST; ++step) {
@@ -135,33 +144,42 @@ extern "C" __global__ void __launch_bounds__(256, 1) mma_smem(float* out, const 
         if (BAR >= 2) asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2));
         __syncthreads();
       }
-      // Refill the stage read last, 12 × 16 B per thread: all after the barrier (BAR 2) or
-      // 3 per k-step (BAR 3).
+      // Refill the stage read last, REFILL × 16 B per thread (SCH / 256: the whole stage): all
+      // after the barrier (BAR 2) or spread over the stage's 4 k-steps (BAR 3).
       if (BAR == 3 || (BAR == 2 && step % 4 == 0)) {
         const int s = (step / 4 + ST - 1) % ST;
         const int g = (blockIdx.x * 7 + it * ST + step / 4) % src_stages;
-        const int first = BAR == 3 ? 3 * (step % 4) : 0, count = BAR == 3 ? 3 : 12;
+        const int first = BAR == 3 ? REFILL / 4 * (step % 4) : 0;
+        const int count = BAR == 3 ? REFILL / 4 : REFILL;
 #pragma unroll
         for (int i = first; i < first + count; ++i) {
           const int c = threadIdx.x + 256 * i;
-          const unsigned dst = (unsigned)__cvta_generic_to_shared(smem + s * 3072 + c);
+          const unsigned dst = (unsigned)__cvta_generic_to_shared(smem + s * SCH + c);
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
-                       "l"(src + (size_t)g * 3072 + c));
+                       "l"(src + (size_t)g * SCH + c));
         }
         if (step % 4 == 3 || BAR == 2) asm volatile("cp.async.commit_group;\n" ::);
       }
-      load((step + 1) % 2, (step + 1) % (4 * ST));
+      const int next = (step + 1) % (4 * ST);
+      load((step + 1) % 2, next);
 #pragma unroll
-      for (int m = 0; m < 4; ++m)
+      for (int m = 0; m < AM; ++m) {
+        const unsigned* am;
+        if (ROLL) {  // AM is even: fragment m of every k-step sits in buffer m % 2
+          load_a(a[(m + 1) % 2][0], m + 1 < AM ? step : next, (m + 1) % AM);
+          am = a[m % 2][0];
+        } else {
+          am = a[step % 2][m];
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-          mma(acc[m][j], a[step % 2][m], b[step % 2][j / 2][j % 2 * 2],
-              b[step % 2][j / 2][j % 2 * 2 + 1]);
+          mma(acc[m][j], am, b[step % 2][j / 2][j % 2 * 2], b[step % 2][j / 2][j % 2 * 2 + 1]);
+      }
     }
   }
   float sum = 0.f;
 #pragma unroll
-  for (int m = 0; m < 4; ++m)
+  for (int m = 0; m < AM; ++m)
 #pragma unroll
     for (int j = 0; j < 8; ++j) sum += acc[m][j][0] + acc[m][j][1] + acc[m][j][2] + acc[m][j][3];
   out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
@@ -203,7 +221,15 @@ def randn_words(count: int, dtype: str) -> cp.ndarray:
 
 
 def run(
-    dtype: str, operands: str, am: int, an: int, warps: int, seconds: float, stages: int = 3
+    dtype: str,
+    operands: str,
+    am: int,
+    an: int,
+    warps: int,
+    seconds: float,
+    stages: int = 3,
+    roll: bool = False,
+    refill: int | None = None,
 ) -> str:
     bps = warps // 8
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -213,14 +239,19 @@ def run(
     extra: tuple = ()
     if operands.startswith("smem"):  # 4·stages k-steps of 4·8 m16n8k16 per warp per iteration
         mode = ["smem", "smem+bar", "smem+cp", "smem+cpi"].index(operands)
-        defs = (f"-DBAR={mode}", f"-DST={stages}")
-        src = (MMA + SMEM_SOURCE).replace("DT", dtype)
-        kernel = cp.RawKernel(src, "mma_smem", options=("-std=c++17", *defs))
-        smem = stages * 3072 * 16
+        chunks = 256 * am + 2048  # 16-byte chunks per stage
+        refill = chunks // 256 if refill is None else refill
+        defs = (f"-DBAR={mode}", f"-DST={stages}", f"-DAM={am}", f"-DROLL={int(roll)}")
+        kernel = cp.RawKernel(
+            (MMA + SMEM_SOURCE).replace("DT", dtype),
+            "mma_smem",
+            options=("-std=c++17", *defs, f"-DREFILL={refill}"),
+        )
+        smem = stages * chunks * 16
         kernel.max_dynamic_shared_size_bytes = smem
         frag = randn_words(3 * 3072 * 8 * 4, dtype)
-        src_stages = 512  # 512 × 48 KiB = 24 MiB: L2-resident
-        extra = (randn_words(src_stages * 3072 * 4, dtype), cp.int32(src_stages))
+        src_stages = 512  # 512 stages of 48 (56) KiB = 24 (28) MiB: L2-resident
+        extra = (randn_words(src_stages * chunks * 4, dtype), cp.int32(src_stages))
         per_iter = blocks * threads // 32 * 4 * stages * am * an * 2 * 16 * 8 * 16
     else:
         src = (MMA + SOURCE).replace("DT", dtype)
@@ -264,13 +295,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--operands", action="append", help="only these rows (repeatable)")
     parser.add_argument("--stages", type=int, default=3, help="shared-memory stages (smem rows)")
+    parser.add_argument(
+        "--warp-rows", type=int, default=64, choices=(64, 96), help="of the smem rows' warp tiles"
+    )
+    parser.add_argument(
+        "--roll", action="store_true", help="smem rows: A fragments one m-tile ahead, not a k-step"
+    )
+    parser.add_argument(
+        "--refill", type=int, help="smem+cp rows: 16-byte chunks per thread per stage (all)"
+    )
     args = parser.parse_args()
     print("| dtype | operands | acc | warps/SM | TFLOP/s | SM MHz | W |")
     print("| --- | --- | --- | ---: | ---: | --- | --- |")
     for operands, am, an, warps in CONFIGS:
         if args.operands and operands not in args.operands:
             continue
-        row = run(args.dtype, operands, am, an, warps, args.seconds, args.stages)
+        if operands.startswith("smem"):
+            am = args.warp_rows // 16
+        row = run(
+            args.dtype, operands, am, an, warps, args.seconds, args.stages, args.roll, args.refill
+        )
         print(row, flush=True)
 
 
