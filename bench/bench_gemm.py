@@ -1,7 +1,7 @@
 """Bench: tilec GEMM bundles beside cuBLAS (torch.matmul) and an autotuned Triton kernel.
 
     python bench/bench_gemm.py --bundle build/gemm/gemm_sm80 [--dtype f16] [--out table.md]
-    python bench/bench_gemm.py --splitk build/splitk --shape 16x4096x4096   (both kernels)
+    python bench/bench_gemm.py --splitk build/splitk/s4 --shape 16x4096x4096   (both kernels)
 
 C = alpha * A @ B^T with A M×K and B N×K row-major ("TN"), randn inputs (never zeros or small
 integers: the H200 runs ~10% faster on low-entropy data; `--data int` measures that kind only
@@ -139,18 +139,20 @@ def bench_shape(
 
 
 def split_k(folder: Path, arch: str):
-    """examples/gemm_sm80_splitk.tile's two kernels as one call c = alpha * a @ b.T; the f32
-    workspace (4 × M × N) is allocated once per shape, outside the timed calls."""
+    """examples/gemm_sm80_splitk.tile's two kernels as one call c = alpha * a @ b.T, split as
+    many ways as the sum kernel was built for (its W's first extent, -D SPLITS); the f32
+    workspace (SPLITS × M × N) is allocated once per shape, outside the timed calls."""
     gemm, total = load(folder / f"gemm_splitk_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
+    splits = total.manifest.params[0].shape[0]
     workspaces: dict[tuple[int, int], torch.Tensor] = {}
 
     def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float) -> None:
         m, n = c.shape
         if (m, n) not in workspaces:
-            workspaces[(m, n)] = torch.empty(4, m, n, device="cuda", dtype=torch.float32)
+            workspaces[(m, n)] = torch.empty(splits, m, n, device="cuda", dtype=torch.float32)
         w = workspaces[(m, n)]
         gemm(a, b, w)
-        total(w.view(4, m * n), c.view(m * n), alpha)
+        total(w.view(splits, m * n), c.view(m * n), alpha)
 
     return run
 

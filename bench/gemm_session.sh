@@ -29,7 +29,7 @@ python3 bench/bench_gemm.py --bundle $g/noprefetch_bk64/gemm_sm90a --bundle $g/b
 # Few rows (LLM decode) and 1024^3: the small-problem configurations and split-K beside the
 # default.
 python3 bench/bench_gemm.py --bundle $g/default_sm90a/gemm_sm90a --bundle $g/small_m16n64/gemm_sm90a \
-  --bundle $g/small_m64n64/gemm_sm90a --splitk build/splitk --shape 16x4096x4096 --shape 16x11008x4096 \
+  --bundle $g/small_m64n64/gemm_sm90a --splitk build/splitk/s4 --splitk build/splitk/s8 --shape 16x4096x4096 --shape 16x11008x4096 \
   --shape 64x4096x4096 --shape 128x4096x4096 --shape 1024x1024x1024 --out "$out/gemm-small.md" \
   | grep "^|"
 # Integer-valued inputs, only to compare with figures published on such data (CuTe DSL's).

@@ -167,7 +167,9 @@ class KernelLowering:
             result = elementwise(op, [loaded], lambda x: convert(x, elem))
         elif name == "tile.store":
             dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
-            if isinstance(value.part, tile_mma.MmaPartition):
+            if isinstance(value, Reduced):
+                tile_memory.store_reduced(op, value, dst, self.tid)
+            elif isinstance(value.part, tile_mma.MmaPartition):
                 tile_mma.store(op, value, dst, self.tid, self.threads)
             else:
                 tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)

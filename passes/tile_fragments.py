@@ -261,9 +261,10 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
 Value = Frag | Reduced | Deferred | ir.Value
 
 
-def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred:  # noqa: ANN001
+def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred | Reduced:  # noqa: ANN001
     """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast. With a
-    deferred operand the result is deferred too: fn runs where it is stored."""
+    deferred operand the result is deferred too: fn runs where it is stored. Reduced tensors
+    (along one mode) with scalars stay reduced: fn runs once per group."""
     frags = [x for x in operands if isinstance(x, Frag | Reduced | Deferred)]
     if not frags:
         raise LoweringError(op, "elementwise op without a register tensor operand")
@@ -271,6 +272,12 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred:
     part = (full or frags)[0].part
     if any(x.part != part for x in frags):
         raise LoweringError(op, "operands are spread over the threads differently")
+    if not full and len({x.mode for x in frags}) == 1:
+        groups = {
+            key: fn(*[x.groups[key] if isinstance(x, Reduced) else x for x in operands])
+            for key in frags[0].groups
+        }
+        return Reduced(part, frags[0].mode, next(iter(groups.values())).type, groups)
     deferred = [x for x in operands if isinstance(x, Deferred)]
     if deferred:
 

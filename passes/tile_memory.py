@@ -20,7 +20,7 @@ from mlir.dialects import arith, llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, known_multiple
-from tilec.passes.tile_fragments import Frag, Partition, constant, convert
+from tilec.passes.tile_fragments import Frag, Partition, Reduced, constant, convert, group_key
 from tilec.passes.tile_views import (
     LoweringError,
     View,
@@ -284,6 +284,50 @@ def store(op: ir.Operation, frag: Frag, view: View, t: ir.Value) -> None:
         return []
 
     if_else(side.fast(part, b), [], lambda: version(False), lambda: version(True))
+
+
+def store_reduced(op: ir.Operation, red: Reduced, view: View, t: ir.Value) -> None:
+    """Store a tensor reduced along a mode (`store(reduce_sum(x, mode = 0), t)`) into a view of
+    its shape, or of its shape without the size-1 mode. Every thread of a group holds the
+    group's value, so each element is written once: by the thread and chunk whose coordinate
+    along the reduced mode is 0, as wide a vector as the chunk's mode allows."""
+    b = IndexBuilder()
+    part, mode = red.part, red.mode
+    shape = [*part.shape[:mode], 1, *part.shape[mode + 1 :]]
+    dst = list(view.static_shape(op))
+    drop = dst != shape
+    if drop and (len(shape) == 1 or dst != shape[:mode] + shape[mode + 1 :]):
+        raise LoweringError(op, f"storing a {tuple(shape)} tile into a {tuple(view.shape)} view")
+    along = part.m != mode  # the chunks run along another mode: their vectors stay whole
+    m = (part.m - (drop and part.m > mode)) if along else 0
+    written = Partition(tuple(dst), m, part.vec if along else 1, part.threads)
+    side = Side.of(view, written)
+    # The mode's bits of thread t must be 0 (tile_reduce: e = j + V * (t + T * i)).
+    lo, hi = part.bits(mode)
+    vb = part.vec.bit_length() - 1
+    tlo, thi = max(lo - vb, 0), min(hi - vb, part.threads.bit_length() - 1)
+    lead: ir.Value | bool = True
+    if tlo < thi:
+        bits = arith.AndIOp(t, b.value(((1 << thi) - 1) ^ ((1 << tlo) - 1))).result
+        lead = arith.CmpIOp(arith.CmpIPredicate.eq, bits, b.value(0)).result
+    firsts = [i for i in range(part.iters) if group_key(part, mode, i, 0)[0] == i]
+
+    def version(guarded: bool) -> list[ir.Value]:
+        for i in firsts:
+            active = part.active(i, t, b)
+            coords = part.chunk_coords(i, t, b)
+            coords[mode] = 0
+            if drop:
+                del coords[mode]
+            values = [red.groups[group_key(part, mode, i, j)] for j in range(written.vec)]
+
+            def body(coords: list[Term] = coords, values: list[ir.Value] = values) -> None:
+                write_chunk(side, written, coords, values, guarded, b)
+
+            when(all_of([lead, True if active is None else active]), body)
+        return []
+
+    if_else(side.fast(written, b), [], lambda: version(False), lambda: version(True))
 
 
 def interleave_for_banks(part: Partition, lead: View, src: View, dst: View) -> Partition:

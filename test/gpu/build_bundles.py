@@ -2,9 +2,10 @@
 
 python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
 
-OUT_DIR/vadd_<arch> for test_vadd_bundle.py, and OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
+OUT_DIR/vadd_<arch> for test_vadd_bundle.py, OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
 GEMM epilogue example for each activation and without C, and the batched GEMM) for
-test_gemm_epilogue.py.
+test_gemm_epilogue.py, and OUT_DIR/reduce/<kernel>_<arch> (test/gpu/reduce_store.tile) for
+test_reduce_store.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tilec.runtime import Manifest, SizeParam, TensorParam, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
+REDUCE = ROOT / "test" / "gpu" / "reduce_store.tile"
 BLOCK = 256  # matches the kernel's gpu.known_block_size
 ARCHES = ("sm_80", "sm_90a")
 # variant -> (example, -D parameters)
@@ -52,19 +54,24 @@ def vadd_manifest(target: str, source: str) -> Manifest:
     )
 
 
+def build_tile(source: Path, params: dict[str, str], out: Path) -> list[Path]:
+    """Every kernel of a .tile file, for both targets, spill-free: out/<kernel>_<arch>."""
+    written = []
+    for arch in ARCHES:
+        compiled = compile_tile(str(source), params, arch)
+        usage = backend.ptxas_report(compiled.ptx, arch)
+        assert usage.spill_stores == usage.spill_loads == 0, (source, params, arch, usage)
+        for manifest in compiled.manifests:
+            name = f"{manifest.entry}_{arch.replace('_', '')}"
+            written.append(write_bundle(out / name, manifest, compiled.ptx))
+    return written
+
+
 def build_epilogue(out: Path) -> list[Path]:
-    """The GEMM epilogue variants and the batched GEMM, for both targets, spill-free."""
+    """The GEMM epilogue variants and the batched GEMM."""
     written = []
     for variant, (example, params) in EPILOGUE.items():
-        for arch in ARCHES:
-            compiled = compile_tile(str(ROOT / "examples" / example), params, arch)
-            usage = backend.ptxas_report(compiled.ptx, arch)
-            assert usage.spill_stores == usage.spill_loads == 0, (variant, arch, usage)
-            for manifest in compiled.manifests:
-                name = f"{manifest.entry}_{arch.replace('_', '')}"
-                written.append(
-                    write_bundle(out / "epilogue" / variant / name, manifest, compiled.ptx)
-                )
+        written += build_tile(ROOT / "examples" / example, params, out / "epilogue" / variant)
     return written
 
 
@@ -77,7 +84,7 @@ def build(out: Path) -> list[Path]:
         usage = backend.ptxas_report(ptx, arch)  # refuse to ship PTX ptxas rejects or that spills
         assert usage.spill_stores == usage.spill_loads == 0, usage
         written.append(write_bundle(out / name, vadd_manifest(arch, source), ptx))
-    return written + build_epilogue(out)
+    return written + build_epilogue(out) + build_tile(REDUCE, {}, out / "reduce")
 
 
 if __name__ == "__main__":

@@ -26,10 +26,13 @@ b tile64x128 --arch sm_80 -D BM=64 -D BN=128 -D WN=2 -D WM=2 -D BK=32 -D STAGES=
 b small_m16n64 --arch sm_90a -D BM=16 -D BN=64 -D WM=1 -D WN=2 -D BK=64 -D STAGES=6
 b small_m64n64 --arch sm_90a -D BM=64 -D BN=64 -D WM=2 -D WN=2 -D BK=64 -D STAGES=6
 echo "built $(find "$out" -name manifest.json | wc -l) GEMM bundles in $out"
-# examples/gemm_sm80_splitk.tile's two kernels, for test/gpu/test_gemm_splitk.py.
+# examples/gemm_sm80_splitk.tile's two kernels, for test/gpu/test_gemm_splitk.py: s<S>/ holds
+# them built with SPLITS = S (gemm_splitk takes S from its workspace, the sum is built for S).
 splitk="${2:-build/splitk}"
 rm -rf "$splitk"
 for arch in sm_80 sm_90a; do
-  tilec build examples/gemm_sm80_splitk.tile -o "$splitk" --arch $arch >/dev/null
+  for s in 2 4 8; do
+    tilec build examples/gemm_sm80_splitk.tile -o "$splitk/s$s" --arch $arch -D SPLITS=$s >/dev/null
+  done
 done
 echo "built $(find "$splitk" -name manifest.json | wc -l) split-K bundles in $splitk"

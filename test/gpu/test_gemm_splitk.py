@@ -1,10 +1,11 @@
 """GPU tier: examples/gemm_sm80_splitk.tile (split-K for few rows) against torch.
 
 Bundles: `bash test/gpu/build_gemm_bundles.sh` (on a machine with MLIR) also writes
-build/splitk/gemm_splitk{,_sum}_{sm80,sm90a}. gemm_splitk multiplies each
-quarter of K into W[z] (4 × M × N, f32); gemm_splitk_sum adds the four and scales. W and C are
-poisoned with NaN, so a split that owns no k-tile (K of one to three tiles) must still write its
-zeros, and every output must be written.
+build/splitk/s<S>/gemm_splitk{,_sum}_{sm80,sm90a}, built with SPLITS = S (2, 4, 8). gemm_splitk
+multiplies each S-th of K into W[z] (S × M × N, f32); gemm_splitk_sum, a `reduce_sum` over W's
+first mode stored straight to C, adds the S partials and scales. W and C are poisoned with NaN,
+so a split that owns no k-tile (K of fewer than S tiles) must still write its zeros, and every
+output must be written.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from tilec.runtime import load  # noqa: E402  (after the skips)
 ROOT = Path(
     os.environ.get("TILEC_SPLITK_BUNDLES", Path(__file__).resolve().parents[2] / "build/splitk")
 )
-ARCHS = [a for a in ("sm80", "sm90a") if (ROOT / f"gemm_splitk_{a}" / "manifest.json").exists()]
+SPLITS = (2, 4, 8)
+ARCHS = [
+    a for a in ("sm80", "sm90a") if (ROOT / "s4" / f"gemm_splitk_{a}" / "manifest.json").exists()
+]
 if not ARCHS:
     pytest.skip(f"no split-K bundles in {ROOT}", allow_module_level=True)
 
-# Decode shapes, ragged ones, K of one k-tile (three empty splits), 520 = 8 k-tiles + 8
-# (runs of 3, 3, 3 and none), and K = 4104 (the last run ragged).
+# Decode shapes, ragged ones, K of one k-tile (S - 1 empty splits), 520 = 8 k-tiles + 8 (four
+# ways: runs of 3, 3, 3 and none), and K = 4104 (the last run ragged).
 SHAPES = [
     (16, 4096, 4096),
     (1, 1, 8),
@@ -43,29 +47,31 @@ def cdiv(a: int, b: int) -> int:
     return (a + b - 1) // b
 
 
-def splitk(arch: str, a: object, b: object, c: object, alpha: float) -> object:
+def splitk(arch: str, splits: int, a: object, b: object, c: object, alpha: float) -> object:
     """Runs both kernels; returns the workspace."""
     m, n = c.shape
-    w = torch.full((4, m, n), float("nan"), device="cuda", dtype=torch.float32)
-    load(ROOT / f"gemm_splitk_{arch}")(a, b, w)
-    load(ROOT / f"gemm_splitk_sum_{arch}")(w.view(4, m * n), c.view(m * n), alpha)
+    w = torch.full((splits, m, n), float("nan"), device="cuda", dtype=torch.float32)
+    folder = ROOT / f"s{splits}"
+    load(folder / f"gemm_splitk_{arch}")(a, b, w)
+    load(folder / f"gemm_splitk_sum_{arch}")(w.view(splits, m * n), c.view(m * n), alpha)
     return w
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("splits", SPLITS)
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_splitk_matches_torch(arch: str, m: int, n: int, k: int) -> None:
+def test_splitk_matches_torch(arch: str, splits: int, m: int, n: int, k: int) -> None:
     g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
     a = torch.randn(m, k, device="cuda", generator=g).to(torch.float16)
     b = torch.randn(n, k, device="cuda", generator=g).to(torch.float16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-    w = splitk(arch, a, b, c, 1.5)
+    w = splitk(arch, splits, a, b, c, 1.5)
     torch.cuda.synchronize()
     assert not torch.isnan(w).any(), "unwritten partial products"
     assert not torch.isnan(c).any(), "unwritten outputs"
     # Each split's partial product on its own, then the scaled sum.
-    per = cdiv(cdiv(k, 64), 4) * 64  # elements of K per split, as the kernel counts them
-    for z in range(4):
+    per = cdiv(cdiv(k, 64), splits) * 64  # elements of K per split, as the kernel counts them
+    for z in range(splits):
         lo, hi = min(z * per, k), min((z + 1) * per, k)
         part = a[:, lo:hi].double() @ b[:, lo:hi].double().T
         scale = max(part.norm().item(), 1.0)

@@ -141,3 +141,63 @@ func.func @epilogue(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: ind
   "tile.store"(%10, %6) : (!tile.tensor<f32, "register", "(4,1,2):(1,4,4)">, !tile.tensor<f16, "global", "(32,32):(?,1)">) -> ()
   return
 }
+
+// -----
+
+// A reduced tensor stored: column sums of a (4, 512) f32 tile over 128 threads. Each thread
+// holds 4 columns of all 4 rows (chunk i is row i), so the sum stays in the thread (12 adds,
+// no shuffle, no barrier), and only chunk 0's thread writes: one 8-byte vector of 4 f16 in the
+// fast path, 4 predicated scalars in the other.
+// CHECK-LABEL: func.func @colsum(
+// CHECK-COUNT-12: arith.addf
+// CHECK-NOT: gpu.shuffle
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.if
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: } else {
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : f16, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: return
+func.func @colsum(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg2) {name = "W"} : (!llvm.ptr, index, index) -> !tile.tensor<f32, "global", "(4,?):(?,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg2) {name = "C"} : (!llvm.ptr, index) -> !tile.tensor<f16, "global", "(?):(1)">
+  %2 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %3 = "tile.local_tile"(%0, %2) {coord = "(0,?)", tile = array<i64: 4, 512>} : (!tile.tensor<f32, "global", "(4,?):(?,1)">, index) -> !tile.tensor<f32, "global", "(4,512):(?,1)">
+  %4 = "tile.load"(%3) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "(4,512):(?,1)">) -> !tile.tensor<f32, "register", "(4,512):(1,4)">
+  %5 = "tile.reduce"(%4) {kind = "sum", mode = 0 : i64} : (!tile.tensor<f32, "register", "(4,512):(1,4)">) -> !tile.tensor<f32, "register", "(1,512):(1,1)">
+  %6 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %7 = "tile.local_tile"(%1, %6) {coord = "(?)", tile = array<i64: 512>} : (!tile.tensor<f16, "global", "(?):(1)">, index) -> !tile.tensor<f16, "global", "512:1">
+  "tile.store"(%5, %7) : (!tile.tensor<f32, "register", "(1,512):(1,1)">, !tile.tensor<f16, "global", "512:1">) -> ()
+  return
+}
+
+// -----
+
+// A row's maximum over 128 threads (shuffles, then shared memory across the 4 warps) stored
+// into a (1, 1) view: every thread holds the result, thread 0 alone writes it.
+// CHECK-LABEL: func.func @rowmax(
+// CHECK: gpu.barrier
+// CHECK: %[[T:.*]] = arith.andi %thread_id_x, %c127{{(_[0-9]+)?}} : index
+// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %[[T]], %c0{{(_[0-9]+)?}} : index
+// CHECK: scf.if
+// CHECK: scf.if %[[LEAD]] {
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: } else {
+// CHECK: scf.if %[[LEAD]] {
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: return
+func.func @rowmax(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2) {name = "X"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?,1024):(1024,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg2) {name = "Y"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?,1):(1,1)">
+  %2 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %3 = "tile.local_tile"(%0, %2) {coord = "(?,0)", tile = array<i64: 1, 1024>} : (!tile.tensor<f32, "global", "(?,1024):(1024,1)">, index) -> !tile.tensor<f32, "global", "(1,1024):(1024,1)">
+  %4 = "tile.load"(%3) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "(1,1024):(1024,1)">) -> !tile.tensor<f32, "register", "(1,1024):(1,1)">
+  %5 = "tile.reduce"(%4) {kind = "max", mode = 1 : i64} : (!tile.tensor<f32, "register", "(1,1024):(1,1)">) -> !tile.tensor<f32, "register", "(1,1):(1,1)">
+  %6 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %7 = "tile.local_tile"(%1, %6) {coord = "(?,0)", tile = array<i64: 1, 1>} : (!tile.tensor<f32, "global", "(?,1):(1,1)">, index) -> !tile.tensor<f32, "global", "(1,1):(1,1)">
+  "tile.store"(%5, %7) : (!tile.tensor<f32, "register", "(1,1):(1,1)">, !tile.tensor<f32, "global", "(1,1):(1,1)">) -> ()
+  return
+}
