@@ -26,12 +26,15 @@ python3 bench/bench_gemm.py --mb --bundle $g/a0b1_f16/gemm_sm90a --shape 4096x40
 python3 bench/bench_gemm.py --bundle $g/noprefetch_bk64/gemm_sm90a --bundle $g/bk32/gemm_sm90a \
   --bundle $g/prefetch_128x128x32/gemm_sm90a --bundle $g/tile64x128/gemm_sm80 --shape 4096x4096x4096 --shape 8192x8192x8192 \
   --out "$out/gemm-sweep.md" | grep "^|"
-# Few rows (LLM decode) and 1024^3: the small-problem configurations and split-K beside the
-# default.
-python3 bench/bench_gemm.py --bundle $g/default_sm90a/gemm_sm90a --bundle $g/small_m16n64/gemm_sm90a \
-  --bundle $g/small_m64n64/gemm_sm90a --splitk build/splitk/s4 --splitk build/splitk/s8 --shape 16x4096x4096 --shape 16x11008x4096 \
-  --shape 64x4096x4096 --shape 128x4096x4096 --shape 1024x1024x1024 --out "$out/gemm-small.md" \
-  | grep "^|"
+# Few rows (LLM decode), mid-size shapes and 1024^3: the small-problem configurations and
+# split-K (tile, split count) beside the default, graph-timed (the GPU's time alone).
+python3 bench/bench_gemm.py --graph --bundle $g/default_sm90a/gemm_sm90a \
+  --bundle $g/small_m16n64/gemm_sm90a --bundle $g/small_m64n64/gemm_sm90a \
+  --splitk build/splitk/s2 --splitk build/splitk/s4 --splitk build/splitk/m128n128/s2 \
+  --splitk build/splitk/m128n128/s4 --splitk build/splitk/m128n256/s2 \
+  --shape 16x4096x4096 --shape 16x11008x4096 --shape 64x4096x4096 --shape 128x4096x4096 \
+  --shape 256x4096x4096 --shape 512x4096x4096 --shape 1024x1024x1024 \
+  --out "$out/gemm-small.md" | grep "^|"
 # Integer-valued inputs, only to compare with figures published on such data (CuTe DSL's).
 python3 bench/bench_gemm.py --data int --bundle $g/default_sm90a/gemm_sm90a --shape 4096x4096x4096 \
   --shape 8192x8192x8192 --out "$out/gemm-int.md" | grep "^|"

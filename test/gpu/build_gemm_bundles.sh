@@ -27,12 +27,19 @@ b small_m16n64 --arch sm_90a -D BM=16 -D BN=64 -D WM=1 -D WN=2 -D BK=64 -D STAGE
 b small_m64n64 --arch sm_90a -D BM=64 -D BN=64 -D WM=2 -D WN=2 -D BK=64 -D STAGES=6
 echo "built $(find "$out" -name manifest.json | wc -l) GEMM bundles in $out"
 # examples/gemm_sm80_splitk.tile's two kernels, for test/gpu/test_gemm_splitk.py: s<S>/ holds
-# them built with SPLITS = S (gemm_splitk takes S from its workspace, the sum is built for S).
+# them built with SPLITS = S (gemm_splitk takes S from its workspace, the sum is built for S);
+# m128n128/ and m128n256/ the larger tiles docs/performance.md picks for mid-size shapes.
 splitk="${2:-build/splitk}"
 rm -rf "$splitk"
-for arch in sm_80 sm_90a; do
-  for s in 2 4 8; do
-    tilec build examples/gemm_sm80_splitk.tile -o "$splitk/s$s" --arch $arch -D SPLITS=$s >/dev/null
+sk() {
+  dir=$1; shift
+  for arch in sm_80 sm_90a; do
+    tilec build examples/gemm_sm80_splitk.tile -o "$splitk/$dir" --arch $arch "$@" >/dev/null
   done
+}
+for s in 2 4 8; do sk "s$s" -D SPLITS=$s; done
+for s in 2 4; do
+  sk "m128n128/s$s" -D SPLITS=$s -D BM=128 -D BN=128 -D WM=2 -D WN=2 -D STAGES=4
+  sk "m128n256/s$s" -D SPLITS=$s -D BM=128 -D BN=256 -D WM=2 -D WN=4 -D STAGES=3
 done
 echo "built $(find "$splitk" -name manifest.json | wc -l) split-K bundles in $splitk"

@@ -1,7 +1,8 @@
 """GPU tier: examples/gemm_sm80_splitk.tile (split-K for few rows) against torch.
 
 Bundles: `bash test/gpu/build_gemm_bundles.sh` (on a machine with MLIR) also writes
-build/splitk/s<S>/gemm_splitk{,_sum}_{sm80,sm90a}, built with SPLITS = S (2, 4, 8). gemm_splitk
+build/splitk/[<tile>/]s<S>/gemm_splitk{,_sum}_{sm80,sm90a}, built with SPLITS = S (2, 4, 8 at
+the default 16×64 tile; 2 and 4 at 128×128 and 128×256); every such folder is tested. gemm_splitk
 multiplies each S-th of K into W[z] (S × M × N, f32); gemm_splitk_sum, a `reduce_sum` over W's
 first mode stored straight to C, adds the S partials and scales. W and C are poisoned with NaN,
 so a split that owns no k-tile (K of fewer than S tiles) must still write its zeros, and every
@@ -24,10 +25,10 @@ from tilec.runtime import load  # noqa: E402  (after the skips)
 ROOT = Path(
     os.environ.get("TILEC_SPLITK_BUNDLES", Path(__file__).resolve().parents[2] / "build/splitk")
 )
-SPLITS = (2, 4, 8)
-ARCHS = [
-    a for a in ("sm80", "sm90a") if (ROOT / "s4" / f"gemm_splitk_{a}" / "manifest.json").exists()
-]
+# Each folder of a split count, named by its path under ROOT (s4, m128n128/s2, ...).
+SUMS = ROOT.glob("**/gemm_splitk_sum_*/manifest.json")
+FOLDERS = sorted({str(p.parent.parent.relative_to(ROOT)) for p in SUMS})
+ARCHS = [a for a in ("sm80", "sm90a") if any(ROOT.glob(f"**/gemm_splitk_{a}/manifest.json"))]
 if not ARCHS:
     pytest.skip(f"no split-K bundles in {ROOT}", allow_module_level=True)
 
@@ -47,30 +48,33 @@ def cdiv(a: int, b: int) -> int:
     return (a + b - 1) // b
 
 
-def splitk(arch: str, splits: int, a: object, b: object, c: object, alpha: float) -> object:
-    """Runs both kernels; returns the workspace."""
+def splitk(
+    folder: Path, arch: str, a: object, b: object, c: object, alpha: float
+) -> tuple[object, int, int]:
+    """Runs both kernels; returns the workspace, the split count (the sum's W extent) and BK."""
+    gemm, total = load(folder / f"gemm_splitk_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
+    splits = total.manifest.params[0].shape[0]
     m, n = c.shape
     w = torch.full((splits, m, n), float("nan"), device="cuda", dtype=torch.float32)
-    folder = ROOT / f"s{splits}"
-    load(folder / f"gemm_splitk_{arch}")(a, b, w)
-    load(folder / f"gemm_splitk_sum_{arch}")(w.view(splits, m * n), c.view(m * n), alpha)
-    return w
+    gemm(a, b, w)
+    total(w.view(splits, m * n), c.view(m * n), alpha)
+    return w, splits, gemm.manifest.constants["BK"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("splits", SPLITS)
+@pytest.mark.parametrize("folder", FOLDERS)
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_splitk_matches_torch(arch: str, splits: int, m: int, n: int, k: int) -> None:
+def test_splitk_matches_torch(arch: str, folder: str, m: int, n: int, k: int) -> None:
     g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
     a = torch.randn(m, k, device="cuda", generator=g).to(torch.float16)
     b = torch.randn(n, k, device="cuda", generator=g).to(torch.float16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-    w = splitk(arch, splits, a, b, c, 1.5)
+    w, splits, bk = splitk(ROOT / folder, arch, a, b, c, 1.5)
     torch.cuda.synchronize()
     assert not torch.isnan(w).any(), "unwritten partial products"
     assert not torch.isnan(c).any(), "unwritten outputs"
     # Each split's partial product on its own, then the scaled sum.
-    per = cdiv(cdiv(k, 64), splits) * 64  # elements of K per split, as the kernel counts them
+    per = cdiv(cdiv(k, bk), splits) * bk  # elements of K per split, as the kernel counts them
     for z in range(splits):
         lo, hi = min(z * per, k), min((z + 1) * per, k)
         part = a[:, lo:hi].double() @ b[:, lo:hi].double().T
