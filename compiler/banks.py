@@ -165,6 +165,13 @@ class Evaluator:
             return attr.value
         if name == "gpu.thread_id":
             return self.tid[_DIMS[str(op.attributes["dimension"])[-2]]]
+        if name == "llvm.inline_asm":  # convert-tile-to-gpu's fresh reads and opaque copies
+            text = ir.StringAttr(op.attributes["asm_string"]).value
+            if m := re.fullmatch(r"mov\.u32 \$0, %tid\.([xyz]);", text):
+                return self.tid[_DIMS[m.group(1)]]
+            if re.fullmatch(r"mov\.\w+ \$0, \$1;", text):
+                return self.value(args[0], depth)
+            raise Unknown(f"inline asm '{text}'")
         if name == "llvm.mlir.addressof":
             # Every shared buffer starts on a 16-byte boundary; a uniform offset of the whole
             # warp moves every lane to the next bank alike, so it never changes a degree.

@@ -6,7 +6,7 @@ from functools import reduce as fold
 from operator import mul
 
 from mlir import ir
-from mlir.dialects import gpu, llvm
+from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_attr, walk
 from tilec.passes import (
@@ -62,16 +62,41 @@ class KernelLowering:
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
+        self.fresh = False  # whether self.tid was read again after the main loop
 
-    def linear_thread_id(self) -> ir.Value:
-        """x + X*(y + Y*z), with dimensions of extent 1 dropped."""
+    def linear_thread_id(self, fresh: bool = False) -> ir.Value:
+        """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: see `after_loop`."""
         b = IndexBuilder()
         t, scale = 0, 1
         for dim, extent in zip(DIMS, self.dims, strict=False):
             if extent > 1:
-                t = b.add(t, b.mul(gpu.ThreadIdOp(dim).result, scale))
+                axis = "xyz"[DIMS.index(dim)]
+                tid = special_register("tid", axis) if fresh else gpu.ThreadIdOp(dim).result
+                t = b.add(t, b.mul(tid, scale))
             scale *= extent
         return b.value(t)
+
+    def after_loop(self, op: ir.Operation) -> None:
+        """Past a loop that holds a GEMM, its accumulators fill the registers: the epilogue's
+        addresses are computed again where they are used, rather than kept alive through the
+        loop from the kernel's top. From the first top-level op after such a loop on, the thread
+        id is read again, and so are the block-id arithmetic operands (`let tm = ...` of a tile
+        coordinate) the op takes from before the loop, each from a fresh read of the special
+        registers: volatile asm, which LLVM may not merge with the first reads."""
+        if op.parent.name != "func.func":
+            return
+        if not self.fresh:
+            for o in self.func.regions[0].blocks[0].operations:
+                if o.operation == op.operation:
+                    return
+                if o.operation.name == "scf.for" and holds_gemm(o.operation):
+                    self.fresh = True
+                    self.tid = self.linear_thread_id(fresh=True)
+                    break
+        memo: dict[ir.Value, ir.Value] = {}
+        for i, v in enumerate(op.operands):
+            if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
+                op.operands[i] = rematerialize(v, memo)
 
     def get(self, op: ir.Operation, value: ir.Value) -> View | Frag | Reduced:
         if value not in self.lowered:
@@ -111,6 +136,7 @@ class KernelLowering:
 
     def lower(self, op: ir.Operation) -> None:
         name = op.name
+        self.after_loop(op)
         if self.in_flight and name in MEMORY_OPS and not tile_pipeline.is_async_copy(op):
             tile_async.commit()
             tile_async.wait(0)
@@ -209,6 +235,65 @@ class KernelLowering:
             raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
         if result is not None:
             self.lowered[op.results[0]] = result
+
+
+def special_register(name: str, axis: str) -> ir.Value:
+    """%tid.x, %ctaid.y, ... as an index, read with volatile asm (never merged with another)."""
+    i32 = ir.IntegerType.get_signless(32)
+    read = llvm.InlineAsmOp(i32, [], f"mov.u32 $0, %{name}.{axis};", "=r", has_side_effects=True)
+    return arith.IndexCastUIOp(ir.IndexType.get(), read.result).result
+
+
+def opaque_copy(value: ir.Value) -> ir.Value:
+    """`value` (an integer or index) through volatile asm: equal, but not known to be."""
+    i64 = ir.IntegerType.get_signless(64)
+    index = isinstance(value.type, ir.IndexType)
+    wide = arith.IndexCastOp(i64, value).result if index else value
+    if isinstance(wide.type, ir.F32Type):
+        kind = ("f32", "f")
+    else:
+        kind = {64: ("b64", "l"), 32: ("b32", "r"), 16: ("b16", "h")}[
+            ir.IntegerType(wide.type).width
+        ]
+    copy = llvm.InlineAsmOp(
+        wide.type, [wide], f"mov.{kind[0]} $0, $1;", f"={kind[1]},{kind[1]}", has_side_effects=True
+    ).result
+    return arith.IndexCastOp(ir.IndexType.get(), copy).result if index else copy
+
+
+REREAD = {"gpu.block_id": "ctaid", "gpu.thread_id": "tid", "gpu.grid_dim": "nctaid"}
+
+
+def rematerialize(value: ir.Value, memo: dict[ir.Value, ir.Value]) -> ir.Value:
+    """`value` computed again here when it is integer arithmetic on block/thread ids, grid
+    sizes, constants and kernel arguments (the special registers read afresh); else itself."""
+    if value in memo:
+        return memo[value]
+    owner = value.owner
+    if not isinstance(owner, ir.Operation | ir.OpView):  # a kernel argument: an opaque copy,
+        new = opaque_copy(value)  # or LLVM would merge the arithmetic on it with the first
+        memo[value] = new
+        return new
+    op = owner.operation
+    if op.name in REREAD:  # dimension = #gpu<dim y>
+        axis = str(op.attributes["dimension"]).removeprefix("#gpu<dim ").removesuffix(">")
+        new = special_register(REREAD[op.name], axis)
+    elif op.name.startswith("arith.") and op.name != "arith.constant" and len(op.results) == 1:
+        operands = [rematerialize(v, memo) for v in op.operands]
+        clone = op.clone()
+        for i, a in enumerate(operands):
+            clone.operands[i] = a
+        new = clone.results[0]
+    else:
+        return value
+    memo[value] = new
+    return new
+
+
+def holds_gemm(loop: ir.Operation) -> bool:
+    found: list[ir.Operation] = []
+    walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
+    return bool(found)
 
 
 @register

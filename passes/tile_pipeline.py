@@ -90,15 +90,28 @@ class Pipeline:
             func = func.parent
         allocs: list[ir.Operation] = []
         walk(func, lambda op: allocs.append(op) if op.name == "tile.alloc_shared" else None)
+        reusing: list[tuple[int, int]] = []  # (bytes, bytes per stage of the buffer reused)
+        names = {ir.StringAttr(a.attributes["name"]).value: a for a in allocs}
         for a in allocs:
             t = tensor_type(a.results[0].type)
             size = max(1, t.elem.width // 8)
+            nbytes = (max(t.layout(i) for i in range(A.size(t.layout))) + 1) * size
             if a in self.buffers:
                 per_stage += staged_type(a, 1)[1] * size
+            elif "reuse" in a.attributes:
+                owner = names.get(ir.StringAttr(a.attributes["reuse"]).value)
+                if owner in self.buffers:
+                    reusing.append((nbytes, staged_type(owner, 1)[1] * size))
+                # a non-pipelined owner keeps its size: `other` counts it already
             else:
-                other += (max(t.layout(i) for i in range(A.size(t.layout))) + 1) * size
+                other += nbytes
+
+        def total(stages: int) -> int:  # a reusing buffer too big for its owner needs its own
+            own = sum(n for n, per in reusing if n > per * stages)
+            return per_stage * stages + other + own
+
         stages = self.stages
-        while stages > 2 and per_stage * stages + other > limit:
+        while stages > 2 and total(stages) > limit:
             stages -= 1
         return stages
 

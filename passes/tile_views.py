@@ -239,6 +239,21 @@ def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) ->
     return symbol
 
 
+def reused_global(op: ir.Operation, module: ir.Operation, prefix: str, nbytes: int) -> str | None:
+    """The symbol of the buffer whose memory `op` (`reuse = ...`) shares, when it holds
+    `nbytes` (all of its stages count); None when it is smaller."""
+    other = ir.StringAttr(op.attributes["reuse"]).value
+    for o in module.regions[0].blocks[0].operations:
+        if o.operation.name == "llvm.mlir.global" and (
+            ir.StringAttr(o.attributes["sym_name"]).value == prefix + other
+        ):
+            arr = str(ir.TypeAttr(o.attributes["global_type"]).value)  # !llvm.array<N x T>
+            count, elem = arr[len("!llvm.array<") : -1].split(" x ")
+            have = int(count) * elem_bytes(ir.Type.parse(elem))
+            return prefix + other if nbytes <= have else None
+    raise LoweringError(op, f"reuses '{other}', which is not a shared buffer defined before it")
+
+
 def shared_pointer(symbol: str) -> ir.Value:
     return llvm.AddressOfOp(ir.Type.parse(f"!llvm.ptr<{SHARED_SPACE}>"), symbol).result
 
@@ -251,7 +266,11 @@ def alloc_shared(op: ir.Operation, module: ir.Operation, kernel: str) -> View:
     name = ir.StringAttr(op.attributes["name"]).value
     # A swizzle moves offsets within their aligned power-of-two block: count what it reaches.
     span = max(t.layout(i) for i in range(A.size(t.layout))) + 1
-    symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)
+    symbol = None
+    if "reuse" in op.attributes:
+        symbol = reused_global(op, module, f"__smem_{kernel}_", span * elem_bytes(t.elem))
+    if symbol is None:
+        symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)
     swizzle, offset = None, 0
     if isinstance(t.layout, A.ComposedLayout):
         if not isinstance(t.layout.outer, A.Swizzle):

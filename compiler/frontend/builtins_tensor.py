@@ -51,14 +51,25 @@ def _layout_arg(c: ExprChecker, v: V, node: ast.Node) -> object | None:
     return obj
 
 
-@builtin("shared", 1, 1, targs=(1, 1))
+@builtin("shared", 1, 1, ("reuse",), targs=(1, 1))
 def shared(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     elem = targ_type(c, node.targs[0])
     obj = _layout_arg(c, args[0], node.args[0])
+    reuse = None
+    if "reuse" in kw:
+        other = kw["reuse"]
+        if not isinstance(other, TensorV) or other.alloc is None:
+            if not isinstance(other, ErrorV):
+                c.error(
+                    f"reuse = expects a shared buffer, found {other.describe()}",
+                    node.kwarg("reuse").span,
+                )
+            return ErrorV()
+        reuse = other.alloc.reuse or other.alloc  # the buffer that owns the memory
     if elem is None or obj is None:
         return ErrorV()
     name = c.let_name or f"smem{len(c.allocs)}"
-    alloc = Alloc(name, node.span, elem, L.cosize(inner(obj)))
+    alloc = Alloc(name, node.span, elem, L.cosize(inner(obj)), reuse=reuse)
     c.allocs.append(alloc)
     return TensorV(elem, "shared", obj, alloc)
 

@@ -276,9 +276,10 @@ class ExprGen:
                 {"perm": ir.DenseI64ArrayAttr.get(perm)},
             ).result
         if f == "shared":
-            return self.op(
-                "tile.alloc_shared", span, [], [rtype], {"name": ir.StringAttr.get(v.alloc.name)}
-            ).result
+            attrs = {"name": ir.StringAttr.get(v.alloc.name)}
+            if v.alloc.reuse is not None:
+                attrs["reuse"] = ir.StringAttr.get(v.alloc.reuse.name)
+            return self.op("tile.alloc_shared", span, [], [rtype], attrs).result
         if f == "fragment":
             return self.fragment(node, v, rtype)
         if f == "load":

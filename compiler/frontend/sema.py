@@ -116,10 +116,11 @@ class KernelChecker:
         self.c.target, self.c.threads = target, threads
         self.c.header = False
         self.c.block(self.node.body, self.scope)
-        allocs = self.c.allocs
-        total = sum(a.cosize * SCALAR_TYPES[a.elem][1] * a.stages for a in allocs)
+        allocs = [a for a in self.c.allocs if not a.aliased]
+        total = sum(a.nbytes for a in allocs)
         if target is not None:
             self.smem_budget(allocs, total, target)
+        self.check_reuse()
         if self.diags.error_count > errors or target is None:
             return None
         return CheckedKernel(
@@ -335,6 +336,15 @@ class KernelChecker:
         return dims
 
     # Shared memory ------------------------------------------------------------------------------
+
+    def check_reuse(self) -> None:
+        """A buffer that reuses another's memory cannot be pipelined itself."""
+        for a in self.c.allocs:
+            if a.reuse is not None and a.stages > 1:
+                self.diags.error(
+                    f"{a.name} reuses {a.reuse.name}'s memory, so it cannot be a pipelined buffer",
+                    a.span,
+                )
 
     def smem_budget(self, allocs: list[Alloc], total: int, target: str) -> None:
         limit = SMEM_LIMIT[target]

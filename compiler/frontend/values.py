@@ -7,6 +7,7 @@ from typing import Any
 
 from tilec.diagnostics import Span
 from tilec.frontend import ast
+from tilec.frontend.types import SCALAR_TYPES
 
 
 class V:
@@ -87,6 +88,19 @@ class Alloc:
     cosize: int
     stages: int = 1
     stages_param: str | None = None  # the compile-time parameter the stage count came from
+    # `shared<T>(layout, reuse = other)`: never live while `other` is, so it takes other's memory
+    # when it fits there (all of other's stages count), and memory of its own otherwise.
+    reuse: Alloc | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all its stages."""
+        return self.cosize * SCALAR_TYPES[self.elem][1] * self.stages
+
+    @property
+    def aliased(self) -> bool:
+        """Whether it lives in the memory of the buffer it reuses."""
+        return self.reuse is not None and self.nbytes <= self.reuse.nbytes
 
 
 @dataclass
