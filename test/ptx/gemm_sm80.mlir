@@ -9,7 +9,9 @@
 // commit, 3 k-steps of 32 mma.sync m16n8k16 loading the next k-step's fragments as registers
 // free up, the next tile's wait_group 1 and barrier, the last k-step's 32 mma.sync; the rest
 // run the general loop, whose copies branch (zero fill at ragged edges, a synchronous copy
-// when misaligned). The 128 f32 accumulators stay in registers.
+// when misaligned). The 128 f32 accumulators stay in registers. The epilogue, after the drain and
+// a barrier, writes them to sC (in sB's memory) as 64 converted f16 pairs, and after a second
+// barrier moves sC to C in 16-byte vectors.
 // REQUIRES: ptxas
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
 // RUN: filecheck %s < %t.80.ptx
@@ -33,7 +35,14 @@
 // CHECK-COUNT-4: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-NOT: ldmatrix.sync.aligned.m8n8.x4.trans
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// CHECK: cvt.rn.f16.f32
+// CHECK: cp.async.wait_group 0;
+// CHECK: mov.u32 {{%r[0-9]+}}, %tid.x;
+// CHECK: bar.sync 0;
+// CHECK-COUNT-64: st.shared.b32
+// CHECK-NOT: st.shared
+// CHECK: bar.sync 0;
+// CHECK: ld.shared.v4.b32
+// CHECK: st.global.v4.b32
 // CHECK-NOT: .local
 
 // The fast loop holds no branch from its first cp.async to its back edge: plain cp.async (no
@@ -61,7 +70,6 @@
 // ASYNC-NOT: bar.sync
 // ASYNC-NOT: cp.async.wait_group {{[2-9]}};
 // ASYNC: cp.async.wait_group 0;
-// ASYNC-NOT: bar.sync
 // ASYNC-NOT: cp.async
 
 // PREFETCH = 0 (BK = 64, 3 stages): each iteration of either loop opens with the wait for all
@@ -79,7 +87,6 @@
 // NOPRE-NOT: bar.sync
 // NOPRE-NOT: cp.async.wait_group {{[2-9]}};
 // NOPRE: cp.async.wait_group 0;
-// NOPRE-NOT: bar.sync
 // NOPRE-NOT: cp.async
 
 // MN-major A and B (MA = MB = 1), bf16, at the defaults (spill-free, checked below):
@@ -88,7 +95,8 @@
 // TRANS-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TRANS-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // TRANS: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// TRANS: cvt.rn.bf16.f32
+// TRANS: cvt.rn.bf16x2.f32
+// TRANS: st.global.v4.b32
 
 // PTXAS: Compiling entry function 'gemm'
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
