@@ -62,7 +62,18 @@ class KernelLowering:
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
-        self.fresh = False  # whether self.tid was read again after the main loop
+        # The first top-level tile op after the first loop that holds a GEMM (the loop itself
+        # is rebuilt while lowering, tile ops stay until the end; see `after_loop`), and
+        # whether self.tid was read again there.
+        self.epilogue: ir.Operation | None = None
+        past = False
+        for o in entry.operations:
+            if past and o.operation.name.startswith("tile."):
+                self.epilogue = o.operation
+                break
+            past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
+        self.fresh = False
+        self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
 
     def linear_thread_id(self, fresh: bool = False) -> ir.Value:
         """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: see `after_loop`."""
@@ -83,16 +94,14 @@ class KernelLowering:
         id is read again, and so are the block-id arithmetic operands (`let tm = ...` of a tile
         coordinate) the op takes from before the loop, each from a fresh read of the special
         registers: volatile asm, which LLVM may not merge with the first reads."""
-        if op.parent.name != "func.func":
+        first = self.epilogue
+        if first is None or op.parent.name != "func.func":
+            return
+        if op.operation != first and not first.is_before_in_block(op):
             return
         if not self.fresh:
-            for o in self.func.regions[0].blocks[0].operations:
-                if o.operation == op.operation:
-                    return
-                if o.operation.name == "scf.for" and holds_gemm(o.operation):
-                    self.fresh = True
-                    self.tid = self.linear_thread_id(fresh=True)
-                    break
+            self.fresh = True
+            self.tid = self.linear_thread_id(fresh=True)
         memo: dict[ir.Value, ir.Value] = {}
         for i, v in enumerate(op.operands):
             if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
@@ -161,7 +170,7 @@ class KernelLowering:
         elif name == "tile.permute":
             result = tile_views.permute(op, self.view(op, op.operands[0]))
         elif name == "tile.alloc_shared":
-            result = tile_views.alloc_shared(op, self.module, self.name)
+            result = tile_views.alloc_shared(op, self.module, self.name, self.buffers)
         elif name == "tile.tiled_mma":
             pass  # its type says it all; fragment and gemm read it
         elif name == "tile.fragment" and len(op.operands) == 1:
@@ -276,8 +285,7 @@ def rematerialize(value: ir.Value, memo: dict[ir.Value, ir.Value]) -> ir.Value:
         return new
     op = owner.operation
     if op.name in REREAD:  # dimension = #gpu<dim y>
-        axis = str(op.attributes["dimension"]).removeprefix("#gpu<dim ").removesuffix(">")
-        new = special_register(REREAD[op.name], axis)
+        new = special_register(REREAD[op.name], str(op.attributes["dimension"])[-2])
     elif op.name.startswith("arith.") and op.name != "arith.constant" and len(op.results) == 1:
         operands = [rematerialize(v, memo) for v in op.operands]
         clone = op.clone()

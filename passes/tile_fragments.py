@@ -88,6 +88,13 @@ class Partition:
             rest = rest if last else b.div(rest, self.shape[k])
         return coords
 
+    def thread_bits(self, mode: int) -> tuple[int, int]:
+        """The bit range [lo, hi) of the thread number t that holds part of `mode`'s
+        coordinate (empty when the mode lies in the chunk number or the vector alone)."""
+        lo, hi = self.bits(mode)
+        vb = self.vec.bit_length() - 1
+        return max(lo - vb, 0), min(hi - vb, self.threads.bit_length() - 1)
+
     def bits(self, mode: int) -> tuple[int, int]:
         """The bit range [lo, hi) of e that holds the coordinate of `mode` (powers of two)."""
         assert self.interleave == 1, "register tensors are never interleaved"

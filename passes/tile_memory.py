@@ -302,10 +302,7 @@ def store_reduced(op: ir.Operation, red: Reduced, view: View, t: ir.Value) -> No
     m = (part.m - (drop and part.m > mode)) if along else 0
     written = Partition(tuple(dst), m, part.vec if along else 1, part.threads)
     side = Side.of(view, written)
-    # The mode's bits of thread t must be 0 (tile_reduce: e = j + V * (t + T * i)).
-    lo, hi = part.bits(mode)
-    vb = part.vec.bit_length() - 1
-    tlo, thi = max(lo - vb, 0), min(hi - vb, part.threads.bit_length() - 1)
+    tlo, thi = part.thread_bits(mode)  # the writing threads have these bits 0
     lead: ir.Value | bool = True
     if tlo < thi:
         bits = arith.AndIOp(t, b.value(((1 << thi) - 1) ^ ((1 << tlo) - 1))).result

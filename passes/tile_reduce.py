@@ -63,10 +63,7 @@ def reduce(
             key = group_key(part, mode, i, j)
             groups[key] = combine(kind, groups[key], v) if key in groups else v
 
-    lo, hi = part.bits(mode)
-    vb = part.vec.bit_length() - 1
-    tb = part.threads.bit_length() - 1
-    tlo, thi = max(lo - vb, 0), min(hi - vb, tb)  # the mode's bits within t
+    tlo, thi = part.thread_bits(mode)
     lane_bits = list(range(tlo, min(thi, LANES)))
     warp_lo = max(tlo, LANES)
     if lane_bits and is_float_type(elem) and elem.width != 32:

@@ -239,26 +239,16 @@ def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) ->
     return symbol
 
 
-def reused_global(op: ir.Operation, module: ir.Operation, prefix: str, nbytes: int) -> str | None:
-    """The symbol of the buffer whose memory `op` (`reuse = ...`) shares, when it holds
-    `nbytes` (all of its stages count); None when it is smaller."""
-    other = ir.StringAttr(op.attributes["reuse"]).value
-    for o in module.regions[0].blocks[0].operations:
-        if o.operation.name == "llvm.mlir.global" and (
-            ir.StringAttr(o.attributes["sym_name"]).value == prefix + other
-        ):
-            arr = str(ir.TypeAttr(o.attributes["global_type"]).value)  # !llvm.array<N x T>
-            count, elem = arr[len("!llvm.array<") : -1].split(" x ")
-            have = int(count) * elem_bytes(ir.Type.parse(elem))
-            return prefix + other if nbytes <= have else None
-    raise LoweringError(op, f"reuses '{other}', which is not a shared buffer defined before it")
-
-
 def shared_pointer(symbol: str) -> ir.Value:
     return llvm.AddressOfOp(ir.Type.parse(f"!llvm.ptr<{SHARED_SPACE}>"), symbol).result
 
 
-def alloc_shared(op: ir.Operation, module: ir.Operation, kernel: str) -> View:
+def alloc_shared(
+    op: ir.Operation, module: ir.Operation, kernel: str, buffers: dict[str, tuple[str, int]]
+) -> View:
+    """A shared buffer's view on a new addrspace-3 global, or on the global of the buffer it
+    reuses (`reuse = other`) when that one holds it. `buffers` maps the kernel's buffers by
+    name to (symbol, bytes); this one is added."""
     t = tensor_type(op.results[0].type)
     lay = flat_modes(op, t.layout)
     if not A.is_static(lay.shape) or not A.is_static(lay.stride):
@@ -266,11 +256,17 @@ def alloc_shared(op: ir.Operation, module: ir.Operation, kernel: str) -> View:
     name = ir.StringAttr(op.attributes["name"]).value
     # A swizzle moves offsets within their aligned power-of-two block: count what it reaches.
     span = max(t.layout(i) for i in range(A.size(t.layout))) + 1
-    symbol = None
-    if "reuse" in op.attributes:
-        symbol = reused_global(op, module, f"__smem_{kernel}_", span * elem_bytes(t.elem))
-    if symbol is None:
+    nbytes = span * elem_bytes(t.elem)
+    reused = (
+        buffers.get(ir.StringAttr(op.attributes["reuse"]).value)
+        if "reuse" in op.attributes
+        else None
+    )
+    if reused is not None and nbytes <= reused[1]:
+        symbol = reused[0]  # all of the other's stages count
+    else:
         symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)
+    buffers[name] = (symbol, nbytes)
     swizzle, offset = None, 0
     if isinstance(t.layout, A.ComposedLayout):
         if not isinstance(t.layout.outer, A.Swizzle):
