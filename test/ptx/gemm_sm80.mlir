@@ -23,6 +23,11 @@
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -o %t.tt.ptx
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt.ptx
 // RUN: ptxas -v -arch=sm_80 %t.tt.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MA=1 -D MB=1 -o %t.tt90.ptx
+// RUN: filecheck %s --check-prefix=TRANS < %t.tt90.ptx
+// RUN: ptxas -v -arch=sm_90a %t.tt90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MB=1 -o %t.nn90.ptx
+// RUN: ptxas -v -arch=sm_90a %t.nn90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -o %t.90.ptx
 // RUN: filecheck %s < %t.90.ptx
 // RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
@@ -89,13 +94,17 @@
 // NOPRE: cp.async.wait_group 0;
 // NOPRE-NOT: cp.async
 
-// MN-major A and B (MA = MB = 1), bf16, at the defaults (spill-free, checked below):
-// every fragment load is an ldmatrix.trans (4 for A and 4 for B per k-step), the atom is bf16's.
+// MN-major A and B (MA = MB = 1), at the defaults: for MN-major operands those are BK = 32 over
+// 4 stages (waits leave STAGES - 2 = 2 groups in flight), spill-free on sm_80 (bf16) and sm_90a
+// (f16), and so is B N-major alone (checked below). Every fragment load is an ldmatrix.trans
+// (4 for A and 4 for B per k-step).
 // TRANS-LABEL: .visible .entry gemm(
 // TRANS-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// TRANS: cp.async.wait_group 2;
+// TRANS-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TRANS-COUNT-8: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// TRANS: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// TRANS: cvt.rn.bf16x2.f32
+// TRANS: mma.sync.aligned.m16n8k16.row.col.f32.{{(bf16.bf16|f16.f16)}}.f32
+// TRANS: {{cvt.rn.bf16x2.f32|cvt.rn.f16x2.f32}}
 // TRANS: st.global.v4.b32
 
 // PTXAS: Compiling entry function 'gemm'
