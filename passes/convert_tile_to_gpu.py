@@ -212,7 +212,8 @@ class KernelLowering:
             src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
             if tile_pipeline.is_async_copy(op):
                 atom = ir.StringAttr(op.attributes["atom"]).value
-                tile_async.copy(op, atom, src, dst, self.tid, self.threads)
+                narrow = tile_async.NARROW in op.attributes
+                tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
                 # tile-pipeline's copies are waited for by its own wait_group + barrier.
                 self.in_flight = self.in_flight or tile_pipeline.PIPELINED not in op.attributes
             else:

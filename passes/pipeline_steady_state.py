@@ -18,7 +18,9 @@ that burst, 12% more at the barrier; docs/performance.md). This pass versions th
   loop twice, with the induction variable at lb and at ub - 1.
 
 The fast copy takes the then-side of every test: plain cp.async, no branches, one block with
-the ldmatrix and mma.sync for ptxas to schedule together. Blocks on the edges of the output
+the ldmatrix and mma.sync for ptxas to schedule together. When copies are `tile.narrow` (their
+fallback tests 8- and 4-byte alignment in turn), the general loop is versioned again, once per
+width, so that each loop holds one width's copies (and the last the element-by-element ones). Blocks on the edges of the output
 and misaligned tensors run the general loop. So does every block when the ragged tile (a K
 that is not a multiple of BK) is copied inside the loop; a kernel that walks its k-tiles from
 the last to the first, as examples/gemm_sm80.tile does, copies that tile in the prologue only.
@@ -86,6 +88,63 @@ def marked(root: ir.Operation, attr: str) -> list[ir.Operation]:
     return [op for op in found if op != root]
 
 
+def outermost(ops: list[ir.Operation]) -> list[ir.Operation]:
+    """Those of `ops` that no other of them encloses."""
+
+    def enclosed(op: ir.Operation) -> bool:
+        parent = op.parent
+        while parent is not None:
+            if any(parent == o for o in ops):
+                return True
+            parent = parent.parent
+        return False
+
+    return [op for op in ops if not enclosed(op)]
+
+
+def width(test: ir.Operation) -> int:
+    """The cp.async bytes an alignment test (`tile.unswitch`) chooses; 16 when unstated."""
+    attr = test.attributes[UNSWITCH]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else 16
+
+
+def all_true(conds: list[ir.Value]) -> ir.Value:
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = arith.AndIOp(cond, c).result
+    return cond
+
+
+def resolve(loop: ir.Operation, chosen: int | None) -> None:
+    """Answer the loop's copy tests, outermost first: 0 takes every then-side (alignment and
+    whole tile); a width takes the alignment tests' else-sides down to that width's test and
+    its then-side; None every alignment test's else-side (the narrowest copy)."""
+    marks = (UNSWITCH, WHOLE) if chosen == 0 else (UNSWITCH,)
+    while tops := outermost([t for m in marks for t in marked(loop, m)]):
+        for t in tops:
+            wide = UNSWITCH not in t.attributes or chosen == 0
+            inline_then(t, side=0 if wide or width(t) == chosen else 1)
+
+
+def version(loop: ir.Operation, cond: ir.Value, chosen: int) -> ir.Operation:
+    """`scf.if cond { copy of loop, tests resolved for `chosen` } else { loop }` in the loop's
+    place; the copy."""
+    versions = scf.IfOp(cond, [r.type for r in loop.results], has_else=True)
+    with ir.InsertionPoint(versions.then_block), loop.location:
+        copy = loop.clone()
+        scf.YieldOp(list(copy.results))
+    with ir.InsertionPoint(versions.else_block), loop.location:
+        other = scf.YieldOp(list(loop.results))
+    for r, v in zip(loop.results, versions.results, strict=True):
+        r.replace_all_uses_with(v)
+    # replace_all_uses_with also rewired the else-yield: point it back at the loop.
+    for i, r in enumerate(loop.results):
+        other.operation.operands[i] = r
+    loop.move_before(other.operation)
+    resolve(copy, chosen)
+    return copy
+
+
 def inline_then(op: ir.Operation, side: int = 0) -> None:
     """Replace a result-less scf.if by its then-block (side 0) or else-block (side 1)."""
     block = op.regions[side].blocks[0]
@@ -137,32 +196,26 @@ class PipelineSteadyState(Pass):
                 return None
         for op in hoist:
             op.move_before(loop)
-        conds = [t.operands[0] for t in tests]
+        widths = sorted({width(t) for t in tests}, reverse=True)
         with ir.InsertionPoint(loop), loop.location:
             last = arith.SubIOp(loop.operands[1], index(1)).result
+            conds = [t.operands[0] for t in tests if width(t) == widths[0]]
             for t, ops in zip(wholes, slices, strict=True):
                 for end in (loop.operands[0], last):
                     conds.append(clone_slice(t.operands[0], ops, {iv: end}))
-            cond = conds[0]
-            for c in conds[1:]:
-                cond = arith.AndIOp(cond, c).result
-            versions = scf.IfOp(cond, [r.type for r in loop.results], has_else=True)
-        with ir.InsertionPoint(versions.then_block), loop.location:
-            fast = loop.clone()
-            scf.YieldOp(list(fast.results))
-        with ir.InsertionPoint(versions.else_block), loop.location:
-            general = scf.YieldOp(list(loop.results))
-        for r, v in zip(loop.results, versions.results, strict=True):
-            r.replace_all_uses_with(v)
-        # replace_all_uses_with also rewired the else-yield: point it back at the loop.
-        for i, r in enumerate(loop.results):
-            general.operation.operands[i] = r
-        loop.move_before(general.operation)
-        for t in marked(fast, UNSWITCH) + marked(fast, WHOLE):
-            inline_then(t)
-        # The general loop always zero-fills at the edges: one copy path instead of two.
+            fast = version(loop, all_true(conds), 0)
+        # The general loops always zero-fill at the edges: one copy path instead of two.
         for t in marked(loop, WHOLE):
             inline_then(t, side=1)
+        # With narrower copies (`tile.narrow`: cp.async of 8 or 4 bytes): one general loop per
+        # width, each holding that width's copies alone, the widest all sources are aligned
+        # for, else element by element. One loop holding every width's copies kept more values
+        # live than the registers hold.
+        if len(widths) > 1:
+            for w in widths:
+                with ir.InsertionPoint(loop), loop.location:
+                    version(loop, all_true([t.operands[0] for t in tests if width(t) == w]), w)
+            resolve(loop, None)
         return fast
 
     @staticmethod

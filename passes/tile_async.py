@@ -8,13 +8,17 @@ and the hardware fills the rest with zeros:
     K = 45, chunk at k = 40:   src_elements = min(max(45 - 40, 0), 8) = 5
           [x x x x x 0 0 0]    (a row outside M: src_elements = 0, all zeros)
 
-cp.async needs 16-byte aligned addresses: when the global base or a `?` stride is not (e.g.
-K not a multiple of 8), the copy falls back to `scalar_copy`, chosen once per copy by a
-uniform `scf.if`. Copies only issue; `commit` closes a group and `wait` waits for groups, so a
+cp.async needs 16-byte aligned addresses for 16-byte copies. When the global base or a `?`
+stride is not (e.g. f16 with K not a multiple of 8), the copy takes the widest narrower form
+its alignment allows, chosen once per copy by uniform `scf.if`s: 8- or 4-byte `cp.async.ca`
+(K a multiple of 4 or 2), still asynchronous and zero-filling, and for 2-byte alignment
+`scalar_copy`. Copies only issue; `commit` closes a group and `wait` waits for groups, so a
 caller decides how many copies are in flight.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
@@ -34,17 +38,30 @@ from tilec.passes.tile_views import (
     row_below,
 )
 
-# On a copy's alignment test (cp.async or the synchronous fallback): its condition reads only
-# values from outside any loop around it.
+# On a copy's alignment test for cp.async of N bytes (`tile.unswitch = N`; its else-side holds
+# the narrower copies): its condition reads only values from outside any loop around it.
 UNSWITCH = "tile.unswitch"
 # On a copy's test that its tile lies wholly inside the tensor (plain or zero-filling cp.async).
 WHOLE = "tile.whole"
 
 CP_ASYNC_BYTES = {"cp_async.cg.16": 16, "cp_async.ca.16": 16}
+# The narrower cp.async (.ca only) a misaligned source falls back to, widest first, on a copy
+# marked `tile.narrow` (the source's `copy<cp_async...>(src, dst, narrow = 1)`).
+NARROW_BYTES = (8, 4)
+NARROW = "tile.narrow"
 
 
-def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threads: int) -> None:
-    """Issue the copy as cp.async chunks (or synchronously when the source is misaligned)."""
+def copy(
+    op: ir.Operation,
+    atom: str,
+    src: View,
+    dst: View,
+    tid: ir.Value,
+    threads: int,
+    narrow: bool = False,
+) -> None:
+    """Issue the copy as cp.async chunks; for a misaligned source, narrower ones (`narrow`) or
+    synchronous element copies."""
     if atom not in CP_ASYNC_BYTES:
         raise LoweringError(op, f"copy atom '{atom}': expected one of {sorted(CP_ASYNC_BYTES)}")
     if src.space != "global" or dst.space != "shared":
@@ -60,27 +77,24 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
     if not whole_rows or Side.of(dst, part).width < vec:
         raise LoweringError(op, f"copy<{atom}> needs {vec}-element contiguous rows on both sides")
     b = IndexBuilder()
-    aligned = Side(src, vec).aligned(part, b)
-    nbytes = CP_ASYNC_BYTES[atom]
     cache = "cg" if ".cg." in atom else "ca"
 
-    # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address plus immediates.
-    rows_per_iter = (
-        threads * vec // shape[m]
-        if len(shape) == 2 and m == 1 and threads * vec % shape[m] == 0
-        else 0
-    )
-
-    def issue(ragged: bool) -> list[ir.Value]:
-        coords0 = part.chunk_coords(0, tid, b)
+    def issue(piece: Partition, nbytes: int, cache: str, ragged: bool) -> list[ir.Value]:
+        """One cp.async of `nbytes` per chunk of `piece`; zero-filling ones when `ragged`."""
+        # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address + immediates.
+        per_iter = threads * piece.vec
+        rows_per_iter = per_iter // shape[m] if len(shape) == 2 and m == 1 else 0
+        if per_iter % shape[m]:
+            rows_per_iter = 0
+        coords0 = piece.chunk_coords(0, tid, b)
         first = element_address(dst, coords0, b) if rows_per_iter else None
-        for i in range(part.iters):
-            if part.active(i, tid, b) is not None:
-                raise LoweringError(op, f"{part.chunks} chunks do not spread over {threads}")
-            coords = part.chunk_coords(i, tid, b)
+        for i in range(piece.iters):
+            if piece.active(i, tid, b) is not None:
+                raise LoweringError(op, f"{piece.chunks} chunks do not spread over {threads}")
+            coords = piece.chunk_coords(i, tid, b)
             at, size = b.value(element_index(src, coords, b)), None
             if ragged:
-                n = src_elements(src, coords, m, vec, b)
+                n = src_elements(src, coords, m, piece.vec, b)
                 positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
                 at = arith.SelectOp(positive, at, b.value(0)).result
                 scaled = b.value(b.mul(n, elem_bytes(src.elem)))
@@ -101,16 +115,38 @@ def copy(op: ir.Operation, atom: str, src: View, dst: View, tid: ir.Value, threa
     # A tile wholly inside the tensor (every tile but those on the edges) issues plain
     # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
     # In a loop over tiles, pipeline-steady-state answers this test above the loop (WHOLE).
-    def chunks() -> list[ir.Value]:
-        whole = in_bounds(src, [s - 1 for s in shape], b)
-        return if_else(whole, [], lambda: issue(False), lambda: issue(True), mark=WHOLE)
+    def chunks(piece: Partition, nbytes: int, cache: str) -> Callable[[], list[ir.Value]]:
+        def go() -> list[ir.Value]:
+            whole = in_bounds(src, [s - 1 for s in shape], b)
+            return if_else(
+                whole,
+                [],
+                lambda: issue(piece, nbytes, cache, False),
+                lambda: issue(piece, nbytes, cache, True),
+                mark=WHOLE,
+            )
 
-    def fallback() -> list[ir.Value]:
-        scalar_copy(src, dst, part, tid, b)
-        return []
+        return go
 
-    # The test reads the bases and strides alone: pipeline-steady-state can hoist it.
-    if_else(aligned, [], chunks, fallback, mark=UNSWITCH)
+    def tiers(widths: list[int]) -> Callable[[], list[ir.Value]]:
+        """The copy in cp.async of widths[0] bytes when the source is aligned to them, else in
+        the next width's; past the last, element by element."""
+        if not widths:
+            return lambda: scalar_copy(src, dst, part, tid, b) or []
+        piece = Partition(shape, m, widths[0] // elem_bytes(src.elem), threads)
+        go = chunks(piece, widths[0], cache if widths[0] == 16 else "ca")
+        if piece.vec == 1:  # as wide as an element: aligned as the element type is
+            return go
+        aligned = Side(src, piece.vec).aligned(piece, b)
+        width = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), widths[0])
+        return lambda: if_else(aligned, [], go, tiers(widths[1:]), mark=UNSWITCH, value=width)
+
+    # Narrower pieces are still asynchronous and zero-filling; consecutive lanes take
+    # consecutive pieces, so each instruction's writes stay conflict-free. The tests read the
+    # bases and strides alone: pipeline-steady-state can hoist them.
+    nbytes = CP_ASYNC_BYTES[atom]
+    narrower = [w for w in NARROW_BYTES if narrow and elem_bytes(src.elem) <= w < nbytes]
+    tiers([nbytes] + narrower)()
 
 
 def scalar_copy(src: View, dst: View, part: Partition, tid: ir.Value, b: IndexBuilder) -> None:

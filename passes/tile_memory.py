@@ -130,16 +130,18 @@ def if_else(
     then: Callable[[], list],
     other: Callable[[], list],
     mark: str | None = None,
+    value: ir.Attribute | None = None,
 ) -> list[ir.Value]:
     """scf.if cond -> types { then() } else { other() }; folded when cond is static. `mark`
-    names a unit attribute the scf.if carries, for a later pass to find it by."""
+    names an attribute the scf.if carries (`value`, or a unit attribute), for a later pass to
+    find it by."""
     if cond is True:
         return then()
     if cond is False:
         return other()
     op = scf.IfOp(cond, types, has_else=True)
     if mark is not None:
-        op.operation.attributes[mark] = ir.UnitAttr.get()
+        op.operation.attributes[mark] = value if value is not None else ir.UnitAttr.get()
     with ir.InsertionPoint(op.then_block):
         scf.YieldOp(then())
     with ir.InsertionPoint(op.else_block):

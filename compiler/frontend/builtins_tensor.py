@@ -227,13 +227,20 @@ def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     return UnitV()
 
 
-@builtin("copy", 2, 2, targs=(0, 1), atom_targs=True)
+@builtin("copy", 2, 2, ("narrow",), targs=(0, 1), atom_targs=True)
 def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     src = tensor_arg(c, args[0], node.args[0])
     dst = tensor_arg(c, args[1], node.args[1])
     atom = targ_atom(c, node.targs[0], "copy") if node.targs else None
     if src is None or dst is None or (node.targs and atom is None):
         return ErrorV()
+    narrow = kw.get("narrow")
+    if narrow is not None:
+        where = node.kwarg("narrow").span
+        if not (isinstance(narrow, IntV) and narrow.static and narrow.value in (0, 1)):
+            return c.error("narrow must be a static 0 or 1", where)
+        if narrow.value and (atom is None or not atom.name.startswith("cp_async")):
+            return c.error("narrow = 1 is for cp_async copies", where)
     if not _same_size(c, src, dst, node):
         return ErrorV()
     if src.elem != dst.elem:

@@ -332,12 +332,16 @@ class ExprGen:
         elif f == "copy":
             atom = node.targs[0] if node.targs else None
             name = (atom.text if isinstance(atom, ast.AtomName) else atom.id) if atom else "auto"
+            attrs = {"atom": ir.StringAttr.get(name)}
+            narrow = node.kwarg("narrow")
+            if narrow is not None and self.values[id(narrow)].value:
+                attrs["tile.narrow"] = ir.UnitAttr.get()
             self.op(
                 "tile.copy",
                 span,
                 [self.expr(node.args[0]), self.expr(node.args[1])],
                 [],
-                {"atom": ir.StringAttr.get(name)},
+                attrs,
             )
         elif f == "gemm":
             self.op("tile.gemm", span, [self.expr(a) for a in node.args], [])

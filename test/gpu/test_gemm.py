@@ -32,8 +32,9 @@ if not NAMES:
 # Whole tiles everywhere (pipeline-steady-state's fast loop in every block), ragged M, N and
 # K (edge blocks run the general loop), a ragged K under whole M and N tiles (1000 = 15 × 64
 # + 40: the ragged k-tile, walked first, is copied in the prologue and every block runs the
-# fast loop; with BK = 32 the same), and K = 45: rows 90 bytes apart are not 16-byte aligned,
-# so the copies take the synchronous fallback.
+# fast loop; with BK = 32 the same), and K = 45, 46, 44: rows 90, 92, 88 bytes apart are not
+# 16-byte aligned, so the copies go element by element, or (bundles without prefetch) with
+# 4- and 8-byte cp.async.
 SHAPES = [
     (128, 128, 32),
     (512, 512, 256),
@@ -42,6 +43,8 @@ SHAPES = [
     (1, 1, 8),
     (129, 257, 72),
     (130, 260, 45),
+    (129, 258, 46),
+    (131, 262, 44),
     (1000, 999, 1024),
 ]
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -50,8 +53,8 @@ BOUNDS = {"f16": 2e-3, "bf16": 1e-2}
 
 
 def layout(name: str) -> tuple[int, int, str]:
-    """(MA, MB, T) of a bundle named a<MA>b<MB>_<T>; the others are K-major f16."""
-    m = re.fullmatch(r"a([01])b([01])_(f16|bf16)", name)
+    """(MA, MB, T) of a bundle named a<MA>b<MB>_<T>[_...]; the others are K-major f16."""
+    m = re.fullmatch(r"a([01])b([01])_(f16|bf16)(_\w+)?", name)
     return (int(m[1]), int(m[2]), m[3]) if m else (0, 0, "f16")
 
 

@@ -4,12 +4,18 @@
 // iteration, and the loop is versioned on all six. The fast copy's body holds no scf.if: 4 + 8
 // plain cp.async (no source size), the commit, 128 mma.sync. The general copy keeps the
 // alignment tests and always takes the zero-filling form (one copy path: fewer registers live).
-// RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
+// RUN: sed 's/narrow = 1 - PREFETCH/narrow = 0/' %repo/examples/gemm_sm80.tile > %t.wide.tile
+// RUN: tilec compile %t.wide.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
 // RUN: tile-opt -p tile-pipeline,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
 // RUN: tile-opt -p pipeline-steady-state %t.low.mlir | filecheck %s
 // RUN: tile-opt -p "pipeline-steady-state{interleave=1}" %t.low.mlir | filecheck %s --check-prefix=SPREAD
 // Without the pass the loop is one, and its copies branch.
 // RUN: filecheck %s --check-prefix=BEFORE < %t.low.mlir
+// With narrower copies (the example's narrow = 1 - PREFETCH), one general loop per width after
+// the fast one, each holding that width's copies alone: 16-byte zero-filling, 8- and 4-byte
+// cp.async.ca, then element by element.
+// RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.narrow.mlir
+// RUN: tile-opt -p tile-pipeline,convert-tile-to-gpu,pipeline-steady-state %t.narrow.mlir | filecheck %s --check-prefix=NARROW
 
 // CHECK-COUNT-2: nvvm.cp.async.commit.group
 // A's and B's alignment: base | 2 K has no low 4 bits (the k-tile offset, a multiple of 64
@@ -58,7 +64,7 @@
 // CHECK-NEXT: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: gpu.barrier
 // CHECK-NOT: tile.whole
-// CHECK: } {tile.unswitch}
+// CHECK: } {tile.unswitch = 16 : i64}
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: } {tile.prefetch_fragments = 0 : i64, tile.stages = 3 : i64}
 // CHECK: nvvm.cp.async.wait.group 0
@@ -76,6 +82,29 @@
 
 // BEFORE-NOT: scf.if {{.*}} -> (f32
 // BEFORE: scf.for
-// BEFORE: } {tile.unswitch}
+// BEFORE: } {tile.unswitch = 16 : i64}
 // BEFORE: } {tile.prefetch_fragments = 0 : i64, tile.stages = 3 : i64}
 // BEFORE-NOT: scf.for
+
+// NARROW:      scf.if %{{.*}} -> (f32
+// NARROW-NEXT: scf.for
+// NARROW-NOT:  {{cache = ca|-> f16|scf.if}}
+// NARROW:      nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg :
+// NARROW:      scf.if %{{.*}} -> (f32
+// NARROW-NEXT: scf.for
+// NARROW-NOT:  {{cache = ca|-> f16}}
+// NARROW:      nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}} :
+// NARROW:      scf.if %{{.*}} -> (f32
+// NARROW-NEXT: scf.for
+// NARROW-NOT:  {{cache = cg|, 4, cache|-> f16}}
+// NARROW:      nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache = ca, %{{.*}} :
+// NARROW:      scf.if %{{.*}} -> (f32
+// NARROW-NEXT: scf.for
+// NARROW-NOT:  {{cache = cg|, 8, cache|-> f16}}
+// NARROW:      nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache = ca, %{{.*}} :
+// NARROW:      } else {
+// NARROW-NEXT: scf.for
+// NARROW-NOT:  cp.async.shared.global
+// NARROW:      llvm.load %{{.*}} : !llvm.ptr<1> -> f16
+// NARROW-NOT:  cp.async.shared.global
+// NARROW:      scf.yield

@@ -2,8 +2,7 @@
 // iteration (at its top, or in a prefetching gemm's last k-step), the copies of tile
 // min(k+S-1, ub-1) with no branch around them (past the last tile they copy it again into a
 // stage nobody reads), a commit every iteration, a drain.
-// RUN: sed 's/BK: int = [0-9]*/BK: int = 16/; s/STAGES: int = [0-9]*/STAGES: int = 4/; s/PREFETCH: int = [01]/PREFETCH: int = 1/' %repo/examples/gemm_sm80.tile > %t.16.tile
-// RUN: tilec compile %t.16.tile --emit tile -o %t.16.mlir
+// RUN: tilec compile %repo/examples/gemm_sm80.tile -D BK=16 -D STAGES=4 -D PREFETCH=1 --emit tile -o %t.16.mlir
 // RUN: tile-opt -p tile-pipeline %t.16.mlir | filecheck %s --check-prefix=S4
 // The source's pipeline(..., prefetch = 0 | 1) wins over the pass option; without it, the option.
 // RUN: sed 's/tile.prefetch_fragments = 1/tile.prefetch_fragments = 0/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE

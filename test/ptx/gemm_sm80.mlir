@@ -16,10 +16,17 @@
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
 // RUN: filecheck %s < %t.80.ptx
 // RUN: filecheck %s --check-prefix=ASYNC < %t.80.ptx
+// RUN: not grep -q cp.async.ca %t.80.ptx
 // RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 -o %t.nopre.ptx
+// RUN: sed 's/narrow = 1 - PREFETCH/narrow = 0/' %repo/examples/gemm_sm80.tile > %t.wide.tile
+// RUN: tilec compile %t.wide.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 -o %t.nopre.ptx
 // RUN: filecheck %s --check-prefix=NOPRE < %t.nopre.ptx
 // RUN: ptxas -v -arch=sm_80 %t.nopre.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D PREFETCH=0 -o %t.narrow.ptx
+// RUN: filecheck %s --check-prefix=NARROW < %t.narrow.ptx
+// RUN: ptxas -v -arch=sm_90a %t.narrow.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D MB=1 -o %t.narrow.nn.ptx
+// RUN: ptxas -v -arch=sm_80 %t.narrow.nn.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -o %t.tt.ptx
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt.ptx
 // RUN: ptxas -v -arch=sm_80 %t.tt.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
@@ -93,6 +100,17 @@
 // NOPRE-NOT: cp.async.wait_group {{[2-9]}};
 // NOPRE: cp.async.wait_group 0;
 // NOPRE-NOT: cp.async
+
+// Without prefetch the example copies rows that are not 16-byte aligned with narrower cp.async
+// (narrow = 1 - PREFETCH): 8 and 4 bytes, L1-allocating (.ca, the only form of those sizes),
+// zero-filling at the edges; rows aligned to 2 bytes only still go element by element. Still
+// spill-free (checked above for sm_90a, and B N-major for sm_80). The default (PREFETCH = 1)
+// has none of them.
+// NARROW-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8;
+// NARROW-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8, %r{{[0-9]+}};
+// NARROW-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4;
+// NARROW-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4, %r{{[0-9]+}};
+// NARROW-DAG: ld.global.b16
 
 // MN-major A and B (MA = MB = 1), at the defaults: for MN-major operands those are BK = 32 over
 // 4 stages (waits leave STAGES - 2 = 2 groups in flight), spill-free on sm_80 (bf16) and sm_90a
