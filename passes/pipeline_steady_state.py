@@ -17,15 +17,16 @@ that burst, 12% more at the barrier; docs/performance.md). This pass versions th
   largest at one end whichever way the tiles run. The test's arithmetic is cloned above the
   loop twice, with the induction variable at lb and at ub - 1.
 
-The fast copy takes the then-side of every test: plain cp.async, no branches, one block with
-the ldmatrix and mma.sync for ptxas to schedule together. When copies are `tile.narrow` (their
+The fast copy takes the then-side of every test: plain cp.async, no branches, one block with the
+ldmatrix and mma.sync for ptxas to schedule together. When copies are `tile.narrow` (their
 fallback tests 8- and 4-byte alignment in turn), the general loop is versioned again, once per
-width, so that each loop holds one width's copies (and the last the element-by-element ones). Blocks on the edges of the output
-and misaligned tensors run the general loop. So does every block when the ragged tile (a K
-that is not a multiple of BK) is copied inside the loop; a kernel that walks its k-tiles from
-the last to the first, as examples/gemm_sm80.tile does, copies that tile in the prologue only.
-With `interleave`, the fast body's cp.async also move evenly among the mma.sync after them
-(never past a wait or a barrier; the commit after the last).
+width, so that each loop holds one width's copies (and the last the element-by-element ones).
+Blocks on the edges of the output and misaligned tensors run the general loop. So does every
+block when the ragged tile (a K that is not a multiple of BK) is copied inside the loop; a
+kernel that walks its k-tiles from the last to the first, as examples/gemm_sm80.tile does,
+copies that tile in the prologue only. With `interleave`, the fast body's cp.async also move
+evenly among the mma.sync after them (never past a wait or a barrier; the commit after the
+last).
 """
 
 from __future__ import annotations
