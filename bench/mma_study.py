@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import threading
+from collections.abc import Callable
 
 import cupy as cp
 
@@ -211,6 +212,25 @@ def sample(stop: threading.Event, seen: list[tuple[int, float]]) -> None:
         stop.wait(0.05)
 
 
+def sampled_best(launch: Callable[[], None], work: float) -> tuple[float, list[tuple[int, float]]]:
+    """The best of 3 timed launches, in `work` (flops, bytes) per second / 1e12, and the
+    (SM MHz, W) samples nvidia-smi gave meanwhile."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    stop, seen = threading.Event(), []
+    sampler = threading.Thread(target=sample, args=(stop, seen))
+    sampler.start()
+    best = 0.0
+    for _ in range(3):
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        best = max(best, work / cp.cuda.get_elapsed_time(start, end) / 1e9)
+    stop.set()
+    sampler.join()
+    return best, seen
+
+
 def randn_words(count: int, dtype: str) -> cp.ndarray:
     """`count` 32-bit words, each two randn values of `dtype`."""
     data = cp.random.randn(count * 2, dtype=cp.float32)
@@ -265,19 +285,10 @@ def run(
     kernel((blocks,), (threads,), (out, frag, cp.int32(10), *extra), shared_mem=smem)
     cp.cuda.Device().synchronize()
     iters = int(seconds * 600e12 / per_iter)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    stop, seen = threading.Event(), []
-    sampler = threading.Thread(target=sample, args=(stop, seen))
-    sampler.start()
-    best = 0.0
-    for _ in range(3):
-        start.record()
-        kernel((blocks,), (threads,), (out, frag, cp.int32(iters), *extra), shared_mem=smem)
-        end.record()
-        end.synchronize()
-        best = max(best, iters * per_iter / cp.cuda.get_elapsed_time(start, end) / 1e9)
-    stop.set()
-    sampler.join()
+    args = (out, frag, cp.int32(iters), *extra)
+    best, seen = sampled_best(
+        lambda: kernel((blocks,), (threads,), args, shared_mem=smem), iters * per_iter
+    )
     clocks = sorted(c for c, _ in seen)
     power = sorted(p for _, p in seen)
     mid = len(seen) // 2

@@ -23,10 +23,9 @@ bytes/flop = (128 + 256)·64·2 / (2·128·256·64) and the bound is bandwidth /
 from __future__ import annotations
 
 import argparse
-import threading
 
 import cupy as cp
-from mma_study import sample
+from mma_study import sampled_best
 
 SOURCE = r"""
 #define SCH (STAGE_KIB * 64)  // 16-byte chunks per stage
@@ -134,20 +133,10 @@ def run(mode: str, stage_kib: int, stages: int, seconds: float) -> str:
     kernel((sms,), (256,), (*args, cp.int32(16)), shared_mem=smem)
     cp.cuda.Device().synchronize()
     rounds = int(seconds * 5e12 / (sms * chunks * 16))
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    stop, seen = threading.Event(), []
-    sampler = threading.Thread(target=sample, args=(stop, seen))
-    sampler.start()
-    best = 0.0
-    for _ in range(3):
-        start.record()
-        kernel((sms,), (256,), (*args, cp.int32(rounds)), shared_mem=smem)
-        end.record()
-        end.synchronize()
-        moved = sms * (rounds + stages - 1) * chunks * 16
-        best = max(best, moved / cp.cuda.get_elapsed_time(start, end) / 1e9)  # TB/s
-    stop.set()
-    sampler.join()
+    moved = sms * (rounds + stages - 1) * chunks * 16
+    best, seen = sampled_best(  # TB/s
+        lambda: kernel((sms,), (256,), (*args, cp.int32(rounds)), shared_mem=smem), moved
+    )
     clocks = sorted(c for c, _ in seen)
     power = sorted(p for _, p in seen)
     mid = len(seen) // 2
