@@ -33,6 +33,7 @@ EPILOGUE = {
     "act2": ("gemm_sm80_bias_relu.tile", {"ACT": "2"}),
     "act1_beta0": ("gemm_sm80_bias_relu.tile", {"ACT": "1", "BETA": "0"}),
     "batched": ("gemm_sm80_batched.tile", {}),
+    "batched_narrow": ("gemm_sm80_batched.tile", {"NARROW": "1"}),
 }
 
 

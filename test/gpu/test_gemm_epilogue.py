@@ -3,7 +3,7 @@
 Bundles: `python test/gpu/build_bundles.py` (on a machine with MLIR) writes
 build/bundles/epilogue/act{0,1,2}/gemm_bias_act_<arch> (examples/gemm_sm80_bias_relu.tile with
 ACT = none, relu, gelu), act1_beta0 (relu, -D BETA=0) and batched/gemm_batched_<arch>
-(examples/gemm_sm80_batched.tile), for sm_80 and sm_90a.
+(examples/gemm_sm80_batched.tile; batched_narrow with -D NARROW=1), for sm_80 and sm_90a.
 
 Inputs are fresh randn data (f16 in, the reference in float64 on the same f16 values). C is
 read by the epilogue (beta * C), so it cannot start as NaN: beta = 0 still reads it (0 * NaN is
@@ -125,6 +125,7 @@ def batched_operands(case: str, l: int, m: int, n: int, k: int) -> tuple[torch.T
 
 
 @pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("variant", ["batched", "batched_narrow"])
 @pytest.mark.parametrize(
     ("case", "l", "m", "n", "k"),
     [
@@ -134,10 +135,16 @@ def batched_operands(case: str, l: int, m: int, n: int, k: int) -> tuple[torch.T
         ("strided", 1, 1, 1, 8),
         ("contiguous", 2, 1000, 999, 1024),
         ("strided", 2, 256, 256, 1000),
+        # Rows 8, 4 and 2 bytes aligned: narrow cp.async of 8 and 4 bytes, element copies.
+        ("contiguous", 2, 130, 131, 44),
+        ("strided", 2, 129, 130, 46),
+        ("contiguous", 2, 65, 66, 45),
     ],
 )
-def test_batched_matches_torch(arch: str, case: str, l: int, m: int, n: int, k: int) -> None:
-    kernel = load(BUNDLES / "batched" / f"gemm_batched_{arch}")
+def test_batched_matches_torch(
+    arch: str, variant: str, case: str, l: int, m: int, n: int, k: int
+) -> None:
+    kernel = load(BUNDLES / variant / f"gemm_batched_{arch}")
     a, b, c, buf = batched_operands(case, l, m, n, k)
     binding = kernel.bind(a, b, c, 0.5)
     assert binding.grid == (-(-m // 128), -(-n // 128), l)
