@@ -255,7 +255,7 @@ def special_register(name: str, axis: str) -> ir.Value:
 
 
 def opaque_copy(value: ir.Value) -> ir.Value:
-    """`value` (an integer or index) through volatile asm: equal, but not known to be."""
+    """`value` (an integer, index or f32) through volatile asm: equal, but not known to be."""
     i64 = ir.IntegerType.get_signless(64)
     index = isinstance(value.type, ir.IndexType)
     wide = arith.IndexCastOp(i64, value).result if index else value

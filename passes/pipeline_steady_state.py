@@ -104,9 +104,8 @@ def outermost(ops: list[ir.Operation]) -> list[ir.Operation]:
 
 
 def width(test: ir.Operation) -> int:
-    """The cp.async bytes an alignment test (`tile.unswitch`) chooses; 16 when unstated."""
-    attr = test.attributes[UNSWITCH]
-    return attr.value if isinstance(attr, ir.IntegerAttr) else 16
+    """The cp.async bytes an alignment test (`tile.unswitch = N`) chooses."""
+    return ir.IntegerAttr(test.attributes[UNSWITCH]).value
 
 
 def all_true(conds: list[ir.Value]) -> ir.Value:
@@ -123,8 +122,7 @@ def resolve(loop: ir.Operation, chosen: int | None) -> None:
     marks = (UNSWITCH, WHOLE) if chosen == 0 else (UNSWITCH,)
     while tops := outermost([t for m in marks for t in marked(loop, m)]):
         for t in tops:
-            wide = UNSWITCH not in t.attributes or chosen == 0
-            inline_then(t, side=0 if wide or width(t) == chosen else 1)
+            inline_then(t, side=0 if chosen == 0 or width(t) == chosen else 1)
 
 
 def version(loop: ir.Operation, cond: ir.Value, chosen: int) -> ir.Operation:

@@ -79,13 +79,14 @@ def copy(
     b = IndexBuilder()
     cache = "cg" if ".cg." in atom else "ca"
 
-    def issue(piece: Partition, nbytes: int, cache: str, ragged: bool) -> list[ir.Value]:
-        """One cp.async of `nbytes` per chunk of `piece`; zero-filling ones when `ragged`."""
+    def issue(piece: Partition, ragged: bool) -> list[ir.Value]:
+        """One cp.async per chunk of `piece`; zero-filling ones when `ragged`."""
+        nbytes = piece.vec * elem_bytes(src.elem)
+        how = cache if piece.vec == vec else "ca"  # narrower cp.async exist only as .ca
         # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address + immediates.
         per_iter = threads * piece.vec
-        rows_per_iter = per_iter // shape[m] if len(shape) == 2 and m == 1 else 0
-        if per_iter % shape[m]:
-            rows_per_iter = 0
+        rows = len(shape) == 2 and m == 1 and per_iter % shape[m] == 0
+        rows_per_iter = per_iter // shape[m] if rows else 0
         coords0 = piece.chunk_coords(0, tid, b)
         first = element_address(dst, coords0, b) if rows_per_iter else None
         for i in range(piece.iters):
@@ -107,7 +108,7 @@ def copy(
                 to,
                 gep(src.base, at, src.elem, b),
                 nbytes,
-                ir.Attribute.parse(f"#nvvm<load_cache_modifier {cache}>"),
+                ir.Attribute.parse(f"#nvvm<load_cache_modifier {how}>"),
                 cpSize=size,
             )
         return []
@@ -115,26 +116,26 @@ def copy(
     # A tile wholly inside the tensor (every tile but those on the edges) issues plain
     # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
     # In a loop over tiles, pipeline-steady-state answers this test above the loop (WHOLE).
-    def chunks(piece: Partition, nbytes: int, cache: str) -> Callable[[], list[ir.Value]]:
+    def chunks(piece: Partition) -> Callable[[], list[ir.Value]]:
         def go() -> list[ir.Value]:
             whole = in_bounds(src, [s - 1 for s in shape], b)
             return if_else(
-                whole,
-                [],
-                lambda: issue(piece, nbytes, cache, False),
-                lambda: issue(piece, nbytes, cache, True),
-                mark=WHOLE,
+                whole, [], lambda: issue(piece, False), lambda: issue(piece, True), mark=WHOLE
             )
 
         return go
+
+    def elementwise() -> list[ir.Value]:
+        scalar_copy(src, dst, part, tid, b)
+        return []
 
     def tiers(widths: list[int]) -> Callable[[], list[ir.Value]]:
         """The copy in cp.async of widths[0] bytes when the source is aligned to them, else in
         the next width's; past the last, element by element."""
         if not widths:
-            return lambda: scalar_copy(src, dst, part, tid, b) or []
+            return elementwise
         piece = Partition(shape, m, widths[0] // elem_bytes(src.elem), threads)
-        go = chunks(piece, widths[0], cache if widths[0] == 16 else "ca")
+        go = chunks(piece)
         if piece.vec == 1:  # as wide as an element: aligned as the element type is
             return go
         aligned = Side(src, piece.vec).aligned(piece, b)
