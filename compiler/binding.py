@@ -6,11 +6,13 @@ The next MLIR bump should touch this file alone: Python-defined passes (callback
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from mlir import ir, passmanager
 
-from tilec.diagnostics import Diagnostic, Span
+from tilec.diagnostics import Diagnostic, Span, render
 
 PassBody = Callable[[ir.Operation], None]
 
@@ -40,8 +42,10 @@ def add_python_pass(pm: passmanager.PassManager, body: PassBody, name: str, summ
     pm.add(run, name=name, argument=name, description=summary)
 
 
-def new_pass_manager(ctx: ir.Context, *, verify: bool = True) -> passmanager.PassManager:
-    pm = passmanager.PassManager("builtin.module", context=ctx)
+def new_pass_manager(
+    ctx: ir.Context, *, verify: bool = True, anchor: str = "builtin.module"
+) -> passmanager.PassManager:
+    pm = passmanager.PassManager(anchor, context=ctx)
     pm.enable_verifier(verify)
     return pm
 
@@ -84,6 +88,53 @@ def convert_diagnostic(info: object, default_file: str | None = None) -> Diagnos
         span=location_span(info.location, default_file),
         notes=[convert_diagnostic(n, default_file) for n in info.notes],
     )
+
+
+# The open collectors, innermost last: where `emit` puts a Python pass's warnings and remarks.
+_COLLECTORS: list[tuple[list[Diagnostic], str | None]] = []
+
+
+@contextmanager
+def collect_diagnostics(
+    ctx: ir.Context, default_file: str | None = None, *, errors: bool = True
+) -> Iterator[list[Diagnostic]]:
+    """Every diagnostic emitted in `ctx` while open, in order, as tilec `Diagnostic`s: MLIR's
+    own (parser, verifier, passes) through a context handler, and Python passes' through
+    `emit`. With `errors=False` errors still travel in `MLIRError` (the bindings' default) and
+    only warnings, remarks and notes are collected."""
+    found: list[Diagnostic] = []
+
+    def handler(info: ir.Diagnostic) -> bool:
+        if info.severity == ir.DiagnosticSeverity.ERROR and not errors:
+            return False
+        found.append(convert_diagnostic(info, default_file))
+        return True
+
+    was = ctx.emit_error_diagnostics
+    ctx.emit_error_diagnostics = errors
+    handle = ctx.attach_diagnostic_handler(handler)
+    _COLLECTORS.append((found, default_file))
+    try:
+        yield found
+    finally:
+        _COLLECTORS.pop()
+        handle.detach()
+        ctx.emit_error_diagnostics = was
+
+
+def emit(loc: ir.Location, severity: str, message: str) -> None:
+    """A diagnostic from a Python pass, at `loc`. Errors go through MLIR (`emit_error`; the
+    pass then raises `PassFailure`); the bindings cannot emit other severities, so warnings
+    and remarks go to the innermost `collect_diagnostics`, or to stderr when none is open."""
+    if severity == "error":
+        loc.emit_error(message)
+        return
+    default_file = _COLLECTORS[-1][1] if _COLLECTORS else None
+    diag = Diagnostic(severity, message, location_span(loc, default_file))
+    if _COLLECTORS:
+        _COLLECTORS[-1][0].append(diag)
+    else:
+        print(render(diag, None), file=sys.stderr)
 
 
 def error_diagnostics(exc: Exception, default_file: str | None = None) -> list[Diagnostic]:

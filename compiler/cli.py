@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from tilec import __version__
-from tilec.diagnostics import Diagnostic, DiagnosticError, parse_expected, render, verify_expected
+from tilec.diagnostics import Diagnostic, DiagnosticError, render, render_all
+from tilec.expected import verify_expected
+from tilec.options import add_to_argparse
 
 DESCRIPTION = """\
 tilec compiles .tile kernels (CuTe-style layouts, tiles, copies, MMAs) to PTX for NVIDIA
@@ -21,23 +23,10 @@ Run 'tilec COMMAND --help' for a command's options.
 """
 
 
-def print_diagnostics(diags: list[Diagnostic], fallback_source: str | None = None) -> None:
+def print_diagnostics(diags: list[Diagnostic]) -> None:
     """Render each diagnostic with the line it points at (read from its own file)."""
-    sources: dict[str, str | None] = {}
-
-    def source_for(diag: Diagnostic) -> str | None:
-        if diag.span is None:
-            return fallback_source
-        file = diag.span.file
-        if file not in sources:
-            try:
-                sources[file] = Path(file).read_text(errors="replace")
-            except OSError:
-                sources[file] = fallback_source
-        return sources[file]
-
-    for diag in diags:
-        print(render(diag, source_for(diag)), file=sys.stderr)
+    if diags:
+        print(render_all(diags), file=sys.stderr)
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -78,11 +67,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         start=args.start,
         dump_dir=Path(args.dump_dir) if args.dump_dir else None,
         pipelines=_parse_pipelines(args.pass_pipeline),
-        print_ir_after_all=args.print_ir_after_all,
-        timing=args.timing,
+        flags=args,
         ptx_via=args.ptx_via,
     )
-    if args.verify_diagnostics:
+    if args.verify_diagnostics is not None:
         return _verify_diagnostics(args.input, options)
     banks = None
     if args.report == "banks":
@@ -91,7 +79,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         banks = BankReport(args.input)
     artifact = compile_file(args.input, options, banks)
     print_diagnostics(artifact.warnings)
-    data = artifact.as_bytes()
+    data = artifact.as_bytes(args)
     if args.output in (None, "-"):
         sys.stdout.buffer.write(data)
     else:
@@ -117,9 +105,9 @@ def _verify_diagnostics(path: str, options: object) -> int:
         produced: list[Diagnostic] = compile_file(path, options).warnings
     except DiagnosticError as exc:
         produced = exc.diagnostics
-    problems = verify_expected(parse_expected(source, path), produced)
+    problems = verify_expected(source, path, produced)
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(render(problem, source), file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -242,20 +230,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the pipeline that produces STAGE",
     )
     p.add_argument(
-        "--load-pass-plugin",
-        action="append",
-        default=[],
-        metavar="FILE.py",
-        help="import a Python file of @register'ed passes (usable in --pass-pipeline)",
-    )
-    p.add_argument(
-        "--verify-diagnostics",
-        action="store_true",
-        help="check errors against '// expected-error {{...}}' annotations in FILE",
-    )
-    p.add_argument("--print-ir-after-all", action="store_true", help="IR after each pass")
-    p.add_argument("--timing", action="store_true", help="report pass timing")
-    p.add_argument(
         "--ptx-via",
         choices=("llvmlite", "mlir"),
         default="llvmlite",
@@ -266,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --emit ptx: ptxas's registers/spills/shared memory per kernel",
     )
+    add_to_argparse(p)  # the options tile-opt shares (mlir-opt's spellings): tilec.options
     p.add_argument(
         "--report",
         choices=("banks",),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SEVERITIES = ("error", "warning", "note", "remark")
 
@@ -70,6 +70,25 @@ def render(diag: Diagnostic, source: str | None) -> str:
     return "\n".join(parts)
 
 
+def render_all(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None) -> str:
+    """Every diagnostic rendered with the line it points at: from `sources` (buffer name ->
+    text) when it names the diagnostic's file, else read from that file (no line if neither)."""
+    known: dict[str, str | None] = dict(sources or {})
+
+    def source_for(diag: Diagnostic) -> str | None:
+        if diag.span is None:
+            return None
+        file = diag.span.file
+        if file not in known:
+            try:
+                known[file] = Path(file).read_text(errors="replace")
+            except (OSError, ValueError):
+                known[file] = None
+        return known[file]
+
+    return "\n".join(render(d, source_for(d)) for d in diags)
+
+
 class DiagnosticError(Exception):
     """Raised by the frontend when a stage fails; carries every diagnostic it produced."""
 
@@ -131,97 +150,3 @@ class DiagnosticEngine:
 def note(message: str, span: Span | None = None) -> Diagnostic:
     """A note to attach to another diagnostic."""
     return Diagnostic("note", message, span)
-
-
-# ---------------------------------------------------------------------------------------------
-# Expected diagnostics, in MLIR's annotation syntax:
-#   // expected-error {{text}}          on this line
-#   // expected-error @+1 {{text}}      N lines below (@-N above, @N an absolute line)
-#   // expected-note @above {{text}}    the nearest line above that carries no annotation
-#   // expected-warning @below {{text}} the nearest line below that carries no annotation
-
-
-@dataclass(frozen=True)
-class Expected:
-    severity: str
-    line: int
-    text: str
-    file: str = ""
-
-
-_EXPECTED = re.compile(
-    r"expected-(error|warning|note|remark)\s*(?:@\s*([+-]\d+|\d+|above|below))?\s*\{\{(.*)\}\}"
-)
-_ANNOTATION_ONLY = re.compile(r"^\s*//.*expected-(error|warning|note|remark)")
-
-
-def parse_expected(source: str, file: str) -> list[Expected]:
-    """Every expected-* annotation in `source`, resolved to the line it expects a diagnostic on."""
-    lines = source.split("\n")
-    plain = [not _ANNOTATION_ONLY.match(text) for text in lines]
-    found: list[Expected] = []
-    for index, text in enumerate(lines):
-        for m in _EXPECTED.finditer(text):
-            severity, where, message = m.group(1), m.group(2), m.group(3)
-            line = _resolve_line(index, where, plain)
-            found.append(Expected(severity, line, message, file))
-    return found
-
-
-def _resolve_line(index: int, where: str | None, plain: list[bool]) -> int:
-    """The 1-based line an annotation on 0-based line `index` refers to."""
-    if where is None:
-        return index + 1
-    if where == "above":
-        target = next((i for i in range(index - 1, -1, -1) if plain[i]), index)
-        return target + 1
-    if where == "below":
-        target = next((i for i in range(index + 1, len(plain)) if plain[i]), index)
-        return target + 1
-    if where[0] in "+-":
-        return index + 1 + int(where)
-    return int(where)
-
-
-def _flatten(diags: Iterable[Diagnostic], parent: Span | None = None) -> list[Diagnostic]:
-    # MLIR reports notes as diagnostics of their own; a note without a location takes its
-    # parent's, as MLIR's verifier does.
-    flat = []
-    for d in diags:
-        span = d.span if d.span is not None else parent
-        flat.append(Diagnostic(d.severity, d.message, span))
-        flat.extend(_flatten(d.notes, span))
-    return flat
-
-
-def verify_expected(expected: list[Expected], produced: list[Diagnostic]) -> list[str]:
-    """Mismatches between expected and produced diagnostics; an empty list means they agree."""
-    remaining = _flatten(produced)
-    problems: list[tuple[int, str]] = []
-    for exp in expected:
-        match = next(
-            (
-                d
-                for d in remaining
-                if d.severity == exp.severity
-                and d.span is not None
-                and d.span.line == exp.line
-                and exp.text in d.message
-            ),
-            None,
-        )
-        if match is None:
-            problems.append(
-                (
-                    exp.line,
-                    f'{exp.file}:{exp.line}: expected {exp.severity} "{exp.text}" was not produced',
-                )
-            )
-            continue
-        remaining.remove(match)
-    for d in remaining:
-        where = f"{d.span}: " if d.span is not None else ""
-        line = d.span.line if d.span is not None else 0
-        problems.append((line, f"{where}unexpected {d.severity}: {d.message}"))
-    problems.sort(key=lambda p: p[0])
-    return [text for _, text in problems]

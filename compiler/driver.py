@@ -12,6 +12,7 @@ from mlir import ir
 from tilec import backend, binding
 from tilec.context import make_context
 from tilec.diagnostics import Diagnostic, DiagnosticError
+from tilec.options import asm_flags, flag
 from tilec.pipeline import PipelineError, run_pipeline
 from tilec.stages import BY_KEY, STAGES, position, stage_of_input
 
@@ -26,8 +27,7 @@ class CompileOptions:
     start: str | None = None  # the stage the input holds; None: from the file name
     dump_dir: Path | None = None
     pipelines: dict[str, str] = field(default_factory=dict)  # stage key -> replacement pipeline
-    print_ir_after_all: bool = False
-    timing: bool = False
+    flags: object | None = None  # mlir-opt's options (tilec.options): instruments, printing
     opt_level: int = 3
     ptx_via: str = "llvmlite"  # "mlir": gpu-module-to-binary, the cross-check path
 
@@ -39,11 +39,14 @@ class Artifact:
     arch: str | None
     warnings: list[Diagnostic] = field(default_factory=list)  # from the frontend's checks
 
-    def as_bytes(self) -> bytes:
+    def as_bytes(self, flags: object | None = None) -> bytes:
+        """The artifact as written out; MLIR stages printed as `flags` (`--mlir-print-*`) say."""
         if isinstance(self.value, bytes):
             return self.value
         if isinstance(self.value, ir.Module):
-            return (str(self.value.operation) + "\n").encode()
+            op = self.value.operation
+            text = str(op) if flags is None else op.get_asm(**asm_flags(flags))
+            return (text + "\n").encode()
         text = str(self.value)
         return (text if text.endswith("\n") else text + "\n").encode()
 
@@ -67,7 +70,7 @@ def _dump(options: CompileOptions, stem: str, artifact: Artifact) -> None:
         return
     options.dump_dir.mkdir(parents=True, exist_ok=True)
     ext = BY_KEY[artifact.stage].ext
-    (options.dump_dir / f"{stem}.{ext}").write_bytes(artifact.as_bytes())
+    (options.dump_dir / f"{stem}.{ext}").write_bytes(artifact.as_bytes(options.flags))
 
 
 def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context) -> Artifact:
@@ -93,9 +96,7 @@ def _mlir_step(artifact: Artifact, key: str, options: CompileOptions) -> Artifac
     pipeline = options.pipelines.get(key, stage.pipeline) or ""
     module = artifact.value
     try:
-        run_pipeline(
-            module, pipeline, print_ir_after_all=options.print_ir_after_all, timing=options.timing
-        )
+        run_pipeline(module, pipeline, options.flags)
     except PipelineError as exc:
         raise fail(f"invalid pipeline for stage '{key}': {exc}") from None
     return Artifact(key, module, artifact.arch)
@@ -155,7 +156,8 @@ def compile_file(
     except OSError as exc:
         raise fail(f"cannot read '{path}': {exc.strerror}") from None
     stem = Path(path).name.split(".")[0]
-    ctx = make_context()
+    ctx = make_context(allow_unregistered=bool(flag(options.flags, "allow_unregistered_dialect")))
+    ctx.enable_multithreading(not flag(options.flags, "mlir_disable_threading"))
     if start == "source":
         artifact = _frontend(source, path, options, ctx)
     elif BY_KEY[start].kind == "mlir":
@@ -175,18 +177,20 @@ def compile_file(
     _dump(options, stem, artifact)
     if on_stage is not None:
         on_stage(artifact)
+    # Warnings and remarks of the passes (MLIR's and Python passes' alike) join the frontend's.
     warnings = artifact.warnings
-    with ctx:
+    with ctx, binding.collect_diagnostics(ctx, path, errors=False) as from_passes:
         try:
             while artifact.stage != options.emit:
                 if options.ptx_via == "mlir" and artifact.stage == "gpu" and options.emit == "ptx":
                     artifact = _ptx_via_mlir(artifact)  # skips nvvm and llvm: MLIR does both
                 else:
                     artifact = _step(artifact, STAGES[position(artifact.stage) + 1].key, options)
-                artifact.warnings = warnings
                 _dump(options, stem, artifact)
                 if on_stage is not None:
                     on_stage(artifact)
         except ir.MLIRError as exc:
-            raise DiagnosticError(binding.error_diagnostics(exc, path)) from None
+            errors = binding.error_diagnostics(exc, path)
+            raise DiagnosticError([*warnings, *from_passes, *errors]) from None
+    artifact.warnings = [*warnings, *from_passes]
     return artifact

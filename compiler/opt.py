@@ -1,22 +1,34 @@
-"""tile-opt: an mlir-opt-like driver running tilec and upstream passes over `.mlir` input."""
+"""tile-opt: mlir-opt's command line over tilec and upstream passes (`docs/tile-opt.md`).
+
+What mlir-opt does, tile-opt does the same way: options with one dash or two, every
+registered pass as a flag (nested by its anchor op), `--pass-pipeline`, input split at
+`// -----` into buffers named `within split at FILE:LINE offset `, every diagnostic collected
+through a handler and, with `--verify-diagnostics`, matched against `expected-*` annotations.
+tilec adds `-p` (a pipeline mixing tilec and upstream passes), `--list-passes` and
+`--load-pass-plugin`.
+"""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
+import os
 import sys
+import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from mlir import ir
+from mlir import ir, passmanager
 
 from tilec import binding
 from tilec.context import make_context
-from tilec.diagnostics import Diagnostic, DiagnosticError, parse_expected, render, verify_expected
+from tilec.diagnostics import Diagnostic, DiagnosticError, render_all
+from tilec.expected import verify_expected
+from tilec.options import TILE_OPT, CommandLine, CommandLineError, asm_flags, help_text
+from tilec.options import parse_command_line as read_command_line
 from tilec.passes import PASSES
-from tilec.pipeline import PipelineError, build_pass_manager
+from tilec.pipeline import PipelineError, build_pass_manager, instrument, textual_pass_manager
 
-SPLIT_MARKER = "// -----"
+USAGE = "usage: tile-opt [options] [input.mlir]   (mlir-opt's options; passes are flags too)"
 
 
 def load_pass_plugin(path: str) -> None:
@@ -36,74 +48,6 @@ def load_pass_plugin(path: str) -> None:
         raise DiagnosticError([Diagnostic("error", message, None)]) from None
 
 
-def preload_plugins(argv: list[str]) -> None:
-    """Load plugins before the parser is built, so their passes get `--<name>` flags too."""
-    for i, arg in enumerate(argv):
-        if arg == "--load-pass-plugin" and i + 1 < len(argv):
-            load_pass_plugin(argv[i + 1])
-        elif arg.startswith("--load-pass-plugin="):
-            load_pass_plugin(arg.split("=", 1)[1])
-
-
-class _AppendPass(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
-        namespace.pass_flags = [*(namespace.pass_flags or []), self.const]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tile-opt",
-        description="Run tilec and upstream MLIR passes over MLIR input (an mlir-opt for tilec).",
-        epilog="example: tile-opt -p 'tile-verify,canonicalize,cse' kernel.mlir",
-    )
-    parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-': stdin)")
-    parser.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
-    parser.add_argument(
-        "-p",
-        "--pass-pipeline",
-        default="",
-        metavar="PIPELINE",
-        help="comma-separated passes, tilec and upstream mixed: 'tile-verify,canonicalize,"
-        "gpu.module(convert-gpu-to-nvvm)'",
-    )
-    parser.add_argument("--list-passes", action="store_true", help="list tilec passes and exit")
-    parser.add_argument(
-        "--load-pass-plugin",
-        action="append",
-        default=[],
-        metavar="FILE.py",
-        help="import a Python file whose @register'ed passes become available by name",
-    )
-    parser.add_argument(
-        "--split-input-file",
-        action="store_true",
-        help=f"split the input at '{SPLIT_MARKER}' lines and process each chunk on its own",
-    )
-    parser.add_argument(
-        "--verify-diagnostics",
-        action="store_true",
-        help="check diagnostics against '// expected-error {{...}}' annotations in the input",
-    )
-    parser.add_argument("--print-ir-after-all", action="store_true", help="IR after each pass")
-    parser.add_argument("--timing", action="store_true", help="report pass timing")
-    parser.add_argument(
-        "--mlir-print-op-generic", action="store_true", help="print ops in the generic form"
-    )
-    parser.add_argument(
-        "--mlir-print-debuginfo", action="store_true", help="print locations in the output"
-    )
-    parser.add_argument(
-        "--allow-unregistered-dialect", action="store_true", help="accept unknown ops"
-    )
-    passes = parser.add_argument_group("tilec passes (run in the order given)")
-    for name, cls in sorted(PASSES.items()):
-        passes.add_argument(
-            f"--{name}", action=_AppendPass, nargs=0, const=name, help=cls.summary()
-        )
-    parser.set_defaults(pass_flags=[])
-    return parser
-
-
 def list_passes() -> str:
     width = max((len(n) for n in PASSES), default=0)
     lines = ["tilec passes:"]
@@ -118,110 +62,243 @@ def list_passes() -> str:
 
 @dataclass
 class Chunk:
-    """One piece of the input: its text padded so line numbers match the whole file."""
+    """One buffer of the input: its text, its name (what locations in it print) and the line
+    of the whole input it starts on."""
 
     text: str
+    name: str
     first_line: int
 
 
-def split_chunks(source: str, split: bool) -> list[Chunk]:
-    if not split:
-        return [Chunk(source, 1)]
-    chunks, current, start = [], [], 1
-    for number, line in enumerate(source.split("\n"), start=1):
-        if line.strip() == SPLIT_MARKER:
-            chunks.append(Chunk("\n" * (start - 1) + "\n".join(current), start))
-            current, start = [], number + 1
-            continue
-        current.append(line)
-    chunks.append(Chunk("\n" * (start - 1) + "\n".join(current), start))
-    return chunks
+def split_input(source: str, name: str, marker: str | None) -> tuple[list[Chunk], list[str]]:
+    """The input's buffers, split as mlir-opt splits them: at each occurrence of `marker`, a
+    buffer starting right after it (so its line 1 is the rest of the marker's line). A marker
+    short of its last two dashes is a near miss: warned about and not split at."""
+    if marker is None:
+        return [Chunk(source, name, 1)], []
+    pieces = source.split(marker[:-2])
+    warnings: list[str] = []
+    starts = [0]  # offsets into `source` of each buffer
+    offset = len(pieces[0])
+    for piece in pieces[1:]:
+        at = offset + len(marker) - 2
+        if piece.startswith(marker[-2:]) and len(piece) > 2:
+            starts.append(at + 2)
+        else:
+            line = source.count("\n", 0, at) + 1
+            warnings.append(f"{name}:{line}: warning: near miss with file split marker")
+        offset = at + len(piece)
+    chunks = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] - len(marker) if i + 1 < len(starts) else len(source)
+        line = source.count("\n", 0, start) + 1
+        chunks.append(Chunk(source[start:end], f"within split at {name}:{line} offset ", line))
+    return chunks, warnings
+
+
+def parse_named(text: str, name: str) -> ir.Module:
+    """`text` parsed as MLIR parses a file: one top-level `builtin.module` is the root, other
+    top-level ops get a module made around them (aliases, bytecode and all) — with the buffer
+    named `name` as mlir-opt names it. The bindings name a file's buffer by the path they are
+    given and a string's buffer "-", so the text is written to a file whose path, relative to a
+    scratch directory, is spelled exactly `name`, and parsed from there."""
+    relative = PurePath(name)
+    assert not relative.is_absolute(), name
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="tile-opt-") as scratch:
+        path = Path(scratch, relative)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        os.chdir(scratch)
+        try:
+            return ir.Module.parseFile(name)
+        finally:
+            os.chdir(here)
+
+
+def parse_root(
+    chunk: Chunk, implicit_module: bool, from_file: str | None
+) -> ir.Module | ir.Operation | None:
+    """The chunk's root, as mlir-opt builds it: a module (the input's own, or one made around
+    its top-level ops), or with `--no-implicit-module` the one top-level op. Diagnostics go to
+    the open collector; None when parsing failed. (A Module is returned as itself: it owns
+    its op.)"""
+    try:
+        if not implicit_module:
+            return ir.Operation.parse(chunk.text, source_name=chunk.name).operation
+        if from_file is not None:
+            return ir.Module.parseFile(from_file)
+        return parse_named(chunk.text, chunk.name)
+    except ir.MLIRError:
+        return None
+
+
+def pass_manager(ctx: ir.Context, line: CommandLine, anchor: str) -> passmanager.PassManager:
+    """The pipeline of the command line: `--pass-pipeline` as mlir-opt reads it, or the pass
+    flags and `-p` specs in command-line order, each nested by its anchor."""
+    if line.pass_pipeline is not None:
+        if line.steps:
+            flag = line.steps[0].flag
+            message = f"'-pass-pipeline' can't be used with individual passes ({flag})"
+            raise CommandLineError(message)
+        pm = textual_pass_manager(ctx, line.pass_pipeline)
+        instrument(pm, line)
+        return pm
+    else:
+        elements = []
+        for step in line.steps:
+            if step.kind == "pipeline":
+                elements.append(step.text)
+            else:
+                _check_pass_flag(ctx, step)
+                elements.append(f"{step.text}{{{step.options}}}" if step.options else step.text)
+        pm = build_pass_manager(ctx, ",".join(elements), anchor=anchor)
+    instrument(pm, line)
+    return pm
+
+
+def _check_pass_flag(ctx: ir.Context, step: object) -> None:
+    """A flag that is neither an option nor a registered pass is an unknown argument."""
+    if step.text in PASSES:
+        return
+    try:
+        passmanager.PassManager.parse(f"any({step.text})", context=ctx)
+    except ValueError as exc:
+        if "does not refer to a registered pass" in str(exc):
+            raise CommandLineError(
+                f"unknown command line argument '{step.flag}' (no option or registered pass "
+                f"of that name; see 'tile-opt --help')"
+            ) from None
 
 
 def _drop_printed_op_notes(diags: list[Diagnostic]) -> list[Diagnostic]:
-    # MLIR attaches "see current operation: ..." to parse/verify errors; like mlir-opt in
-    # --verify-diagnostics mode we drop it (it is a debugging aid, not an expected note).
+    # mlir-opt turns off "see current operation: ..." notes in --verify-diagnostics mode.
     for d in diags:
         d.notes = [n for n in d.notes if not n.message.startswith("see current operation")]
     return diags
 
 
 def process_chunk(
-    ctx: ir.Context, chunk: Chunk, pipeline: str, args: argparse.Namespace, file: str
-) -> tuple[str | None, list[Diagnostic]]:
-    """Parse and transform one chunk: (printed IR or None on failure, diagnostics)."""
-    with ctx:
+    ctx: ir.Context, chunk: Chunk, line: CommandLine, from_file: str | None
+) -> tuple[str | bytes | None, list[Diagnostic]]:
+    """Parse, transform and print one buffer: (its output or None on failure, diagnostics)."""
+    with binding.collect_diagnostics(ctx, chunk.name) as diags:
+        owner = parse_root(chunk, not line.no_implicit_module, from_file)
+        if owner is None:
+            return None, diags
+        root = owner.operation
+        pm = pass_manager(ctx, line, root.name)
+        if line.dump_pass_pipeline:
+            print(f"Pass Manager:\n{pm}\n", file=sys.stderr)
         try:
-            module = ir.Module.parse(chunk.text)
-        except ir.MLIRError as exc:
-            return None, _drop_printed_op_notes(binding.error_diagnostics(exc, file))
-        try:
-            pm = build_pass_manager(
-                ctx, pipeline, print_ir_after_all=args.print_ir_after_all, timing=args.timing
-            )
-        except PipelineError as exc:
-            message = f"invalid pass pipeline: {exc}"
-            raise DiagnosticError([Diagnostic("error", message, None)]) from None
-        try:
-            pm.run(module.operation)
-        except ir.MLIRError as exc:
-            return None, _drop_printed_op_notes(binding.error_diagnostics(exc, file))
-        text = module.operation.get_asm(
-            print_generic_op_form=args.mlir_print_op_generic,
-            enable_debug_info=args.mlir_print_debuginfo,
-            assume_verified=True,
-        )
-        return text, []
+            pm.run(root)
+        except ir.MLIRError:
+            if not any(d.severity == "error" for d in diags):
+                diags.append(Diagnostic("error", "the pass pipeline failed", None))
+            return None, diags
+        if line.emit_bytecode:
+            import io
+
+            buffer = io.BytesIO()
+            root.write_bytecode(buffer)
+            return buffer.getvalue(), diags
+        return root.get_asm(**asm_flags(line)), diags
 
 
-def run(args: argparse.Namespace) -> int:
-    file = "<stdin>" if args.input == "-" else args.input
+def run(line: CommandLine) -> int:
+    if len(line.inputs) > 1:
+        raise CommandLineError(f"one input file at most, got {len(line.inputs)}: {line.inputs}")
+    path = line.inputs[0] if line.inputs else "-"
+    name = "<stdin>" if path == "-" else path
     try:
-        source = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"tile-opt: error: cannot read '{file}': {exc}", file=sys.stderr)
+        source = sys.stdin.read() if path == "-" else Path(path).read_text(errors="replace")
+    except OSError as exc:
+        print(f"tile-opt: error: cannot read '{name}': {exc.strerror}", file=sys.stderr)
         return 1
-    pipeline = ",".join(p for p in [args.pass_pipeline, *args.pass_flags] if p)
-    outputs: list[str] = []
+    marker = line.split_input_file
+    if marker == "":
+        marker = "// -----"
+    chunks, near_misses = split_input(source, name, marker)
+    for warning in near_misses:
+        print(warning, file=sys.stderr)
+    from_file = path if marker is None and path != "-" else None
+    ctx = make_context(allow_unregistered=bool(line.allow_unregistered_dialect))
+    ctx.enable_multithreading(not line.mlir_disable_threading)  # pass managers inherit it
+    outputs: list[str | bytes] = []
     failed = False
-    # One context for every chunk: loading the dialects is the slow part, and chunks are
-    # separate modules anyway.
-    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
-    for chunk in split_chunks(source, args.split_input_file):
-        try:
-            text, diags = process_chunk(ctx, chunk, pipeline, args, file)
-        except DiagnosticError as exc:  # a bad pipeline is fatal: report once
-            print(exc.render(None), file=sys.stderr)
-            return 1
-        if args.verify_diagnostics:
-            expected = parse_expected(chunk.text, file)
-            for problem in verify_expected(expected, diags):
-                print(problem, file=sys.stderr)
-                failed = True
+    for chunk in chunks:
+        with ctx:
+            text, diags = process_chunk(ctx, chunk, line, from_file)
+        if line.verify_diagnostics is not None:
+            only_expected = line.verify_diagnostics == "only-expected"
+            produced = _drop_printed_op_notes(diags)
+            problems = verify_expected(chunk.text, chunk.name, produced, only_expected)
+            if problems:
+                print(render_all(problems, {chunk.name: chunk.text}), file=sys.stderr)
+            failed = failed or bool(problems)
         else:
-            for d in diags:
-                print(render(d, source), file=sys.stderr)
+            if diags:
+                print(render_all(diags, {chunk.name: chunk.text}), file=sys.stderr)
             failed = failed or text is None
-        if text is not None:
-            outputs.append(text)
-    if not args.verify_diagnostics:
-        out = f"\n{SPLIT_MARKER}\n".join(o.rstrip("\n") for o in outputs) + "\n"
-        if args.output == "-":
-            sys.stdout.write(out)
-        else:
-            Path(args.output).write_text(out)
+        outputs.append(text if text is not None else "")
+    if not (failed and line.o not in (None, "-")):  # mlir-opt keeps no output file on failure
+        _write(outputs, line)
     return 1 if failed else 0
+
+
+def _write(outputs: list[str | bytes], line: CommandLine) -> None:
+    """The outputs of all buffers, joined by the output split marker as mlir-opt joins them."""
+    if line.emit_bytecode:
+        data = b"".join(o for o in outputs if isinstance(o, bytes))
+    else:
+        separator = f"{line.output_split_marker}\n" if line.split_input_file is not None else ""
+        data = separator.join(o.rstrip("\n") + "\n" if o else "" for o in outputs).encode()
+    if line.o in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        Path(line.o).write_bytes(data)
+
+
+def _plugins(argv: list[str]) -> list[str]:
+    """The plugin files named on the command line (loaded first: their passes are flags)."""
+    found = []
+    for i, arg in enumerate(argv):
+        body = arg.lstrip("-")
+        if not arg.startswith("-"):
+            continue
+        if body == "load-pass-plugin" and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif body.startswith("load-pass-plugin="):
+            found.append(body.split("=", 1)[1])
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        preload_plugins(argv)
+        for plugin in _plugins(argv):
+            load_pass_plugin(plugin)
+        line = read_command_line(argv, TILE_OPT)
+        if line.help:
+            passes = [(name, cls.summary()) for name, cls in sorted(PASSES.items())]
+            print(help_text(TILE_OPT, USAGE, passes))
+            return 0
+        if line.version:
+            from tilec import __version__
+
+            print(f"tile-opt (tilec {__version__}) over MLIR 22's Python bindings")
+            return 0
+        if line.list_passes:
+            print(list_passes())
+            return 0
+        return run(line)
     except DiagnosticError as exc:
         print(exc.render(None), file=sys.stderr)
         return 1
-    args = build_parser().parse_args(argv)
-    if args.list_passes:
-        print(list_passes())
-        return 0
-    return run(args)
+    except CommandLineError as exc:
+        print(f"tile-opt: error: {exc}", file=sys.stderr)
+        return 1
+    except PipelineError as exc:
+        print(f"tile-opt: error: invalid pass pipeline: {exc}", file=sys.stderr)
+        return 1

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilec.binding import PassFailure
+from tilec.binding import PassFailure, emit
 
 
 @dataclasses.dataclass
@@ -37,6 +37,17 @@ class Pass:
     def error(op: ir.Operation | ir.OpView, message: str) -> None:
         """Emit a located error at `op` (the pass continues; call `fail()` to stop)."""
         op.location.emit_error(message)
+
+    @staticmethod
+    def warning(op: ir.Operation | ir.OpView, message: str) -> None:
+        """Emit a located warning at `op` (tile-opt prints it and --verify-diagnostics checks
+        it, like any MLIR diagnostic; tilec compile prints it with the source line)."""
+        emit(op.location, "warning", message)
+
+    @staticmethod
+    def remark(op: ir.Operation | ir.OpView, message: str) -> None:
+        """Emit a located remark at `op`."""
+        emit(op.location, "remark", message)
 
     @staticmethod
     def fail() -> None:

@@ -366,7 +366,12 @@ class TilePipeline(Pass):
         fits = p.fitting_stages(smem_limit)
         if fits < stages:
             # More stages than the target's shared memory holds: the launch would fail, so
-            # pipeline as deep as fits and say so in the IR.
+            # pipeline as deep as fits and say so in the IR and in a warning.
+            TilePipeline.warning(
+                loop,
+                f"tile-pipeline clamped the stages {stages} -> {fits}: {stages} do not fit "
+                f"{smem_limit} bytes of shared memory",
+            )
             loop.attributes["tile.stages_requested"] = attr
             loop.attributes["tile.stages"] = ir.IntegerAttr.get(attr.type, fits)
             p.stages = fits

@@ -16,7 +16,7 @@ func.func @ok(%m: index, %ld: index) -> index {
   return %i : index
 }
 
-// ERR: tile-verify.mlir.bad:4:8: error: malformed layout '(4,8):(8'
+// ERR: within split at {{.*}}tile-verify.mlir.bad:1 offset :4:8: error: malformed layout '(4,8):(8'
 // ERR-NEXT: {{^}}  %a = "layout.make"() : () -> !layout.layout<"(4,8):(8">
 // ERR-NEXT: {{^}}       ^
 

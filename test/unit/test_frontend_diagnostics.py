@@ -2,17 +2,8 @@
 
 import pytest
 
-from tilec.diagnostics import (
-    Diagnostic,
-    DiagnosticEngine,
-    DiagnosticError,
-    Expected,
-    Span,
-    note,
-    parse_expected,
-    render,
-    verify_expected,
-)
+from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Span, note, render
+from tilec.expected import parse_expected, verify_expected
 
 SOURCE = "kernel k() {\n  let x = foo(1, 2)\n}\n"
 
@@ -73,53 +64,97 @@ let d = 4
 // expected-error @above {{above skips annotations}}
 // expected-remark @below {{below skips annotations}}
 // expected-error @below {{two for one line}}
-let e = 5 // expected-error@2 {{absolute}}
-"""
+let e = 5 // expected-error@2 {{no absolute lines in MLIR's syntax: not an annotation}}
+// expected-warning @unknown {{nowhere}}
+// expected-error-re {{shape {{[0-9]+}} of (2,3)}}
+// expected-note @below {{dangling: the last line}}"""
 
 
-def test_parse_expected_resolves_every_designator() -> None:
-    got = parse_expected(ANNOTATED, "t.tile")
-    assert got == [
-        Expected("error", 1, "same line", "t.tile"),
-        Expected("warning", 3, "next line", "t.tile"),
-        Expected("note", 4, "previous line", "t.tile"),
-        Expected("error", 6, "above skips annotations", "t.tile"),
-        Expected("remark", 10, "below skips annotations", "t.tile"),
-        Expected("error", 10, "two for one line", "t.tile"),
-        Expected("error", 2, "absolute", "t.tile"),
+def resolved(source: str, file: str = "t.tile") -> list[tuple[str, int, str]]:
+    found, errors = parse_expected(source, file)
+    assert errors == []
+    return [(e.severity, e.line, e.text) for e in found]
+
+
+def test_parse_expected_resolves_every_designator_as_mlir_does() -> None:
+    assert resolved(ANNOTATED) == [
+        ("error", 1, "same line"),
+        ("warning", 3, "next line"),
+        ("note", 4, "previous line"),
+        ("error", 6, "above skips annotations"),
+        ("remark", 10, "below skips annotations"),
+        ("error", 10, "two for one line"),
+        ("warning", 0, "nowhere"),
+        ("error", 12, "shape {{[0-9]+}} of (2,3)"),
+        ("note", 13, "dangling: the last line"),
     ]
 
 
-def test_parse_expected_text_may_hold_braces() -> None:
-    got = parse_expected("x // expected-error {{shape {{1}} vs (2,3)}}\n", "f")
-    assert got == [Expected("error", 1, "shape {{1}} vs (2,3)", "f")]
+def test_annotation_is_located_at_its_text() -> None:
+    found, _ = parse_expected("x = 1  // expected-error @+1 {{boom}}\n", "f")
+    assert found[0].at == Span("f", 1, 11, 4)
 
 
-def test_verify_expected_reports_missing_and_unexpected() -> None:
-    expected = [
-        Expected("error", 2, "undefined name", "k.tile"),
-        Expected("error", 5, "never produced", "k.tile"),
+def test_annotation_text_runs_to_the_last_braces_of_its_line() -> None:
+    assert resolved("x // expected-error {{shape {{1}} vs (2,3)}}\n", "f") == [
+        ("error", 1, "shape {{1}} vs (2,3)")
     ]
+
+
+def test_bad_regex_is_an_error_at_the_annotation() -> None:
+    found, errors = parse_expected("// expected-error-re {{a {{[}} b}}", "f")
+    assert found == [] and [e.message.split(":")[0] for e in errors] == ["invalid regex"]
+    _, errors = parse_expected("// expected-error-re {{a {{b}}", "f")
+    assert errors[0].message == "found start of regex with no end '}}'"
+
+
+def messages(problems: list[Diagnostic]) -> list[str]:
+    return [f"{p.span.line if p.span else 0}: {p.message}" for p in problems]
+
+
+def test_verify_reports_unexpected_then_unmet() -> None:
+    source = "\n// expected-error {{undefined name}}\n\n\n// expected-error {{never produced}}\n"
     produced = [
         Diagnostic("error", "undefined name 'foo'", Span("k.tile", 2, 11)),
         Diagnostic("warning", "unused 'x'", Span("k.tile", 3, 7)),
     ]
-    assert verify_expected(expected, produced) == [
-        "k.tile:3:7: unexpected warning: unused 'x'",
-        'k.tile:5: expected error "never produced" was not produced',
+    assert messages(verify_expected(source, "k.tile", produced)) == [
+        "3: unexpected warning: unused 'x'",
+        '5: expected error "never produced" was not produced',
     ]
+    only = verify_expected(source, "k.tile", produced, only_expected=True)
+    assert messages(only) == ['5: expected error "never produced" was not produced']
 
 
-def test_verify_expected_matches_notes_and_needs_one_diag_each() -> None:
+def test_verify_matches_notes_regexes_unknown_and_one_annotation_takes_many() -> None:
+    source = (
+        "// expected-note @+2 {{first 'x' here}}\n"
+        "// expected-error-re @+2 {{dup '{{[a-z]}}'}}\n"
+        "a\n"
+        "b\n"
+        "// expected-error @unknown {{lost}}\n"
+    )
+    first = note("first 'x' here", Span("f", 3, 1))
     produced = [
-        Diagnostic("error", "dup 'x'", Span("f", 4, 1), [note("first 'x' here", Span("f", 2, 1))])
+        Diagnostic("error", "dup 'x'", Span("f", 4, 1), [first]),
+        Diagnostic("error", "dup 'y'", Span("f", 4, 1)),  # the same annotation matches again
+        Diagnostic("error", "lost", None),
     ]
-    ok = [Expected("error", 4, "dup", "f"), Expected("note", 2, "first", "f")]
-    assert verify_expected(ok, produced) == []
-    twice = [Expected("error", 4, "dup", "f"), Expected("error", 4, "dup", "f"), ok[1]]
-    assert verify_expected(twice, produced) == ['f:4: expected error "dup" was not produced']
-    wrong_severity = [Expected("warning", 4, "dup", "f"), ok[1]]
-    assert verify_expected(wrong_severity, produced) == [
-        'f:4: expected warning "dup" was not produced',
-        "f:4:1: unexpected error: dup 'x'",
+    assert verify_expected(source, "f", produced) == []
+    wrong_file = [Diagnostic("error", "dup 'x'", Span("g", 4, 1))]
+    assert "unexpected error: dup 'x'" in messages(verify_expected(source, "f", wrong_file))[0]
+
+
+def test_verify_reports_a_near_miss_of_severity_at_the_annotation() -> None:
+    source = "x\n// expected-warning @-1 {{dup}}\n"
+    produced = [Diagnostic("error", "dup 'x'", Span("f", 1, 1))]
+    assert messages(verify_expected(source, "f", produced)) == [
+        "2: 'error' diagnostic emitted when expecting a 'warning'",
+        '2: expected warning "dup" was not produced',
     ]
+
+
+def test_a_note_without_location_takes_its_parents() -> None:
+    source = "x // expected-error {{bad}}\n// expected-note @-1 {{why}}\n"
+    produced = [Diagnostic("error", "bad", Span("f", 1, 1), [note("why")])]
+    assert verify_expected(source, "f", produced) == []
