@@ -22,6 +22,7 @@ from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.runtime.bundle import (
     Manifest,
     Param,
+    Requirement,
     ScalarParam,
     SizeParam,
     TensorParam,
@@ -42,6 +43,7 @@ class KernelInfo:
     grid: tuple[str, ...]
     params: tuple[Param, ...]
     constants: dict[str, Any]
+    requires: tuple[Requirement, ...] = ()
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -97,6 +99,79 @@ def _modes(t: Any) -> tuple[Any, ...]:
     return t if isinstance(t, tuple) else (t,)
 
 
+def _coord_entries(coord: str) -> list[str]:
+    """`(?,0,_)` -> ['?', '0', '_']: a local_tile's coordinate, one entry per mode."""
+    return [e.strip() for e in coord.strip().strip("()").split(",")]
+
+
+def requirements(func: ir.Operation) -> tuple[Requirement, ...]:
+    """What the kernel needs of its runtime sizes, derived from its tiles: a tensor tiled at a
+    constant coordinate c along a mode of size N by tiles of T is only ever touched in
+    [c*T, (c+1)*T) along it, so N <= (c+1)*T (softmax's `local_tile(X, (1, COLS), (block.x,
+    0))`: N <= COLS). Past it, elements would be skipped, not reported: the launch refuses."""
+    names: dict[ir.Value, str] = {}
+    found: dict[tuple[str, int], Requirement] = {}
+    bindings = _bindings(func)
+
+    def visit(op: ir.Operation) -> None:
+        if op.name == "tile.make_tensor":
+            names[op.results[0]] = ir.StringAttr(op.attributes["name"]).value
+            return
+        if op.name != "tile.local_tile" or op.operands[0] not in names:
+            return
+        tensor = names[op.operands[0]]
+        tile = list(ir.DenseI64ArrayAttr(op.attributes["tile"]))
+        coord = _coord_entries(ir.StringAttr(op.attributes["coord"]).value)
+        for mode, (entry, extent) in enumerate(zip(coord, tile, strict=False)):
+            size = bindings.get((tensor, "shape", mode))
+            if size is None or not entry.lstrip("-").isdigit():
+                continue
+            bound = (int(entry) + 1) * extent
+            key = (size, bound)
+            if key not in found:
+                why = (
+                    f"{tensor} is tiled by {tuple(tile)} at coordinate {int(entry)} of mode "
+                    f"{mode}, so only {bound} of its {size} are touched (compile with a larger "
+                    "tile for larger sizes)"
+                )
+                found[key] = Requirement(size, bound, why)
+
+    walk(func, visit)
+    return tuple(found.values())
+
+
+_WRITES = {"tile.store": 1, "tile.copy": 1, "tile.store_reduced": 1}  # op -> destination operand
+
+
+def written_tensors(func: ir.Operation) -> set[str]:
+    """The global tensors the kernel writes: the `tile.make_tensor` at the root of the view
+    chain (local_tile, slice, ...) of every store or copy destination."""
+    written: set[str] = set()
+
+    def root(value: ir.Value) -> str | None:
+        for _ in range(64):  # views chain through operand 0; a block argument ends the chain
+            owner = value.owner
+            if not isinstance(owner, ir.Operation | ir.OpView):
+                return None
+            op = owner.operation
+            if op.name == "tile.make_tensor":
+                return ir.StringAttr(op.attributes["name"]).value
+            if not op.operands:
+                return None
+            value = op.operands[0]
+        return None
+
+    def visit(op: ir.Operation) -> None:
+        index = _WRITES.get(op.name)
+        if index is not None and len(op.operands) > index:
+            name = root(op.operands[index])
+            if name is not None:
+                written.add(name)
+
+    walk(func, visit)
+    return written
+
+
 def kernel_info(func: ir.Operation) -> KernelInfo:
     attrs = func.attributes
     name = ir.StringAttr(attrs["sym_name"]).value
@@ -104,6 +179,7 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
     arg_types = [str(a.type) for a in func.regions[0].blocks[0].arguments]
     bindings = _bindings(func)
     tensors = _tensor_types(func)
+    written = written_tensors(func)
     params: list[Param] = []
     for arg, typ in zip(names, arg_types, strict=True):
         if typ.startswith("!llvm.ptr"):
@@ -113,7 +189,9 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
                 bindings.get((arg, "shape", d), extent if isinstance(extent, int) else "?")
                 for d, extent in enumerate(_modes(layout.shape))
             )
-            params.append(TensorParam(arg, tensor.elem, shape, _strides(arg, layout, bindings)))
+            strides = _strides(arg, layout, bindings)
+            intent = "inout" if arg in written else "in"
+            params.append(TensorParam(arg, tensor.elem, shape, strides, intent=intent))
         elif typ == "index":
             params.append(SizeParam(arg))
         elif typ in SCALAR_DTYPES:
@@ -135,6 +213,7 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         grid=(grid + ("1", "1"))[:3],
         params=tuple(params),
         constants=constants,
+        requires=requirements(func),
     )
 
 
@@ -199,6 +278,7 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
                 source_hash=digest,
                 source_params=dict(params),
                 tilec_version=__version__,
+                requires=info.requires,
             )
         )
     return Compiled(str(ptx.value), manifests)

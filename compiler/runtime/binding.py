@@ -218,6 +218,7 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
             slots.append(scalars[p.name])
         elif isinstance(p, TmaParam):
             slots.append(("tma", p.descriptor))
+    check_requirements(m, symbols)
     grid = tuple(evaluate(g, symbols) for g in m.grid)
     block = tuple(evaluate(b, symbols) for b in m.block)
     if any(b <= 0 for b in block) or any(g < 0 for g in grid):
@@ -227,7 +228,83 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
     for p in expected:
         if isinstance(p, TensorParam):
             _check_index_range(p.name, views[p.name])
+    _check_outputs(m, views)
     return Binding(views, symbols, grid, block, smem, slots, tma)  # type: ignore[arg-type]
+
+
+def _self_overlap(view: TensorView) -> int | None:
+    """A dim along which `view` revisits memory (stride 0, or a stride shorter than what the
+    dims of smaller strides span), else None: written through, it would race."""
+    dims = sorted(
+        (abs(d), n, i)
+        for i, (n, d) in enumerate(zip(view.shape, view.strides, strict=True))
+        if n > 1
+    )
+    span = 0  # elements covered by the dims seen so far, minus one
+    for stride, extent, dim in dims:
+        if stride <= span:
+            return dim
+        span += (extent - 1) * stride
+    return None
+
+
+def byte_span(view: TensorView) -> tuple[int, int]:
+    """[first, last] byte offset from `view.ptr` that `view` touches."""
+    size = DTYPE_SIZES[view.dtype]
+    pairs = list(zip(view.shape, view.strides, strict=True))
+    low = sum((n - 1) * d for n, d in pairs if d < 0 < n)
+    high = sum((n - 1) * d for n, d in pairs if d > 0)
+    return low * size, high * size + size - 1
+
+
+def written_spans(m: Manifest, views: dict[str, TensorView]) -> list[tuple[str, int, int]]:
+    """(name, first, last byte offset) of each non-empty device tensor the kernel writes."""
+    spans = []
+    for t in m.tensors():
+        view = views.get(t.name)
+        if t.intent != "in" and view is not None and view.host is None and 0 not in view.shape:
+            spans.append((t.name, *byte_span(view)))
+    return spans
+
+
+def check_disjoint(spans: list[tuple[str, int, int]], ptrs: dict[str, int]) -> None:
+    """Written tensors must not share memory: threads would race on the shared elements."""
+    for i, (a, a_lo, a_hi) in enumerate(spans):
+        for b, b_lo, b_hi in spans[i + 1 :]:
+            if ptrs[a] + a_lo <= ptrs[b] + b_hi and ptrs[b] + b_lo <= ptrs[a] + a_hi:
+                raise ValueError(
+                    f"arguments {a!r} and {b!r}: the kernel writes both and their memory overlaps"
+                )
+
+
+def _check_outputs(m: Manifest, views: dict[str, TensorView]) -> None:
+    """A tensor the kernel writes must not overlap itself (a broadcast, stride-0 view) nor
+    another written tensor."""
+    for t in m.tensors():
+        view = views.get(t.name)
+        if t.intent == "in" or view is None or 0 in view.shape:
+            continue
+        dim = _self_overlap(view)
+        if dim is not None:
+            raise ValueError(
+                f"argument {t.name!r}: the kernel writes it, but its strides {list(view.strides)} "
+                f"revisit memory along dim {dim} (a broadcast or overlapping view); pass a "
+                "tensor of its own (e.g. .contiguous())"
+            )
+    check_disjoint(written_spans(m, views), {n: v.ptr for n, v in views.items()})
+
+
+def check_requirements(m: Manifest, symbols: dict[str, int]) -> None:
+    """Every relation the build needs between runtime sizes and its parameters (the manifest's
+    `requires`), or a ValueError saying which failed, by how much and why it matters."""
+    for r in m.requires:
+        value, bound = evaluate(r.value, symbols), evaluate(r.at_most, symbols)
+        if value > bound:
+            why = f": {r.why}" if r.why else ""
+            raise ValueError(
+                f"{m.entry}: {r.value} = {value}, but this build handles {r.value} <= {r.at_most}"
+                f" = {bound} only{why}"
+            )
 
 
 _TMA_DTYPES = {

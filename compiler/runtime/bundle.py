@@ -104,6 +104,16 @@ Param = TensorParam | SizeParam | ScalarParam | TmaParam
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """A relation between runtime sizes and the build that the kernel is only correct under,
+    checked at every launch: `value <= at_most` (formulas over the manifest's symbols)."""
+
+    value: Dim
+    at_most: Dim
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Manifest:
     """Everything the runtime needs to launch one PTX entry."""
 
@@ -119,6 +129,7 @@ class Manifest:
     source_params: dict[str, Any] = field(default_factory=dict)
     tilec_version: str = ""
     ptx_file: str = ""
+    requires: tuple[Requirement, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -188,6 +199,9 @@ class Manifest:
             "dynamic_smem": self.dynamic_smem,
             "tma": tma,
             "source": {"hash": self.source_hash, "params": dict(self.source_params)},
+            "requires": [
+                {"value": r.value, "at_most": r.at_most, "why": r.why} for r in self.requires
+            ],
         }
 
     @classmethod
@@ -290,6 +304,14 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         source_params=dict(source.get("params", {})),
         tilec_version=data.get("tilec_version", ""),
         ptx_file=data.get("ptx", ""),
+        requires=tuple(
+            Requirement(
+                _req(r, "value", f"requires[{i}]"),
+                _req(r, "at_most", f"requires[{i}]"),
+                r.get("why", ""),
+            )
+            for i, r in enumerate(data.get("requires", []))
+        ),
     )
 
 
@@ -353,6 +375,9 @@ def validate(m: Manifest) -> None:
     for axis, f in zip("xyz", m.block, strict=True):
         _check_formula(f, symbols, f"block.{axis}")
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
+    for i, r in enumerate(m.requires):
+        _check_formula(r.value, symbols, f"requires[{i}].value")
+        _check_formula(r.at_most, symbols, f"requires[{i}].at_most")
     for d in m.tma:
         if d.tensor not in tensors:
             raise ManifestError(f"tma {d.name!r}: unknown tensor {d.tensor!r}")

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from tilec.runtime import driver
-from tilec.runtime.binding import Binding, bind, scalar_value, user_params
+from tilec.runtime.binding import (
+    Binding,
+    bind,
+    check_disjoint,
+    scalar_value,
+    user_params,
+    written_spans,
+)
 from tilec.runtime.bundle import Manifest, ScalarParam, TensorParam, read_bundle, write_bundle
 from tilec.runtime.tensors import as_view
 
@@ -67,6 +74,11 @@ class _Plan:
             else:
                 assert not isinstance(slot, tuple), "TMA kernels are never planned"
                 self.slots.append(slot)
+        # Written tensors' byte spans: with two or more, each call checks they are disjoint
+        # (their pointers change from call to call; their shapes and strides do not).
+        spans = written_spans(m, b.views)
+        self.written = spans if len(spans) > 1 else []
+        self.index = index
 
 
 def _torch_tensor(value: Any) -> bool:
@@ -171,6 +183,8 @@ class Kernel:
             plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in plan.grid:
             return None
+        if plan.written:
+            check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
         ctx = driver.current_context(plan.device)
         function = self._function(ctx)
         self._allow_smem(ctx, function, plan.dynamic_smem)

@@ -5,7 +5,8 @@ python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
 OUT_DIR/vadd_<arch> for test_vadd_bundle.py, OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
 GEMM epilogue example for each activation and without C, and the batched GEMM) for
 test_gemm_epilogue.py, and OUT_DIR/reduce/<kernel>_<arch> (test/gpu/reduce_store.tile) for
-test_reduce_store.py.
+test_reduce_store.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
+for the sanitizer tier (test/gpu/sanitize.py) to catch.
 """
 
 from __future__ import annotations
@@ -76,6 +77,17 @@ def build_epilogue(out: Path) -> list[Path]:
     return written
 
 
+def build_planted(out: Path) -> list[Path]:
+    """examples/transpose.tile without its barrier(): a known race for the sanitizer tier
+    (test/gpu/sanitize.py --planted out/planted/transpose_sm90a) to prove it catches one."""
+    text = (ROOT / "examples" / "transpose.tile").read_text()
+    assert "  barrier()\n" in text
+    source = out / "planted" / "transpose_race.tile"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(text.replace("  barrier()\n", ""))
+    return build_tile(source, {}, out / "planted")
+
+
 def build(out: Path) -> list[Path]:
     source = VADD.read_text()
     written = []
@@ -85,7 +97,9 @@ def build(out: Path) -> list[Path]:
         usage = backend.ptxas_report(ptx, arch)  # refuse to ship PTX ptxas rejects or that spills
         assert usage.spill_stores == usage.spill_loads == 0, usage
         written.append(write_bundle(out / name, vadd_manifest(arch, source), ptx))
-    return written + build_epilogue(out) + build_tile(REDUCE, {}, out / "reduce")
+    return (
+        written + build_epilogue(out) + build_tile(REDUCE, {}, out / "reduce") + build_planted(out)
+    )
 
 
 if __name__ == "__main__":

@@ -68,3 +68,16 @@ def test_softmax(arch: str, rows: int, cols: int) -> None:
     err = ((y.double() - ref).norm() / ref.norm()).item()
     assert not torch.isnan(y).any(), "unwritten or NaN outputs"
     assert err < 2e-3, err
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("cols", [4097, 8192])
+def test_softmax_rows_longer_than_the_build_are_refused(arch: str, cols: int) -> None:
+    # The build covers COLS = 4096 columns: before the manifest's `requires`, longer rows came
+    # back as NaN (and the unread columns' share of the sum was silently lost).
+    kernel = load(BUNDLES / f"softmax_{arch}")
+    x = rand(2, cols, seed=cols).to(torch.float16)
+    y = poisoned(2, cols, dtype=torch.float16)
+    with pytest.raises(ValueError, match=f"N = {cols}, but this build handles N <= 4096"):
+        kernel(x, y)
+    assert torch.isnan(y).all(), "nothing may be written when the launch is refused"

@@ -16,6 +16,7 @@ from tilec.runtime import (
     FormulaError,
     Manifest,
     ManifestError,
+    Requirement,
     ScalarParam,
     SizeParam,
     TensorParam,
@@ -57,8 +58,8 @@ def gemm_manifest(**overrides: Any) -> Manifest:
         entry="gemm",
         target="sm_90a",
         params=(
-            TensorParam("A", "f16", ("M", "K")),
-            TensorParam("B", "f16", ("K", "N"), strides=(1, "K")),  # column-major
+            TensorParam("A", "f16", ("M", "K"), intent="in"),
+            TensorParam("B", "f16", ("K", "N"), strides=(1, "K"), intent="in"),  # column-major
             TensorParam("C", "f32", ("M", "N"), align=16),
             SizeParam("M", ("A", 0), "i32"),
             SizeParam("N"),
@@ -139,10 +140,14 @@ def test_manifest_json_round_trip() -> None:
         "shape": ["K", "N"],
         "strides": [1, "K"],
         "align": 16,
-        "intent": "inout",
+        "intent": "in",
     }
     assert data["params"][3] == {"kind": "size", "name": "M", "from": ["A", 0], "dtype": "i32"}
     assert Manifest.from_json(data) == m
+    need = gemm_manifest(requires=(Requirement("N", "BN * 4", "one row of tiles"),))
+    data = json.loads(json.dumps(need.to_json()))
+    assert data["requires"] == [{"value": "N", "at_most": "BN * 4", "why": "one row of tiles"}]
+    assert Manifest.from_json(data) == need
 
 
 def test_bundle_round_trip(tmp_path: Path) -> None:
@@ -383,9 +388,9 @@ def batched_manifest() -> Manifest:
         entry="gemm_batched",
         target="sm_80",
         params=(
-            TensorParam("A", "f16", ("L", "M", "K"), strides=("sa", "lda", 1)),
+            TensorParam("A", "f16", ("L", "M", "K"), strides=("sa", "lda", 1), intent="in"),
             TensorParam("C", "f16", ("L", "M", "N"), strides=("sc", "ldc", 1)),
-            TensorParam("bias", "f16", ("M", "N"), strides=(0, 1)),
+            TensorParam("bias", "f16", ("M", "N"), strides=(0, 1), intent="in"),
             *(SizeParam(s) for s in ("L", "M", "K", "sa", "lda", "N", "sc", "ldc")),
         ),
         grid=("cdiv(M, 128)", "cdiv(N, 128)", "L"),
@@ -585,3 +590,54 @@ def test_host_arrays_and_tma_kernels_are_not_planned(monkeypatch: pytest.MonkeyP
     tma = Kernel(gemm_manifest(), "ptx")
     tma(*gemm_args())
     assert tma.plans == 0
+
+
+# --- what a launch must not get wrong silently -------------------------------------------------
+
+
+def softmax_manifest(requires: tuple[Requirement, ...]) -> Manifest:
+    return Manifest(
+        entry="softmax",
+        target="sm_80",
+        params=(
+            TensorParam("X", "f16", ("R", "N"), strides=("ldx", 1), intent="in"),
+            TensorParam("Y", "f16", ("R", "N"), strides=("ldy", 1)),
+        ),
+        grid=("R", 1, 1),
+        block=(128, 1, 1),
+        constants={"COLS": 4096},
+        requires=requires,
+    )
+
+
+def test_a_size_past_what_the_build_handles_is_refused_with_the_reason() -> None:
+    m = softmax_manifest((Requirement("N", "COLS", "X is tiled by (1, 4096) at coordinate 0"),))
+    ok = bind(m, (FakeCuda((3, 4096), "<f2"), FakeCuda((3, 4096), "<f2")))
+    assert ok.grid == (3, 1, 1)
+    with pytest.raises(ValueError, match=r"N = 4097, but this build handles N <= COLS = 4096"):
+        bind(m, (FakeCuda((3, 4097), "<f2"), FakeCuda((3, 4097), "<f2")))
+    with pytest.raises(ManifestError, match=r"requires\[0\].at_most"):
+        softmax_manifest((Requirement("N", "ROWS"),))
+
+
+def test_a_written_tensor_may_not_overlap_itself_or_another() -> None:
+    m = softmax_manifest(())
+    x = FakeCuda((4, 64), "<f2")
+    with pytest.raises(ValueError, match="argument 'Y': the kernel writes it, but its strides"):
+        bind(m, (x, FakeCuda((4, 64), "<f2", strides=(0, 2))))  # y.expand(4, 64)
+    with pytest.raises(ValueError, match="revisit memory along dim 0"):
+        bind(m, (x, FakeCuda((4, 64), "<f2", strides=(2 * 32, 2))))  # rows overlap by half
+    bind(m, (FakeCuda((4, 64), "<f2", strides=(0, 2)), FakeCuda((4, 64), "<f2")))  # read: fine
+    both = Manifest(
+        entry="two",
+        target="sm_80",
+        params=(TensorParam("P", "f32", ("N",), align=4), TensorParam("Q", "f32", ("N",), align=4)),
+        grid=(1, 1, 1),
+        block=(32, 1, 1),
+    )
+    p = FakeCuda((64,), "<f4", ptr=0x10000)
+    q = FakeCuda((64,), "<f4", ptr=0x10000 + 256)  # just past P's 256 bytes
+    bind(both, (p, q))
+    q.__cuda_array_interface__["data"] = (0x10000 + 252, False)  # shares P's last element
+    with pytest.raises(ValueError, match="'P' and 'Q': the kernel writes both and their memory"):
+        bind(both, (p, q))
