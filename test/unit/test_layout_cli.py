@@ -79,7 +79,7 @@ def test_tv_table_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
         (
             "composition((8,32):(32,1), (3,4):(1,3))",
             1,
-            "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 3",
+            "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 4",
         ),
         ("size(complement((2,2):(1,1)))", 6, "not injective"),
         ("compositon(8:1, 2)", 1, "unknown function 'compositon' (did you mean 'composition'?)"),
