@@ -489,8 +489,9 @@ def complement(x: LayoutLike, cotarget: IntTuple = 1) -> Layout:
             raise LayoutError(f"complement of {x} is not defined: negative stride {d}")
         if d < cur:
             raise LayoutError(
-                f"complement of {x} is not defined: the layout is not injective "
-                f"(mode {s}:{d} starts inside the span {cur} of the modes with smaller stride)"
+                f"complement of {x} is not defined: mode {s}:{d} starts inside the span {cur} "
+                "of the modes with smaller stride (they overlap or interleave, so no layout "
+                "fills the gaps)"
             )
         shapes.append(d // cur)
         strides.append(cur)

@@ -81,7 +81,7 @@ def test_tv_table_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
             1,
             "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 4",
         ),
-        ("size(complement((2,2):(1,1)))", 6, "not injective"),
+        ("size(complement((2,2):(1,1)))", 6, "starts inside the span 2"),
         ("compositon(8:1, 2)", 1, "unknown function 'compositon' (did you mean 'composition'?)"),
         ("composition((4,8):(8,1), (2,2):(1,4)", 37, "expected ',' or ')', found end of input"),
         ("coalesce(8:1, 1, 2, 3)", 1, "bad arguments for coalesce(x, profile)"),
