@@ -411,6 +411,15 @@ def inner(layout: object) -> L.Layout:
     return layout.inner if isinstance(layout, L.ComposedLayout) else layout
 
 
+def negative_stride(layout: object) -> int | None:
+    """The first static negative stride of a layout, if any.
+
+    Memory layouts refuse them: a buffer is sized by cosize and addressed from its base, so
+    `(64,64):(-64,1)`, whose offsets run -4032 .. 63, would be written below its start.
+    """
+    return next((d for d in L.flatten(inner(layout).stride) if L.is_int(d) and d < 0), None)
+
+
 def top_modes(layout: object) -> list[L.Layout]:
     return list(inner(layout))
 
