@@ -123,10 +123,10 @@ def _verify_diagnostics(path: str, options: object) -> int:
     return 1 if problems else 0
 
 
-def cmd_layout(args: argparse.Namespace) -> int:
+def cmd_layout(argv: list[str]) -> int:
     from tilec.layout_cli import main as layout_main
 
-    return layout_main(args.rest)
+    return layout_main(argv)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -273,13 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser(
-        "layout",
-        help="evaluate a layout expression; --table / --svg draw it",
-        add_help=False,
-    )
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_layout)
+    # Listed for --help only: main() hands `tilec layout ...` to tilec.layout_cli's own parser,
+    # so its options (--help too) may come before the expression.
+    sub.add_parser("layout", help="evaluate a layout expression; --table / --svg draw it")
 
     p = sub.add_parser(
         "build", help="precompile bundles (PTX + manifest) for machines without MLIR"
@@ -308,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["layout"]:
+        return cmd_layout(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
