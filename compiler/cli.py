@@ -160,15 +160,24 @@ def _tile_files(inputs: list[str]) -> list[str]:
 def cmd_build(args: argparse.Namespace) -> int:
     from tilec.build import build
 
-    params, status = _parse_params(args.param), 0
-    for file in _tile_files(args.inputs):
+    params, failed = _parse_params(args.param), []
+    files = _tile_files(args.inputs)
+    for file in files:  # an input that fails is reported; the others are still built
         try:
             for bundle in build(file, args.output, params, args.arch):
                 print(f"{file}: wrote {bundle}")
         except DiagnosticError as exc:
             print_diagnostics(exc.diagnostics)
-            status = 1
-    return status
+            failed.append(file)
+        except OSError as exc:
+            print(f"{file}: error: cannot write its bundle: {exc}", file=sys.stderr)
+            failed.append(file)
+    if failed:
+        print(
+            f"tilec build: {len(failed)} of {len(files)} inputs failed: {', '.join(failed)}",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
 
 
 def _parse_sizes(items: list[str]) -> dict[str, int]:
