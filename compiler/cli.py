@@ -99,10 +99,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if banks is not None:
         print("\n".join(banks.finish(options)), file=sys.stderr)
     if args.resource_usage and artifact.stage in ("ptx",):
-        from tilec.backend import ptxas_reports
+        from tilec.backend import BackendError, ptxas_reports, resource_table
 
-        for entry, usage in ptxas_reports(artifact.value, artifact.arch).items():
-            print(f"{entry}: {usage}", file=sys.stderr)
+        try:
+            reports = ptxas_reports(artifact.value, artifact.arch)
+        except BackendError as exc:
+            raise DiagnosticError([Diagnostic("error", str(exc), None)]) from None
+        print(resource_table(reports), file=sys.stderr)
     return 0
 
 
