@@ -262,8 +262,8 @@ RESOURCE_COLUMNS = (
 def resource_table(reports: dict[str, ResourceUsage]) -> str:
     """`--resource-usage`: one row per kernel, a column per ptxas figure, numbers right-aligned.
 
-        kernel  registers  spill stores B  spill loads B  shared B  stack B  barriers
-        vadd           16               0              0         0        0         0
+    kernel  registers  spill stores B  spill loads B  shared B  stack B  barriers
+    vadd           16               0              0         0        0         0
     """
     width = max([len("kernel"), *map(len, reports)])
     rows = [["kernel".ljust(width), *(title for _, title in RESOURCE_COLUMNS)]]
