@@ -502,7 +502,11 @@ def complement(x: LayoutLike, cotarget: IntTuple = 1) -> Layout:
 
 
 def right_inverse(x: LayoutLike) -> Layout:
-    """The largest R with x(R(i)) == i: follow x's strides 1, s0, s0*s1, ... as far as they go."""
+    """The largest R with x(R(i)) == i: follow x's strides 1, s0, s0*s1, ... as far as they go.
+
+    As in C++ CuTe, only positive strides continue the chain: `4:-1` reaches offset 1 only
+    from coordinate -1, outside its domain, so its right inverse is `1:0`.
+    """
     x = _as_layout(x)
     _require_static("right_inverse", x)
     flat = _flat_modes(coalesce(x))
@@ -510,12 +514,12 @@ def right_inverse(x: LayoutLike) -> Layout:
     modes: list[tuple[int, int]] = []
     cur = 1
     while True:
-        hit = next((i for i, (s, d) in enumerate(flat) if abs(d) == cur and s > 1), None)
+        hit = next((i for i, (s, d) in enumerate(flat) if d == cur and s > 1), None)
         if hit is None:
             break
         s, d = flat[hit]
-        modes.append((s, compact[hit] if d > 0 else -compact[hit]))
-        cur = s * abs(d)
+        modes.append((s, compact[hit]))
+        cur = s * d
     return _from_modes(modes)
 
 

@@ -162,7 +162,12 @@ def test_right_inverse_with_stride_zero_mode() -> None:
 
 def test_inverses() -> None:
     assert L.right_inverse(P("(4,8):(8,1)")) == P("(8,4):(4,1)")
-    assert L.right_inverse(P("4:-1")) == P("4:-1")
+    # a negative stride reaches offsets only from outside the domain (C++ CuTe agrees), so
+    # it neither extends a right inverse nor a common vector
+    assert L.right_inverse(P("4:-1")) == P("1:0")
+    assert L.right_inverse(P("(4,8):(1,-4)")) == P("4:1")
+    assert L.max_common_vector(P("4:-1"), P("4:-1")) == 1
+    assert L.max_common_vector(P("(4,8):(-1,4)"), P("(4,8):(-1,4)")) == 1
     assert L.left_inverse(P("(4,2):(2,1)")) == P("(2,4):(4,1)")
     x = P("(2,3):(3,1)")
     assert [L.left_inverse(x)(x(i)) for i in range(6)] == list(range(6))

@@ -98,6 +98,11 @@ ACCEPTED: list[Case] = [
     ("max_common_vector", P("(4,8):(8,1)"), P("(4,8):(1,4)")),
     ("max_common_layout", P("(4,8):(1,4)"), P("(4,8):(1,8)")),
     ("right_inverse", P("(2,4):(0,1)")),
+    ("right_inverse", P("4:-1")),
+    ("right_inverse", P("(4,8):(1,-4)")),
+    ("max_common_vector", P("4:-1"), P("4:-1")),
+    ("max_common_vector", P("(4,8):(-1,4)"), P("(4,8):(-1,4)")),
+    ("max_common_layout", P("(4,8):(1,-4)"), P("(4,8):(1,-4)")),
     ("tile_to_shape", P("(2,4):(4,1)"), (8, 8), (1, 0)),  # nothing to coalesce here
     ("make_ordered_layout", (2, 3, 4), (1, 2, 0)),
 ]
