@@ -475,3 +475,31 @@ def test_composed_layout_call_and_str() -> None:
 def test_errors(call: object, pattern: str) -> None:
     with pytest.raises(L.LayoutError, match=pattern):
         call()
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 12)), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(-12, 12)), min_size=1, max_size=2),
+)
+def test_composition_is_the_composition_or_raises(
+    lhs_modes: list[tuple[int, int]], rhs_modes: list[tuple[int, int]]
+) -> None:
+    """No silent wrong answers: each mode k of what composition returns is the function
+    i -> lhs(rhs[k](i)) wherever rhs[k](i) lies in lhs's domain, lhs(-i) read as -lhs(i) for
+    negative strides. (CuTe composes a tuple rhs mode by mode, so across modes the result is
+    the by-mode one, not lhs(rhs(i)); past the domain CuTe extends lhs's coalesced last
+    mode, which a size-1 lhs coalesced to 1:0 does not keep.)"""
+    lhs = L.Layout(tuple(s for s, _ in lhs_modes), tuple(d for _, d in lhs_modes))
+    rhs = L.Layout(tuple(s for s, _ in rhs_modes), tuple(d for _, d in rhs_modes))
+    try:
+        mine = L.composition(lhs, rhs)
+    except L.LayoutError:
+        return
+    assert len(mine) == len(rhs)
+    for k in range(len(rhs)):
+        for i in range(L.size(rhs[k])):
+            j = rhs[k](i)
+            if abs(j) < L.size(lhs):
+                want = lhs(j) if j >= 0 else -lhs(-j)
+                assert mine[k](i) == want, f"{lhs} o {rhs} = {mine}: mode {k} at {i}"
