@@ -139,6 +139,16 @@ def test_options_before_the_expression(capsys: pytest.CaptureFixture[str]) -> No
         assert out.startswith("usage: tilec layout") and "make_layout(shape, stride)" in out
 
 
+def test_tv_tile_errors_point_into_the_tile(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "(4,2):(1,4)", "--tv", "(4,x)", "--table")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "<tv>:1:4: error: expected an integer, '?' or '(', found 'x'",
+        "(4,x)",
+        "   ^",
+    ]
+
+
 def test_drawing_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "(2,3,4)", "--table")
     assert code == 1 and "rank 3, pictures need rank 1 or 2" in err
