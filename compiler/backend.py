@@ -86,6 +86,10 @@ def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> s
     """
     op = _single_gpu_module(module, gpu_module)
     with module.context:
+        # "target-cpu" on each kernel names the target in the .ll, so it compiles on alone.
+        for f in op.regions[0].blocks[0].operations:
+            if f.operation.name == "llvm.func" and len(f.regions[0].blocks):
+                f.attributes["target_cpu"] = ir.StringAttr.get(arch)
         try:
             text = mlir_llvm.translate_module_to_llvmir(op)
         except Exception as err:  # the binding raises a bare Exception with MLIR's diagnostic
@@ -243,6 +247,34 @@ def ptxas_reports(ptx: str, arch: str) -> dict[str, ResourceUsage]:
     """`ptxas -v` resource usage of every function in `ptx`, by name."""
     _, log = _ptxas(ptx, arch, ["-v"])
     return parse_ptxas_verbose(log)
+
+
+RESOURCE_COLUMNS = (
+    ("registers", "registers"),
+    ("spill_stores", "spill stores B"),
+    ("spill_loads", "spill loads B"),
+    ("shared_bytes", "shared B"),
+    ("stack_frame", "stack B"),
+    ("barriers", "barriers"),
+)
+
+
+def resource_table(reports: dict[str, ResourceUsage]) -> str:
+    """`--resource-usage`: one row per kernel, a column per ptxas figure, numbers right-aligned.
+
+    kernel  registers  spill stores B  spill loads B  shared B  stack B  barriers
+    vadd           16               0              0         0        0         0
+    """
+    width = max([len("kernel"), *map(len, reports)])
+    rows = [["kernel".ljust(width), *(title for _, title in RESOURCE_COLUMNS)]]
+    for name, usage in reports.items():
+        figures = (str(getattr(usage, field)) for field, _ in RESOURCE_COLUMNS)
+        rows.append([name.ljust(width), *figures])
+    sizes = [len(title) for _, title in RESOURCE_COLUMNS]
+    return "\n".join(
+        "  ".join([row[0], *(cell.rjust(n) for cell, n in zip(row[1:], sizes, strict=True))])
+        for row in rows
+    )
 
 
 def ptxas_report(ptx: str, arch: str) -> ResourceUsage:

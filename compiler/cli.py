@@ -87,10 +87,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if banks is not None:
         print("\n".join(banks.finish(options)), file=sys.stderr)
     if args.resource_usage and artifact.stage in ("ptx",):
-        from tilec.backend import ptxas_reports
+        from tilec.backend import BackendError, ptxas_reports, resource_table
 
-        for entry, usage in ptxas_reports(artifact.value, artifact.arch).items():
-            print(f"{entry}: {usage}", file=sys.stderr)
+        try:
+            reports = ptxas_reports(artifact.value, artifact.arch)
+        except BackendError as exc:
+            raise DiagnosticError([Diagnostic("error", str(exc), None)]) from None
+        print(resource_table(reports), file=sys.stderr)
     return 0
 
 
@@ -111,10 +114,10 @@ def _verify_diagnostics(path: str, options: object) -> int:
     return 1 if problems else 0
 
 
-def cmd_layout(args: argparse.Namespace) -> int:
+def cmd_layout(argv: list[str]) -> int:
     from tilec.layout_cli import main as layout_main
 
-    return layout_main(args.rest)
+    return layout_main(argv)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -148,15 +151,24 @@ def _tile_files(inputs: list[str]) -> list[str]:
 def cmd_build(args: argparse.Namespace) -> int:
     from tilec.build import build
 
-    params, status = _parse_params(args.param), 0
-    for file in _tile_files(args.inputs):
+    params, failed = _parse_params(args.param), []
+    files = _tile_files(args.inputs)
+    for file in files:  # an input that fails is reported; the others are still built
         try:
             for bundle in build(file, args.output, params, args.arch):
                 print(f"{file}: wrote {bundle}")
         except DiagnosticError as exc:
             print_diagnostics(exc.diagnostics)
-            status = 1
-    return status
+            failed.append(file)
+        except OSError as exc:
+            print(f"{file}: error: cannot write its bundle: {exc}", file=sys.stderr)
+            failed.append(file)
+    if failed:
+        print(
+            f"tilec build: {len(failed)} of {len(files)} inputs failed: {', '.join(failed)}",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
 
 
 def _parse_sizes(items: list[str]) -> dict[str, int]:
@@ -248,13 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser(
-        "layout",
-        help="evaluate a layout expression; --table / --svg draw it",
-        add_help=False,
-    )
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_layout)
+    # Listed for --help only: main() hands `tilec layout ...` to tilec.layout_cli's own parser,
+    # so its options (--help too) may come before the expression.
+    sub.add_parser("layout", help="evaluate a layout expression; --table / --svg draw it")
 
     p = sub.add_parser(
         "build", help="precompile bundles (PTX + manifest) for machines without MLIR"
@@ -283,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["layout"]:
+        return cmd_layout(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

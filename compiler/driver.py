@@ -65,6 +65,23 @@ def _target_in_ir(module: ir.Module) -> str | None:
     return m.group(1) if m else None
 
 
+# PTX names its target in `.target sm_80`; LLVM IR in a function's "target-cpu"="sm_80".
+_TARGET_TEXT = re.compile(r'^\s*\.target\s+(sm_\w+)|"target-cpu"="(sm_\w+)"', re.M)
+
+
+def _target_in_text(text: str, path: str) -> str | None:
+    m = _TARGET_TEXT.search(text)
+    if m is None:
+        return None
+    arch = m.group(1) or m.group(2)
+    if arch not in ARCHES:
+        raise fail(
+            f"'{path}' targets {arch}, which tilec does not build for",
+            (f"targets: {', '.join(ARCHES)}; pass --arch to choose one",),
+        )
+    return arch
+
+
 def _dump(options: CompileOptions, stem: str, artifact: Artifact) -> None:
     if options.dump_dir is None:
         return
@@ -169,7 +186,9 @@ def compile_file(
         artifact = Artifact(start, module, None)
         artifact.arch = _target_in_ir(module)
     else:
-        artifact = Artifact(start, source.decode("utf-8", errors="replace"), None)
+        text = source.decode("utf-8", errors="replace")
+        arch = None if options.arch is not None else _target_in_text(text, path)
+        artifact = Artifact(start, text, arch)
     if options.arch is not None:
         artifact.arch = options.arch
     if position(artifact.stage) > position(options.emit):

@@ -7,13 +7,15 @@ from pathlib import Path
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError
 from tilec.frontend import ast
 from tilec.frontend.dump import dump_ast as _dump_node
+from tilec.frontend.expr import ExprChecker
 
 # Imported here so that `tilec.frontend.irgen` is the function, never the submodule that
 # importing it later would otherwise put in its place.
 from tilec.frontend.irgen import irgen
-from tilec.frontend.lexer import decode_source
-from tilec.frontend.parser import parse
+from tilec.frontend.lexer import decode_source, lex
+from tilec.frontend.parser import ParseError, Parser, parse
 from tilec.frontend.sema import Checked, check
+from tilec.frontend.values import Scope, V
 
 __all__ = [
     "Checked",
@@ -22,6 +24,7 @@ __all__ = [
     "check",
     "compile_to_ast_text",
     "dump_ast",
+    "evaluate_expression",
     "irgen",
     "parse_source",
     "read_source",
@@ -44,6 +47,25 @@ def parse_source(text: str, file: str) -> ast.Module:
     if diags.has_errors:
         raise DiagnosticError(sorted_by_position(diags.diagnostics))
     return module
+
+
+def evaluate_expression(text: str, file: str) -> V:
+    """The compile-time value of one kernel-language expression (`tilec layout EXPR`), checked
+    as it would be in a kernel body with no names in scope; raises DiagnosticError."""
+    diags = DiagnosticEngine()
+    parser = Parser(lex(text, file, diags), diags)
+    try:
+        parser.skip_newlines()
+        node = parser.expr()
+        parser.skip_newlines()
+        parser.expect("eof", "the end of the expression")
+    except ParseError:
+        pass
+    if not diags.has_errors:
+        value = ExprChecker(diags, file).expr(node, Scope())
+    if diags.has_errors:
+        raise DiagnosticError(sorted_by_position(diags.diagnostics))
+    return value
 
 
 def dump_ast(tree: ast.Node | Checked) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtins_scalar import SCALAR_BUILTINS
@@ -17,7 +19,9 @@ def call(c: ExprChecker, node: ast.Call, scope: Scope) -> V:
     kw = {k.name: c.expr(k.value, scope) for k in node.kwargs}
     spec = BUILTINS.get(node.func)
     if spec is None:
-        return c.error(f"unknown function '{node.func}'", node.func_span)
+        close = difflib.get_close_matches(node.func, BUILTINS, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return c.error(f"unknown function '{node.func}'{hint}", node.func_span)
     targs = [] if spec.atom_targs else [c.expr(t, scope) for t in node.targs]
     if not spec.min_args <= len(args) <= spec.max_args:
         want = (

@@ -58,6 +58,10 @@ ALGEBRA = (
     "stride",
     "get",
     "select",
+    "crd2idx",
+    "idx2crd",
+    "slice",
+    "slice_and_offset",
 )
 
 

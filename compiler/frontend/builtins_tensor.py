@@ -12,6 +12,7 @@ from tilec.frontend.expr import (
     inner,
     int_tuple,
     mode_sizes,
+    negative_stride,
     static_ints,
     top_modes,
     with_modes,
@@ -68,6 +69,14 @@ def shared(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         reuse = other.alloc.reuse or other.alloc  # the buffer that owns the memory
     if elem is None or obj is None:
         return ErrorV()
+    d = negative_stride(obj)
+    if d is not None:
+        return c.error(
+            f"a shared buffer's layout cannot have a negative stride: {obj} has stride {d}, "
+            f"so its offsets reach below the buffer's start",
+            node.args[0].span,
+            [note("reverse the order with a non-negative stride and index from the other end")],
+        )
     name = c.let_name or f"smem{len(c.allocs)}"
     alloc = Alloc(name, node.span, elem, L.cosize(inner(obj)), reuse=reuse)
     c.allocs.append(alloc)

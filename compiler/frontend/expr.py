@@ -340,12 +340,15 @@ class ExprChecker:
             )
         result = max(tensors, key=lambda t: L.product(t.logical_shape))
         # An MMA fragment holds one thread's part of its tile: it meets only its own kind.
-        frags = [(t.mma, t.block_shape) for t in tensors if t.mma is not None]
+        frag = next((t for t in tensors if t.mma is not None), None)
         for t, n in zip(operands, nodes, strict=True):
-            if frags and isinstance(t, TensorV) and (t.mma, t.block_shape) != frags[0]:
+            if frag is None or not isinstance(t, TensorV):
+                continue
+            if (t.mma, t.block_shape) != (frag.mma, frag.block_shape):
                 return self.error(
-                    "this register tensor is spread over the threads differently from the MMA "
-                    "fragment it meets: load it with load(t, like = fragment)",
+                    f"this register tensor ({spread(t)}) is spread over the threads differently "
+                    f"from the MMA fragment it meets ({spread(frag)}): load it with "
+                    "load(t, like = fragment)",
                     n.span,
                 )
         for t, n in zip(operands, nodes, strict=True):
@@ -409,6 +412,24 @@ def static_ints(v: V) -> list[int] | None:
 
 def inner(layout: object) -> L.Layout:
     return layout.inner if isinstance(layout, L.ComposedLayout) else layout
+
+
+def negative_stride(layout: object) -> int | None:
+    """The first static negative stride of a layout, if any.
+
+    Memory layouts refuse them: a buffer is sized by cosize and addressed from its base, so
+    `(64,64):(-64,1)`, whose offsets run -4032 .. 63, would be written below its start.
+    """
+    return next((d for d in L.flatten(inner(layout).stride) if L.is_int(d) and d < 0), None)
+
+
+def spread(t: TensorV) -> str:
+    """How a register tensor lies over the threads, for messages: its tile, layout and MMA."""
+    shape = L.tuple_str(t.logical_shape)
+    if t.mma is None:
+        return f"a {shape} tile {t.layout}, spread over the threads by the compiler"
+    tiling = L.tuple_str(t.mma.tiling)
+    return f"a {shape} tile of {t.mma.atom} atoms {tiling}, one thread's part {t.layout}"
 
 
 def top_modes(layout: object) -> list[L.Layout]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
-from tilec.frontend.expr import ExprChecker
+from tilec.frontend.expr import ExprChecker, negative_stride
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
@@ -212,7 +212,14 @@ class KernelChecker:
             shape = tuple(self.entries(d, a.name, "shape", [i]) for i, d in enumerate(a.dims))
             stride = row_major(shape)
         layout = self.c.make_layout(shape, stride, a.span)
-        if layout is None or elem is None:
+        d = None if layout is None else negative_stride(layout)
+        if d is not None:
+            self.diags.error(
+                f"a tensor argument's layout cannot have a negative stride: {layout} has "
+                f"stride {d}, and kernels address a tensor upwards from its base pointer",
+                a.layout.stride.span,
+            )
+        if layout is None or elem is None or d is not None:
             self.define(a.name, ErrorV(), a.span, a)
             return
         tensor = TensorV(elem, "global", layout)
@@ -236,6 +243,8 @@ class KernelChecker:
             return tuple(self.entries(x, arg, what, [*path, i]) for i, x in enumerate(node.items))
         if isinstance(node, ast.IntLit):
             return node.value
+        if isinstance(node, ast.Unary) and node.op == "-" and isinstance(node.operand, ast.IntLit):
+            return -node.operand.value  # refused as a stride by arg(), by name
         if isinstance(node, ast.Name):
             b = self.scope.lookup(node.id)
             if b is not None and isinstance(b.value, IntV) and b.value.static:

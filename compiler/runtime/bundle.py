@@ -413,6 +413,10 @@ def write_bundle(path: str | os.PathLike[str], manifest: Manifest, ptx: str) -> 
     root = Path(path)
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+    # mkdtemp makes the directory 0700; a bundle is shared like one mkdir would make (umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)
     data = manifest.to_json()
     (tmp / data["ptx"]).write_text(ptx)
     (tmp / MANIFEST_NAME).write_text(json.dumps(data, indent=2) + "\n")

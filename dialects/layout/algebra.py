@@ -1,150 +1,27 @@
-"""The CuTe layout algebra in pure Python: int-tuples, layouts, swizzles and their operations."""
+"""The CuTe layout algebra in pure Python: layouts, swizzles and their operations."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import TypeAlias
 
-
-class LayoutError(ValueError):
-    """An operation CuTe does not define, or malformed layout text (`col` is 1-based if known)."""
-
-    def __init__(self, message: str, col: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.col = col
-
-
-class _Dynamic:
-    """The `?` entry of a shape or stride: a value known only at run time."""
-
-    _instance: _Dynamic | None = None
-
-    def __new__(cls) -> _Dynamic:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "?"
-
-
-DYN = _Dynamic()
-
-IntTuple: TypeAlias = "int | _Dynamic | tuple[IntTuple, ...]"
-Coord: TypeAlias = "int | None | tuple[Coord, ...]"
-
-
-# ---------------------------------------------------------------------------------------------
-# Int-tuples: an int, or a tuple of int-tuples
-# ---------------------------------------------------------------------------------------------
-
-
-def is_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def is_tuple(x: object) -> bool:
-    return isinstance(x, tuple)
-
-
-def flatten(t: IntTuple) -> tuple:
-    """The leaves of `t`, left to right."""
-    if not is_tuple(t):
-        return (t,)
-    return tuple(leaf for sub in t for leaf in flatten(sub))
-
-
-def is_static(t: IntTuple) -> bool:
-    return all(leaf is not DYN for leaf in flatten(t))
-
-
-def product(t: IntTuple) -> int | _Dynamic:
-    """The product of the leaves; dynamic if any leaf is."""
-    leaves = flatten(t)
-    return DYN if DYN in leaves else math.prod(leaves)
-
-
-def congruent(a: IntTuple, b: IntTuple) -> bool:
-    """Same tuple structure (the profile), leaves may differ."""
-    if is_tuple(a) and is_tuple(b):
-        return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b, strict=True))
-    return not is_tuple(a) and not is_tuple(b)
-
-
-def tuple_str(t: IntTuple | None) -> str:
-    """CuTe's spelling: `(2,(3,4))`, no spaces; `_` for a slice wildcard."""
-    if t is None:
-        return "_"
-    if is_tuple(t):
-        return "(" + ",".join(tuple_str(x) for x in t) + ")"
-    return repr(t) if t is DYN else str(t)
-
-
-def tiler_str(t: object) -> str:
-    """CuTe spelling of a tiler: a tuple that may hold layouts, ints and `_`."""
-    if is_tuple(t):
-        return "(" + ",".join(tiler_str(e) for e in t) + ")"
-    return tuple_str(t) if t is None or is_int(t) or t is DYN else str(t)
-
-
-def _mul(a: int | _Dynamic, b: int | _Dynamic) -> int | _Dynamic:
-    return DYN if DYN in (a, b) else a * b
-
-
-def compact_col_major(shape: IntTuple, start: int | _Dynamic = 1) -> IntTuple:
-    """Strides of CuTe's `LayoutLeft`: the exclusive prefix product of the shape."""
-    if not is_tuple(shape):
-        return start
-    strides = []
-    for s in shape:
-        strides.append(compact_col_major(s, start))
-        for leaf in flatten(s):
-            start = _mul(start, leaf)
-    return tuple(strides)
-
-
-def shape_div(a: int, b: int) -> int:
-    """CuTe's `shape_div`: a / b when b divides a, else sign(a*b) when a divides b."""
-    if a % b == 0:
-        return a // b
-    if b % a == 0:
-        return 1 if a * b > 0 else -1
-    raise LayoutError(f"shape_div of {a} by {b} is not defined: neither divides the other")
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def idx2crd(idx: int, shape: IntTuple) -> IntTuple:
-    """Colexicographic coordinate of `idx` in `shape`; the last mode takes what is left over."""
-    if not is_tuple(shape):
-        return idx
-    crd = []
-    for i, s in enumerate(shape):
-        if i == len(shape) - 1:
-            crd.append(idx2crd(idx, s))
-            break
-        n = product(s)
-        crd.append(idx2crd(idx % n, s))
-        idx //= n
-    return tuple(crd)
-
-
-def crd2idx(crd: IntTuple, shape: IntTuple, stride: IntTuple) -> int:
-    """Inner product of a coordinate with the strides; an int coordinate is split colex first."""
-    if is_tuple(crd):
-        if not is_tuple(shape) or len(crd) != len(shape):
-            raise LayoutError(
-                f"coordinate {tuple_str(crd)} does not match shape {tuple_str(shape)}"
-            )
-        return sum(crd2idx(c, s, d) for c, s, d in zip(crd, shape, stride, strict=True))
-    if is_tuple(shape):
-        return crd2idx(idx2crd(crd, shape), shape, stride)
-    return crd * stride
-
+from tilec.dialects.layout.int_tuple import (
+    DYN,
+    Coord,
+    IntTuple,
+    LayoutError,
+    ceil_div,
+    compact_col_major,
+    congruent,
+    crd2idx,
+    flatten,
+    is_int,
+    is_static,
+    is_tuple,
+    product,
+    tiler_str,
+    tuple_str,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Layout, Swizzle, ComposedLayout
@@ -381,15 +258,16 @@ def depth(x: AnyLayout | IntTuple, *path: int) -> int:
 
 
 def cosize(x: LayoutLike, *path: int) -> int:
-    """The codomain size: the least M with L(c) < M for every coordinate c.
+    """The span of the offsets x reaches: `1 + sum((s-1) * |d|)` over its modes (CuTe's cosize).
 
-    CuTe computes `L(size-1) + 1`, right only when no stride is negative; the largest index
-    is the sum of the positive strides' reach, so that is what is computed here.
+    With no negative stride the smallest offset is 0, so this is the least M with L(c) < M
+    for every coordinate c: the size of the buffer x indexes. A negative stride reaches below
+    0: then L(c) - lo < cosize(x), where lo = sum((s-1) * d) over the negative strides is the
+    smallest offset. `(64,64):(-64,1)` reaches -4032 .. 63: cosize 4096, not 64.
     """
     x = get(_as_layout(x), *path)
     _require_static("cosize", x)
-    reach = sum((s - 1) * d for s, d in _flat_modes(x) if d > 0)
-    return reach + 1
+    return 1 + sum((s - 1) * abs(d) for s, d in _flat_modes(x))
 
 
 def select(x: Layout, *modes: int) -> Layout:
@@ -522,15 +400,24 @@ def composition(lhs: AnyLayout | Swizzle | LayoutLike, rhs: Tiler) -> AnyLayout:
 
 
 def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int, d: int) -> Layout:
-    """lhs o s:d for one mode of rhs, against lhs's coalesced modes `flat`.
+    """lhs o s:d for one mode of rhs, against lhs's coalesced modes `flat` (CuTe's fold).
 
-    The rhs mode reads lhs's indices d*0, d*1, ..., d*(s-1). First skip the lhs modes that a
-    step of d jumps over (d must be a multiple of their sizes, or split one evenly), then take
-    s indices from what remains (s must consume whole modes, or split one evenly). lhs's last
-    mode never ends, so it absorbs whatever is left: the linear extension CuTe uses.
+    The rhs mode reads lhs's indices 0, d, 2d, ..., (s-1)d. Walking lhs's modes left to right,
+    a mode whose size divides the step is jumped over whole (the step shrinks by that size);
+    a mode larger than the step holds ceil(m/d) of the s elements, and the rest continue in the
+    next mode with step 1. lhs's last mode never ends, so it absorbs whatever is left: the
+    linear extension CuTe uses. A negative d walks the same modes with negated strides.
 
-        lhs (4,8):(8,1), rhs 2:4:   4:8 | 8:1     skip 4 (d=4 eats mode 0 whole)
-                                          8:1     take 2 -> 2:1
+        lhs (4,6,8,10):(2,3,5,7), rhs 6:12:
+            4:2    12 = 4*3: jump over it, step 3
+            6:3    step 3 in a mode of 6: 2 elements, stride 3*3 = 9; 3 left, step 1
+            8:5    3 fit in a mode of 8: 3 elements, stride 5; done   ->  (2,3):(9,5)
+
+    The preconditions are CuTe's: the step is a multiple of each mode it jumps or smaller
+    than it (stride divisibility); where a mode holds fewer than what is left, that count
+    divides what is left (shape divisibility). One is tilec's own: a step that does not divide
+    the mode it lands in can only end there; CuTe carries on and returns a layout that is not
+    lhs o rhs, e.g. (3,4):(1,5) o 4:2 is 0 2 6 10, CuTe's (2,2):(2,5) is 0 2 5 7.
     """
 
     def fail(why: str) -> LayoutError:
@@ -538,40 +425,41 @@ def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int,
 
     if d == 0:
         return Layout(s, 0)
-    if d < 0:
-        raise fail(f"negative stride {d} in the right layout")
+    sign = 1 if d > 0 else -1
     *body, (_, last_d) = flat
-    rest = d
-    kept: list[tuple[int, int]] = []
-    for m, md in body:
-        if rest % m == 0:
-            rest //= m
-        elif m % rest == 0:
-            kept.append((m // rest, md * rest))
-            rest = 1
-        else:
-            raise fail(
-                f"stride {d} and mode {m}:{md} of the left layout do not divide one another "
-                "(stride divisibility condition)"
-            )
-    last_d *= rest
+    step, rest = abs(d), s
     taken: list[tuple[int, int]] = []
-    rest = s
-    for m, md in kept:
-        if rest == 1:
-            break
-        if rest % m == 0:
-            taken.append((m, md))
-            rest //= m
-        elif m % rest == 0:
-            taken.append((rest, md))
-            rest = 1
-        else:
+    for m, md in body:
+        if step % m == 0:
+            step //= m
+            continue
+        if step > m:
             raise fail(
-                f"shape {s} and mode {m}:{md} (what is left of the left layout after "
-                f"stride {d}) do not divide one another (shape divisibility condition)"
+                f"stride {step} and mode {m}:{md} of the left layout: {step} is neither a "
+                f"multiple of {m} nor less than it (stride divisibility condition)"
             )
-    taken.append((rest, last_d))
+        fit = ceil_div(m, step)
+        if rest > fit and rest % fit:
+            raise fail(
+                f"shape {rest} and mode {m}:{md} of the left layout: at stride {step} the mode "
+                f"holds {fit} elements and {fit} does not divide {rest} (shape divisibility "
+                "condition)"
+            )
+        if rest > fit and m % step:
+            raise fail(
+                f"stride {step} does not divide mode {m}:{md} of the left layout, so only "
+                f"{fit} of the {rest} elements fit in it and the rest cannot continue past it "
+                "(CuTe's result here is not the composition)"
+            )
+        if rest > 1:
+            n = min(fit, rest)
+            taken.append((n, sign * step * md))
+            rest //= n
+        step = 1
+    if not taken:
+        return Layout(rest, sign * step * last_d)
+    if rest > 1:
+        taken.append((rest, sign * step * last_d))
     return _from_modes(taken)
 
 
@@ -601,8 +489,9 @@ def complement(x: LayoutLike, cotarget: IntTuple = 1) -> Layout:
             raise LayoutError(f"complement of {x} is not defined: negative stride {d}")
         if d < cur:
             raise LayoutError(
-                f"complement of {x} is not defined: the layout is not injective "
-                f"(mode {s}:{d} starts inside the span {cur} of the modes with smaller stride)"
+                f"complement of {x} is not defined: mode {s}:{d} starts inside the span {cur} "
+                "of the modes with smaller stride (they overlap or interleave, so no layout "
+                "fills the gaps)"
             )
         shapes.append(d // cur)
         strides.append(cur)
@@ -613,7 +502,11 @@ def complement(x: LayoutLike, cotarget: IntTuple = 1) -> Layout:
 
 
 def right_inverse(x: LayoutLike) -> Layout:
-    """The largest R with x(R(i)) == i: follow x's strides 1, s0, s0*s1, ... as far as they go."""
+    """The largest R with x(R(i)) == i: follow x's strides 1, s0, s0*s1, ... as far as they go.
+
+    As in C++ CuTe, only positive strides continue the chain: `4:-1` reaches offset 1 only
+    from coordinate -1, outside its domain, so its right inverse is `1:0`.
+    """
     x = _as_layout(x)
     _require_static("right_inverse", x)
     flat = _flat_modes(coalesce(x))
@@ -621,19 +514,49 @@ def right_inverse(x: LayoutLike) -> Layout:
     modes: list[tuple[int, int]] = []
     cur = 1
     while True:
-        hit = next((i for i, (s, d) in enumerate(flat) if abs(d) == cur and s > 1), None)
+        hit = next((i for i, (s, d) in enumerate(flat) if d == cur and s > 1), None)
         if hit is None:
             break
         s, d = flat[hit]
-        modes.append((s, compact[hit] if d > 0 else -compact[hit]))
-        cur = s * abs(d)
+        modes.append((s, compact[hit]))
+        cur = s * d
     return _from_modes(modes)
 
 
 def left_inverse(x: LayoutLike) -> Layout:
-    """An L with L(x(i)) == i: the right inverse of x completed by its complement."""
+    """An L with L(x(i)) == i, built from x's modes in order of increasing stride (CuTe's).
+
+    Each stride must be a multiple of the next smaller one (CuTe's left inverse divisibility
+    condition): `(4,16):(3,8)` is injective, yet 8 is not a multiple of 3, so no layout
+    inverts it.
+
+        x = (4,2):(2,1):  by stride, 2:1 then 4:2
+                          L = (1,2,4):(0,4,1)  ->  coalesced (2,4):(4,1)
+    """
     x = _as_layout(x)
-    return right_inverse(make_layout(x, complement(x)))
+    _require_static("left_inverse", x)
+    flat = _flat_modes(coalesce(x))
+    prefix = flatten(compact_col_major(tuple(s for s, _ in flat)))
+    order = sorted(range(len(flat)), key=lambda i: flat[i][1])
+    shapes: list[int] = []
+    strides: list[int] = [0]
+    below = 1
+    for i in order:
+        d = flat[i][1]
+        if d == 0:
+            continue
+        if d < 0:
+            raise LayoutError(f"left_inverse of {x} is not defined: negative stride {d}")
+        if d % below:
+            raise LayoutError(
+                f"left_inverse of {x} is not defined: stride {d} is not a multiple of the "
+                f"next smaller stride {below} (left inverse divisibility condition)"
+            )
+        shapes.append(d // below)
+        strides.append(prefix[i])
+        below = d
+    shapes.append(flat[order[-1]][0])
+    return coalesce(Layout(tuple(shapes), tuple(strides)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -840,12 +763,13 @@ def upcast(x: AnyLayout | LayoutLike, n: int) -> AnyLayout:
             return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
         if d == 0:
             return s, d
-        try:
-            return shape_div(s, shape_div(n, abs(d))), shape_div(d, n)
-        except LayoutError:
+        if d % n and n % d:
             raise LayoutError(
-                f"upcast of {x} by {n} is not defined: mode {s}:{d} does not divide evenly"
-            ) from None
+                f"upcast of {x} by {n} is not defined: the stride of mode {s}:{d} and {n} "
+                "do not divide one another (divisibility condition)"
+            )
+        sign = 1 if d > 0 else -1
+        return ceil_div(s, ceil_div(n, abs(d))), sign * ceil_div(abs(d), n)
 
     return Layout(*up(x.shape, x.stride))
 
@@ -856,6 +780,11 @@ def downcast(x: AnyLayout | LayoutLike, n: int) -> AnyLayout:
         return _recast_swizzled("downcast", x, n, False)
     x = _as_layout(x)
     _require_static("downcast", x)
+    if 1 not in flatten(x.stride):
+        raise LayoutError(
+            f"downcast of {x} by {n} is not defined: no mode has stride 1, so no elements "
+            "are adjacent to split"
+        )
 
     def down(s: IntTuple, d: IntTuple) -> tuple[IntTuple, IntTuple]:
         if is_tuple(s):

@@ -9,12 +9,12 @@ from tilec.dialects.layout.algebra import (
     IntTuple,
     Layout,
     LayoutError,
-    idx2crd,
     product,
     rank,
     size,
     tuple_str,
 )
+from tilec.dialects.layout.int_tuple import idx2crd
 
 # Eight light colours, as in CuTe's print_latex: neighbouring threads/indices stay apart.
 PALETTE = (

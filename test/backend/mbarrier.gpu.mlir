@@ -25,7 +25,8 @@
 // PTX-NOT: __nv_
 // PTX: ret;
 
-// RES: name='mbar_vec', {{.*}}spill_stores=0, spill_loads=0, shared_bytes=8
+// RES:      kernel registers spill stores B spill loads B shared B stack B barriers
+// RES-NEXT: mbar_vec {{[0-9]+}} 0 0 8
 
 !barrier = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {

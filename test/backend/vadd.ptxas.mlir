@@ -5,7 +5,8 @@
 // RUN: tilec compile %S/vadd.gpu.mlir --arch sm_90a --ptx-via mlir -o %t.ptx
 // RUN: ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=MLIR
 
-// CHECK: ResourceUsage(name='vadd', registers={{[0-9]+}}, spill_stores=0, spill_loads=0, shared_bytes=0, stack_frame=0
+// CHECK:      kernel registers spill stores B spill loads B shared B stack B barriers
+// CHECK-NEXT: vadd {{[0-9]+}} 0 0 0 0 0
 
 // MLIR: Compiling entry function 'vadd' for 'sm_90a'
 // MLIR: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

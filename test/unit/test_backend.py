@@ -168,4 +168,49 @@ def test_cli_resources(capsys: pytest.CaptureFixture[str]) -> None:
     from tilec.cli import main
 
     assert main(["compile", str(VADD), "--arch", "sm_80", "--resource-usage", "-o", "-"]) == 0
-    assert "name='vadd'" in capsys.readouterr().err
+    head, row = capsys.readouterr().err.splitlines()[-2:]
+    assert (
+        head.split()
+        == "kernel registers spill stores B spill loads B shared B stack B barriers".split()
+    )
+    assert row.split()[0] == "vadd" and row.split()[2:] == ["0", "0", "0", "0", "0"]
+    assert len(head) == len(row)  # columns line up
+
+
+def test_resource_table_aligns_columns() -> None:
+    reports = {
+        "k": backend.ResourceUsage("k", registers=255, spill_stores=1024, barriers=1),
+        "long_kernel_name": backend.ResourceUsage("long_kernel_name", registers=8),
+    }
+    assert backend.resource_table(reports).splitlines() == [
+        "kernel            registers  spill stores B  spill loads B  shared B  stack B  barriers",
+        "k                       255            1024              0         0        0         1",
+        "long_kernel_name          8               0              0         0        0         0",
+    ]
+
+
+def test_ll_and_ptx_inputs_name_their_target(tmp_path: Path) -> None:
+    """No --arch needed: the .ll carries "target-cpu", the PTX its `.target` directive."""
+    from tilec.diagnostics import DiagnosticError
+    from tilec.driver import CompileOptions, compile_file
+
+    ll = compile_file(str(VADD), CompileOptions(emit="llvm", arch="sm_90a", start="gpu")).value
+    assert '"target-cpu"="sm_90a"' in ll
+    (tmp_path / "k.ll").write_text(ll)
+    ptx = compile_file(str(tmp_path / "k.ll"), CompileOptions(emit="ptx"))
+    assert ptx.arch == "sm_90a" and "\n.target sm_90a" in ptx.value
+    (tmp_path / "k.ptx").write_text(ptx.value.replace(".target sm_90a", ".target sm_80"))
+    assert compile_file(str(tmp_path / "k.ptx"), CompileOptions(emit="ptx")).arch == "sm_80"
+    # --arch still wins over the file
+    assert compile_file(
+        str(tmp_path / "k.ptx"), CompileOptions(emit="ptx", arch="sm_90a")
+    ).arch == ("sm_90a")
+    (tmp_path / "old.ptx").write_text(".version 7.0\n.target sm_75\n")
+    with pytest.raises(DiagnosticError) as info:
+        compile_file(str(tmp_path / "old.ptx"), CompileOptions(emit="cubin"))
+    assert info.value.diagnostics[0].message.endswith(
+        "targets sm_75, which tilec does not build for"
+    )
+    (tmp_path / "bare.ll").write_text(ll.replace('"target-cpu"="sm_90a"', ""))
+    with pytest.raises(DiagnosticError, match="no target"):
+        compile_file(str(tmp_path / "bare.ll"), CompileOptions(emit="ptx"))

@@ -126,3 +126,26 @@ def test_build_cli_reports_a_missing_file(capsys) -> None:  # noqa: ANN001
 
     assert main(["build", "no/such.tile", "-o", "build/never"]) == 1
     assert "error: cannot read 'no/such.tile'" in capsys.readouterr().err
+
+
+def test_build_reports_failures_and_still_builds_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from tilec.cli import main
+
+    bad = tmp_path / "bad.tile"
+    bad.write_text("kernel k( {\n}\n")
+    out = tmp_path / "bundles"
+    old = os.umask(0o022)
+    try:
+        code = main(["build", str(bad), str(EXAMPLES / "vadd.tile"), "-o", str(out)])
+    finally:
+        os.umask(old)
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert f"{bad}:1:" in err  # the failure, located
+    assert err.rstrip().splitlines()[-1] == f"tilec build: 1 of 2 inputs failed: {bad}"
+    assert (out / "vadd" / "manifest.json").is_file()  # built after the failure
+    assert (out / "vadd").stat().st_mode & 0o777 == 0o755  # not mkdtemp's 0700

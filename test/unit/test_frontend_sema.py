@@ -203,3 +203,21 @@ def test_algebra_results_beyond_64_bits_are_errors() -> None:
     assert errors(f"let n = size(({2**62}, 4))") == [
         "k.tile:2:9: error: size here gives an integer beyond 64 bits"
     ]
+
+
+def test_negative_strides_in_memory_layouts_are_located_errors() -> None:
+    """cosize((64,64):(-64,1)) is 4096 offsets from -4032: a buffer from its base cannot hold it."""
+    assert errors("let b = shared<f16>((64, 64):(-64, 1))") == [
+        "k.tile:2:21: error: a shared buffer's layout cannot have a negative stride: "
+        "(64,64):(-64,1) has stride -64, so its offsets reach below the buffer's start"
+    ]
+    src = "kernel k(A: f16[(M, K):(K, -1)]) grid(1) threads(128) target(sm_80) {\n}\n"
+    with pytest.raises(DiagnosticError) as info:
+        check(parse_source(src, "k.tile"), {})
+    assert [d.header() for d in info.value.diagnostics] == [
+        "k.tile:1:24: error: a tensor argument's layout cannot have a negative stride: "
+        "(?,?):(?,-1) has stride -1, and kernels address a tensor upwards from its base pointer"
+    ]
+    # non-negative strides, stride 0 included, still compile; cosize sizes the buffer
+    assert value_of("let b = shared<f16>((64, 64):(1, 64))", "b").alloc.cosize == 4096
+    assert value_of("let b = shared<f16>((4, 64):(0, 1))", "b").alloc.cosize == 64

@@ -65,10 +65,14 @@ def test_idx2crd_crd2idx() -> None:
 
 
 def test_cosize_with_negative_strides() -> None:
-    """CuTe's L(size-1)+1 (pycute too) is wrong here; the largest index is what bounds memory."""
-    assert L.cosize(P("4:-1")) == 1  # indices 0 -1 -2 -3
-    assert L.cosize(P("(4,2):(-1,4)")) == 5  # largest index 0 + 4
-    assert L.cosize(P("(4,2):(1,-4)")) == 4
+    """The span of the offsets (C++ CuTe's coshape); pycute's L(size-1)+1 is no bound here."""
+    assert L.cosize(P("4:-1")) == 4  # offsets 0 -1 -2 -3
+    assert L.cosize(P("(4,2):(-1,4)")) == 8  # offsets -3 .. 4
+    assert L.cosize(P("(4,2):(1,-4)")) == 8  # offsets -4 .. 3
+    assert L.cosize(P("(64,64):(-64,1)")) == 4096  # offsets -4032 .. 63
+    for x in (P("(4,2):(-1,4)"), P("(3,(2,5)):(7,(-1,-3))"), P("(64,64):(-64,1)")):
+        offsets = [x(i) for i in range(L.size(x))]
+        assert L.cosize(x) == max(offsets) - min(offsets) + 1
 
 
 def test_make_layout_and_ordered() -> None:
@@ -137,12 +141,16 @@ def test_complement_from_cute_docs(x: str, expected: str) -> None:
     assert L.complement(P(x), 24) == P(expected)
 
 
-def test_complement_of_non_injective_layout_raises() -> None:
+def test_complement_of_overlapping_modes_raises() -> None:
     """pycute returns a layout with a 0 in its shape; CuTe C++ rejects it."""
-    with pytest.raises(L.LayoutError, match=r"complement of \(2,2\):\(1,1\) .*not injective"):
+    with pytest.raises(L.LayoutError, match=r"complement of \(2,2\):\(1,1\) .*span 2"):
         L.complement(P("(2,2):(1,1)"))
-    with pytest.raises(L.LayoutError, match=r"\(4,2\):\(1,2\) is not defined.*not injective"):
+    with pytest.raises(L.LayoutError, match=r"\(4,2\):\(1,2\) is not defined.*span 4"):
         L.complement(P("(4,2):(1,2)"), 16)
+    # injective, but its modes interleave: the message must not call it non-injective
+    with pytest.raises(L.LayoutError, match=r"mode 2:3 starts inside the span 6") as err:
+        L.complement(P("(3,2):(2,3)"))
+    assert "injective" not in str(err.value)
 
 
 def test_right_inverse_with_stride_zero_mode() -> None:
@@ -154,7 +162,12 @@ def test_right_inverse_with_stride_zero_mode() -> None:
 
 def test_inverses() -> None:
     assert L.right_inverse(P("(4,8):(8,1)")) == P("(8,4):(4,1)")
-    assert L.right_inverse(P("4:-1")) == P("4:-1")
+    # a negative stride reaches offsets only from outside the domain (C++ CuTe agrees), so
+    # it neither extends a right inverse nor a common vector
+    assert L.right_inverse(P("4:-1")) == P("1:0")
+    assert L.right_inverse(P("(4,8):(1,-4)")) == P("4:1")
+    assert L.max_common_vector(P("4:-1"), P("4:-1")) == 1
+    assert L.max_common_vector(P("(4,8):(-1,4)"), P("(4,8):(-1,4)")) == 1
     assert L.left_inverse(P("(4,2):(2,1)")) == P("(2,4):(4,1)")
     x = P("(2,3):(3,1)")
     assert [L.left_inverse(x)(x(i)) for i in range(6)] == list(range(6))
@@ -268,6 +281,32 @@ def test_max_common_vector_and_layout() -> None:
     assert L.max_common_layout(rm, rm) == P("(64,8):(8,1)")
 
 
+def test_cute_preconditions() -> None:
+    """C++ CuTe's conditions, not stricter ones (test_layout_cute.py runs CuTe itself)."""
+    # shape divisibility lets the last mode taken be cut short: 3 of mode 8:5
+    assert L.composition(P("(4,6,8,10):(2,3,5,7)"), P("6:12")) == P("(2,3):(9,5)")
+    # stride divisibility allows a step smaller than the mode when the elements end there
+    assert L.composition(P("(3,8):(8,1)"), P("2:2")) == P("2:16")
+    assert L.composition(P("4:1"), P("2:-1")) == P("2:-1")
+    assert L.composition(P("(4,8):(1,5)"), P("4:-2")) == P("(2,2):(-2,-5)")
+    # left_inverse: each stride a multiple of the next smaller one
+    x = P("(4,16):(1,8)")
+    assert [L.left_inverse(x)(x(i)) for i in range(L.size(x))] == list(range(L.size(x)))
+    assert L.upcast(P("3:1"), 2) == P("2:1")  # the partial last vector rounds up
+    assert L.upcast(P("(3,8):(1,-1)"), 2) == P("(2,4):(1,-1)")
+
+
+def test_int_tuple_functions() -> None:
+    assert L.shape_div((4, 5, 6), 40) == (1, 1, 3)
+    assert L.shape_div((4, 5), (2, 5)) == (2, 1)
+    assert L.shape_div(6, (2, 3)) == 1
+    assert L.shape_div(2, 8) == 1
+    assert L.shape_div((2, 8), 4) == (1, 4)
+    assert L.inner_product((1, (2, 3)), (4, (5, 6))) == 32
+    assert L.inner_product(3, -4) == -12
+    assert L.is_int(3) and not L.is_int(True) and not L.is_int((3,)) and not L.is_int(L.DYN)
+
+
 def test_upcast_downcast() -> None:
     assert L.upcast(P("(8,64):(64,1)"), 8) == P("(8,8):(8,1)")
     assert L.downcast(P("(8,8):(8,1)"), 8) == P("(8,64):(64,1)")
@@ -363,11 +402,11 @@ def test_composed_layout_call_and_str() -> None:
         (
             lambda: L.composition(P("(8,32):(32,1)"), P("(3,4):(1,3)")),
             r"composition of \(8,32\):\(32,1\) with \(3,4\):\(1,3\) is not defined: "
-            r"shape 3 and mode 8:32 .* \(shape divisibility condition\)",
+            r"shape 4 and mode 8:32 .* \(shape divisibility condition\)",
         ),
         (
-            lambda: L.composition(P("(3,8):(8,1)"), P("2:2")),
-            r"composition of \(3,8\):\(8,1\) with 2:2 .*stride 2 and mode 3:8 .*"
+            lambda: L.composition(P("(2,8):(1,5)"), P("2:3")),
+            r"composition of \(2,8\):\(1,5\) with 2:3 .*stride 3 and mode 2:1 .*"
             r"\(stride divisibility condition\)",
         ),
         (
@@ -391,18 +430,23 @@ def test_composed_layout_call_and_str() -> None:
             r"tiled_product of 8:1 .*rank 1",
         ),
         (lambda: L.coalesce(P("8:1"), (1, 1)), r"coalesce of 8:1 .*the profile has 2 modes"),
-        (lambda: L.complement(P("(2,2):(1,1)")), r"not injective"),
+        (lambda: L.complement(P("(2,2):(1,1)")), r"overlap or interleave"),
         (lambda: L.complement(P("4:-1")), r"complement of 4:-1 .*negative stride"),
         (lambda: L.complement(P("4:1"), 0), r"cotarget 0"),
-        (lambda: L.left_inverse(P("(2,2):(1,1)")), r"not injective"),
+        (
+            lambda: L.left_inverse(P("(4,1,16):(3,0,8)")),
+            r"left_inverse of \(4,1,16\):\(3,0,8\) is not defined: stride 8 is not a multiple "
+            r"of the next smaller stride 3 \(left inverse divisibility condition\)",
+        ),
+        (lambda: L.left_inverse(P("4:-1")), r"left_inverse of 4:-1 .*negative stride -1"),
         (
             lambda: L.tile_to_shape(P("(8,8):(8,1)"), (12, 64)),
             r"tile_to_shape of \(8,8\):\(8,1\) to \(12,64\) .*block size 8 does not divide "
             r"target size 12 in mode 0",
         ),
         (lambda: L.tile_to_shape(P("(2,2,2)"), (4, 4)), r"block has rank 3, more than .* 2"),
-        (lambda: L.upcast(P("3:1"), 2), r"upcast of 3:1 by 2 .*mode 3:1"),
-        (lambda: L.upcast(P("4:3"), 2), r"upcast of 4:3 by 2"),
+        (lambda: L.upcast(P("4:3"), 2), r"upcast of 4:3 by 2 .*mode 4:3 .*divisibility condition"),
+        (lambda: L.downcast(P("(4,8):(2,8)"), 2), r"downcast of .* no mode has stride 1"),
         (
             lambda: L.upcast(P("Sw<3,3,3> o (8,64):(64,1)"), 16),
             r"upcast of Sw<3,3,3> o 0 o \(8,64\):\(64,1\) by 16 .*keeps only 8 elements together",
@@ -422,11 +466,40 @@ def test_composed_layout_call_and_str() -> None:
             lambda: L.composition(P("(?,8)", allow_dynamic=True), P("2:1")),
             r"composition of \(\?,8\):\(1,\?\) needs a static layout",
         ),
-        (lambda: L.composition(P("4:1"), P("2:-1")), r"negative stride -1"),
         (lambda: L.make_ordered_layout((2, 4), (0,)), r"order \(0\) does not match"),
-        (lambda: L.shape_div(3, 2), r"shape_div of 3 by 2"),
+        (lambda: L.shape_div(3, 2), r"shape_div of 3 by 2 .*\(divisibility condition\)"),
+        (lambda: L.shape_div((2, 3), (1, 1, 1)), r"shape_div of \(2,3\) by \(1,1,1\) .*rank"),
+        (lambda: L.inner_product((2, 3), 4), r"inner_product of \(2,3\) and 4 .*not congruent"),
     ],
 )
 def test_errors(call: object, pattern: str) -> None:
     with pytest.raises(L.LayoutError, match=pattern):
         call()
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 12)), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(-12, 12)), min_size=1, max_size=2),
+)
+def test_composition_is_the_composition_or_raises(
+    lhs_modes: list[tuple[int, int]], rhs_modes: list[tuple[int, int]]
+) -> None:
+    """No silent wrong answers: each mode k of what composition returns is the function
+    i -> lhs(rhs[k](i)) wherever rhs[k](i) lies in lhs's domain, lhs(-i) read as -lhs(i) for
+    negative strides. (CuTe composes a tuple rhs mode by mode, so across modes the result is
+    the by-mode one, not lhs(rhs(i)); past the domain CuTe extends lhs's coalesced last
+    mode, which a size-1 lhs coalesced to 1:0 does not keep.)"""
+    lhs = L.Layout(tuple(s for s, _ in lhs_modes), tuple(d for _, d in lhs_modes))
+    rhs = L.Layout(tuple(s for s, _ in rhs_modes), tuple(d for _, d in rhs_modes))
+    try:
+        mine = L.composition(lhs, rhs)
+    except L.LayoutError:
+        return
+    assert len(mine) == len(rhs)
+    for k in range(len(rhs)):
+        for i in range(L.size(rhs[k])):
+            j = rhs[k](i)
+            if abs(j) < L.size(lhs):
+                want = lhs(j) if j >= 0 else -lhs(-j)
+                assert mine[k](i) == want, f"{lhs} o {rhs} = {mine}: mode {k} at {i}"

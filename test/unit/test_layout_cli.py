@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tilec import layout as L
 from tilec.layout_cli import main
@@ -28,7 +32,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         ("blocked_product((2,2):(1,2), (3,4))", "((2,3),(2,4)):((1,4),(2,12))"),
         ("raked_product((2,2):(1,2), (3,4))", "((3,2),(4,2)):((4,1),(12,2))"),
         ("swizzle<3,3,3> o (8,64):(64,1)", "Sw<3,3,3> o 0 o (8,64):(64,1)"),
-        ("Sw<3,3,3> o 0 o (8,64):(64,1)", "Sw<3,3,3> o 0 o (8,64):(64,1)"),
         (
             "tile_to_shape(swizzle<3,3,3> o (8,64):(64,1), (128,64))",
             "Sw<3,3,3> o 0 o (128,64):(64,1)",
@@ -79,19 +82,22 @@ def test_tv_table_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
         (
             "composition((8,32):(32,1), (3,4):(1,3))",
             1,
-            "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 3",
+            "composition of (8,32):(32,1) with (3,4):(1,3) is not defined: shape 4",
         ),
-        ("size(complement((2,2):(1,1)))", 6, "not injective"),
+        ("size(complement((2,2):(1,1)))", 6, "starts inside the span 2"),
         ("compositon(8:1, 2)", 1, "unknown function 'compositon' (did you mean 'composition'?)"),
-        ("composition((4,8):(8,1), (2,2):(1,4)", 37, "expected ',' or ')', found end of input"),
-        ("coalesce(8:1, 1, 2, 3)", 1, "bad arguments for coalesce(x, profile)"),
+        ("composition((4,8):(8,1), (2,2):(1,4)", 37, "expected ',' or ')', found end of file"),
+        ("coalesce(8:1, 1, 2)", 1, "coalesce: invalid arguments"),
         ("(2,4):(1,(2,3))", 1, "shape (2,4) and stride (1,(2,3)) are not congruent"),
-        ("8:1 $", 5, "unexpected character '$'"),
-        ("((2:1),4):(1,2)", 1, "a layout's shape holds only integers"),
+        ("8:1 $", 5, "invalid character '$'"),
+        ("((2:1),4):(1,2)", 1, "a layout's shape and stride must be integers or tuples of them"),
         ("swizzle<3,3,2> o 8:1", 1, "|S| must be at least B"),
-        ("(?,8)", 2, "expected an expression, found '?'"),
-        ("", 1, "expected an expression, found end of input"),
+        ("(?,8)", 2, "invalid character '?'"),
+        ("", 1, "expected an expression, found end of file"),
         ("logical_divide(8:1 4)", 20, "expected ',' or ')', found '4'"),
+        ("Sw<3,3,3> o 0 o (8,64):(64,1)", 3, "expected the end of the expression, found '<'"),
+        ("1.5", 1, "tilec layout prints layouts, int-tuples and `_`, not a float"),
+        ("  M", 3, "undefined name 'M'"),
     ],
 )
 def test_errors_point_at_the_column(
@@ -99,12 +105,48 @@ def test_errors_point_at_the_column(
 ) -> None:
     code, out, err = run(capsys, expr)
     assert (code, out) == (1, "")
-    first, line, caret = err.splitlines()
+    first, line, caret = err.splitlines()[:3]
     assert first.startswith(f"<expr>:1:{col}: error: ")
     assert message in first
     assert line == expr
-    assert caret == " " * (col - 1) + "^"
+    assert re.fullmatch(" " * (col - 1) + r"\^~*", caret)
     assert "Traceback" not in err
+
+
+def test_make_layout_means_what_it_means_in_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    """One parser for both: make_layout(shape, stride), never "join two layouts"."""
+    from tilec.frontend import check, parse_source
+
+    assert run(capsys, "make_layout((4,8), (8,1))") == (0, "(4,8):(8,1)\n", "")
+    src = "kernel k() grid(1) threads(32) target(sm_80) {\n  let l = make_layout((4,8), (8,1))\n}\n"
+    checked = check(parse_source(src, "k.tile"), {})
+    let = checked.module.kernels[0].body[0]
+    assert str(checked.values[id(let.value)].obj) == "(4,8):(8,1)"
+    # the layout CLI's own parser is gone: the printed form Sw<...> o 0 o ... is not input
+    import tilec.layout_cli as cli
+
+    assert not hasattr(cli, "ExprParser") and not hasattr(cli, "FUNCTIONS")
+
+
+def test_options_before_the_expression(capsys: pytest.CaptureFixture[str]) -> None:
+    from tilec.cli import main as tilec_main
+
+    assert tilec_main(["layout", "--table", "(2,3):(3,1)"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["(2,3):(3,1)", "      0   1   2"]
+    for flag in ("--help", "-h"):
+        assert tilec_main(["layout", flag]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: tilec layout") and "make_layout(shape, stride)" in out
+
+
+def test_tv_tile_errors_point_into_the_tile(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "(4,2):(1,4)", "--tv", "(4,x)", "--table")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "<tv>:1:4: error: expected an integer, '?' or '(', found 'x'",
+        "(4,x)",
+        "   ^",
+    ]
 
 
 def test_drawing_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -213,3 +255,26 @@ def test_doc_examples_are_true(
 
 def test_doc_has_examples() -> None:
     assert len(_doc_examples()) >= 30
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    st.sampled_from(sorted({shlex.split(cmd)[3] for cmd, _ in _doc_examples()})),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 999), st.sampled_from("(),:_o<>?-1 "))),
+)
+def test_mutated_expressions_are_values_or_located_errors(
+    expr: str, edits: list[tuple[int, int, str]]
+) -> None:
+    """Any EXPR prints a value (exit 0) or located errors (exit 1), never a traceback."""
+    text = expr
+    for kind, i, ch in edits:
+        i %= len(text) + 1
+        text = text[:i] + ch + text[i:] if kind == 0 else text[:i] + text[i + 1 :]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([text])
+    assert code in (0, 1)
+    if code == 1:
+        assert re.match(r"<expr>:1:\d+: error: ", err.getvalue()), err.getvalue()
+    else:
+        assert out.getvalue() and not err.getvalue()

@@ -11,6 +11,7 @@ from mlir import ir
 
 from tilec.context import make_context
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.int_tuple import idx2crd
 from tilec.pipeline import run_pipeline
 
 ARITH = {
@@ -125,7 +126,7 @@ def test_lowered_apply_and_crd2idx_match_the_algebra(seed: int) -> None:
         expected_fn = A.composition(swizzle, layout) if swizzle is not None else layout
         flat_shape = A.flatten(layout.shape)
         for i in range(A.size(layout)):
-            crd = A.idx2crd(i, flat_shape)
+            crd = idx2crd(i, flat_shape)
             crd = crd if isinstance(crd, tuple) else (crd,)
             got = interpret(func, [*dyn_values, i, *crd])
             assert got == [expected_fn(i), expected_fn(i), A.size(layout)], (spec, swizzle, i)
