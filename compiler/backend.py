@@ -16,19 +16,13 @@ from mlir import ir, passmanager
 from mlir.dialects import llvm as mlir_llvm
 
 from tilec.stages import LLVM_PIPELINE, NVVM_PIPELINE
+from tilec.targets import TABLE
 
 STAGE_PIPELINES: dict[str, str] = {"nvvm": NVVM_PIPELINE, "llvm": LLVM_PIPELINE}
 GPU_TO_LLVM_PIPELINE = f"builtin.module({NVVM_PIPELINE}, {LLVM_PIPELINE})"
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# PTX ISA 8.0 is what MLIR's NVVM target declares too; driver 580 and ptxas 13 accept it.
-ARCH_FEATURES: dict[str, str] = {
-    "sm_80": "+ptx80",
-    "sm_86": "+ptx80",
-    "sm_89": "+ptx80",
-    "sm_90": "+ptx80",
-    "sm_90a": "+ptx80",
-}
+ARCH_FEATURES: dict[str, str] = {name: t.ptx_features for name, t in TABLE.items()}
 
 
 class BackendError(RuntimeError):

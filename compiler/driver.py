@@ -14,8 +14,9 @@ from tilec.context import make_context
 from tilec.diagnostics import Diagnostic, DiagnosticError
 from tilec.pipeline import PipelineError, run_pipeline
 from tilec.stages import BY_KEY, STAGES, position, stage_of_input
+from tilec.targets import TARGETS
 
-ARCHES = ("sm_80", "sm_90a")
+ARCHES = TARGETS
 
 
 @dataclass
