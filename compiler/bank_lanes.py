@@ -106,20 +106,27 @@ class BlockLanes:
             e = self.exprs[v] = expr_of(v)
         return e
 
-    def height(self, v: ir.Value, depth: int = 0) -> int:
-        """The longest operand chain below `v`, counted up to max_depth + 1 at most.
+    def height(self, root: ir.Value) -> int:
+        """The longest operand chain below `root` (in ops; a leaf is 0), exact and memoised.
 
         The per-thread evaluator gives up on a value it first meets deeper than max_depth;
-        it can only meet one that deep when some chain is that long.
+        it can only meet one that deep when some chain is that long. An explicit stack, so a
+        chain of any length is measured without recursion.
         """
-        if v in self.heights:
-            return self.heights[v]
-        if depth > self.max_depth:
-            return self.max_depth + 1
-        below = [self.height(a, depth + 1) for a in self.expr(v).args]
-        h = min(self.max_depth + 1, 1 + max(below, default=-1))
-        self.heights[v] = h
-        return h
+        stack = [root]
+        while stack:
+            v = stack[-1]
+            if v in self.heights:
+                stack.pop()
+                continue
+            args = self.expr(v).args
+            todo = [a for a in args if a not in self.heights]
+            if todo:
+                stack.extend(todo)
+                continue
+            self.heights[v] = 1 + max((self.heights[a] for a in args), default=-1)
+            stack.pop()
+        return self.heights[root]
 
     def addresses(self, pointer: ir.Value, ivs: dict[ir.Value, int]) -> np.ndarray:
         """The pointer's value in every lane under the loop binding `ivs` (or Fallback)."""

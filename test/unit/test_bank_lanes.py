@@ -115,3 +115,36 @@ def test_warp_conflict_is_bank_conflict(addresses: list[int], width: int, blocks
     moved = [a + 128 * blocks for a in addresses]
     assert banks.warp_conflict(moved, width) == banks.bank_conflict(addresses, width)
     assert banks.warp_conflict(addresses, width) == banks.bank_conflict(moved, width)
+
+
+def deep_kernel(links: int) -> str:
+    chain = "\n".join(f"    %a{i + 1} = arith.addi %a{i}, %c4 : index" for i in range(links))
+    return f"""
+gpu.module @m {{
+  llvm.mlir.global internal @smem() {{addr_space = 3 : i32, alignment = 16 : i64}}
+    : !llvm.array<2048 x f32>
+  gpu.func @k() kernel attributes {{known_block_size = array<i32: 32, 1, 1>}} {{
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    %a0 = gpu.thread_id x
+    %c4 = arith.constant 4 : index
+{chain}
+    %i = arith.index_cast %a{links} : index to i64
+    %p = llvm.getelementptr %base[%i] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, f32
+    %v = llvm.load %p : !llvm.ptr<3> -> f32
+    gpu.return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("links", "unknown"), [(150, False), (300, True)])
+def test_deep_chains_agree(links: int, unknown: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past MAX_DEPTH the per-thread evaluator gives up; the all-threads one hands such an
+    # expression to it rather than answering where it would not.
+    [(fast, slow)] = both_ways(deep_kernel(links), monkeypatch)
+    assert same(fast, slow)
+    assert bool(fast.unknown) == unknown
+    if unknown:
+        assert "deeper than the analysis follows" in fast.unknown
+    else:
+        assert fast.conflict == banks.Conflict(1, 0, 0, (8,))  # word t + 600: bank 0 is lane 8
