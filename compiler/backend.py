@@ -10,25 +10,22 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import llvmlite.binding as llvm
 from mlir import ir, passmanager
 from mlir.dialects import llvm as mlir_llvm
 
 from tilec.stages import LLVM_PIPELINE, NVVM_PIPELINE
+from tilec.targets import TABLE
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 STAGE_PIPELINES: dict[str, str] = {"nvvm": NVVM_PIPELINE, "llvm": LLVM_PIPELINE}
 GPU_TO_LLVM_PIPELINE = f"builtin.module({NVVM_PIPELINE}, {LLVM_PIPELINE})"
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# PTX ISA 8.0 is what MLIR's NVVM target declares too; driver 580 and ptxas 13 accept it.
-ARCH_FEATURES: dict[str, str] = {
-    "sm_80": "+ptx80",
-    "sm_86": "+ptx80",
-    "sm_89": "+ptx80",
-    "sm_90": "+ptx80",
-    "sm_90a": "+ptx80",
-}
+ARCH_FEATURES: dict[str, str] = {name: t.ptx_features for name, t in TABLE.items()}
 
 
 class BackendError(RuntimeError):
@@ -68,8 +65,17 @@ def _single_gpu_module(module: ir.Module, name: str | None) -> ir.Operation:
 
 
 @cache
+def _llvm() -> Any:
+    """llvmlite's binding, imported when first needed: loading its LLVM takes 60-300 ms that
+    a compile stopping before the `llvm` stage (most lit tests) does not need."""
+    import llvmlite.binding
+
+    return llvmlite.binding
+
+
 def _target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
     features = _check_arch(arch)
+    llvm = _llvm()
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     # 32-bit shared (and local, const) pointers: a shared address then takes one register, not
@@ -121,6 +127,7 @@ def _link_libdevice(mod: llvm.ModuleRef) -> None:
     wanted = {f.name for f in mod.functions if f.is_declaration and f.name.startswith("__nv_")}
     if not wanted:
         return
+    llvm = _llvm()
     path = libdevice_path()
     if path is None:
         raise BackendError(
@@ -138,6 +145,7 @@ def _link_libdevice(mod: llvm.ModuleRef) -> None:
 def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
     """PTX for `arch` from LLVM IR text: parse, verify, optimise (new pass manager), emit."""
     tm = _target_machine(arch, opt_level)
+    llvm = _llvm()
     try:
         mod = llvm.parse_assembly(llvm_ir)
         mod.verify()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlir import ir
 
 from tilec import binding
+from tilec.bank_lanes import BlockLanes, Fallback
+from tilec.bank_ops import ARRAY, BINARY, CMP, DIMS, PASS_THROUGH, type_bytes
 from tilec.diagnostics import Span
 
 BANKS = 32  # shared memory has 32 banks ...
@@ -60,74 +63,20 @@ def bank_conflict(addresses: Sequence[int], width: int) -> Conflict:
     return worst
 
 
+@functools.lru_cache(maxsize=4096)
+def _relative_conflict(addresses: tuple[int, ...], width: int) -> Conflict:
+    return bank_conflict(addresses, width)
+
+
+def warp_conflict(addresses: Sequence[int], width: int) -> Conflict:
+    """`bank_conflict`, remembered: moving every lane by the same multiple of 128 bytes moves
+    each word by a multiple of 32 banks, which changes no bank, degree, phase or lane."""
+    base = min(addresses, default=0) // (BANKS * WORD) * (BANKS * WORD)
+    return _relative_conflict(tuple(a - base for a in addresses), width)
+
+
 class Unknown(Exception):
     """The address cannot be evaluated statically; the message says what it depends on."""
-
-
-_CMP: dict[int, Callable[[int, int], bool]] = {
-    0: lambda a, b: a == b,
-    1: lambda a, b: a != b,
-    2: lambda a, b: a < b,
-    3: lambda a, b: a <= b,
-    4: lambda a, b: a > b,
-    5: lambda a, b: a >= b,
-    6: lambda a, b: a < b,  # unsigned predicates: addresses and ids are never negative
-    7: lambda a, b: a <= b,
-    8: lambda a, b: a > b,
-    9: lambda a, b: a >= b,
-}
-
-_BINARY_BY_NAME: dict[str, Callable[[int, int], int]] = {
-    "addi": lambda a, b: a + b,
-    "subi": lambda a, b: a - b,
-    "muli": lambda a, b: a * b,
-    "divui": lambda a, b: a // b,
-    "divsi": lambda a, b: int(a / b),
-    "floordivsi": lambda a, b: a // b,
-    "ceildivsi": lambda a, b: -(-a // b),
-    "remui": lambda a, b: a % b,
-    "remsi": lambda a, b: a - b * int(a / b),
-    "andi": lambda a, b: a & b,
-    "ori": lambda a, b: a | b,
-    "xori": lambda a, b: a ^ b,
-    "shli": lambda a, b: a << b,
-    "shrui": lambda a, b: a >> b,
-    "shrsi": lambda a, b: a >> b,
-    "maxsi": max,
-    "maxui": max,
-    "minsi": min,
-    "minui": min,
-}
-_BINARY = {f"arith.{name}": f for name, f in _BINARY_BY_NAME.items()}
-
-# Ops whose result is their first operand, as far as an address is concerned.
-_PASS_THROUGH = {
-    "arith.index_cast",
-    "arith.index_castui",
-    "arith.extsi",
-    "arith.extui",
-    "llvm.ptrtoint",
-    "llvm.inttoptr",
-    "llvm.addrspacecast",
-    "llvm.bitcast",
-    "builtin.unrealized_conversion_cast",
-}
-_DIMS = {"x": 0, "y": 1, "z": 2}
-_ARRAY = re.compile(r"^!llvm\.array<(\d+)\s*x\s*(.+)>$")
-
-
-def type_bytes(t: ir.Type) -> int | None:
-    """Bytes of a scalar, vector or `!llvm.array` type; None for anything else."""
-    if isinstance(t, ir.VectorType):
-        inner = type_bytes(t.element_type)
-        return inner * t.shape[0] if inner is not None and t.rank == 1 else None
-    if isinstance(t, ir.IntegerType | ir.FloatType):
-        return max(1, t.width // 8)
-    m = _ARRAY.match(str(t))
-    if m is None:
-        return None
-    inner = type_bytes(ir.Type.parse(m.group(2)))
-    return None if inner is None else int(m.group(1)) * inner
 
 
 class Evaluator:
@@ -164,11 +113,11 @@ class Evaluator:
                 raise Unknown(f"a non-integer constant in '{name}'")
             return attr.value
         if name == "gpu.thread_id":
-            return self.tid[_DIMS[str(op.attributes["dimension"])[-2]]]
+            return self.tid[DIMS[str(op.attributes["dimension"])[-2]]]
         if name == "llvm.inline_asm":  # convert-tile-to-gpu's fresh reads and opaque copies
             text = ir.StringAttr(op.attributes["asm_string"]).value
             if m := re.fullmatch(r"mov\.u32 \$0, %tid\.([xyz]);", text):
-                return self.tid[_DIMS[m.group(1)]]
+                return self.tid[DIMS[m.group(1)]]
             if re.fullmatch(r"mov\.\w+ \$0, \$1;", text):
                 return self.value(args[0], depth)
             raise Unknown(f"inline asm '{text}'")
@@ -176,23 +125,23 @@ class Evaluator:
             # Every shared buffer starts on a 16-byte boundary; a uniform offset of the whole
             # warp moves every lane to the next bank alike, so it never changes a degree.
             return 0
-        if name in _PASS_THROUGH:
+        if name in PASS_THROUGH:
             return self.value(args[0], depth)
         if name == "arith.trunci":
             return self.value(args[0], depth) & ((1 << ir.IntegerType(v.type).width) - 1)
         if name == "arith.cmpi":
             pred = ir.IntegerAttr(op.attributes["predicate"]).value
-            return int(_CMP[pred](self.value(args[0], depth), self.value(args[1], depth)))
+            return int(CMP[pred](self.value(args[0], depth), self.value(args[1], depth)))
         if name in ("arith.select", "llvm.select"):
             chosen = args[1] if self.value(args[0], depth) else args[2]
             return self.value(chosen, depth)
         if name == "llvm.getelementptr":
             return self._gep(op, depth)
-        if name in _BINARY:
+        if name in BINARY:
             lhs, rhs = self.value(args[0], depth), self.value(args[1], depth)
             if rhs == 0 and name.endswith(("divui", "divsi", "remui", "remsi", "ceildivsi")):
                 raise Unknown(f"a division by zero in '{name}'")
-            return _BINARY[name](lhs, rhs)
+            return BINARY[name](lhs, rhs)
         raise Unknown(f"'{name}'")
 
     def _gep(self, op: ir.Operation, depth: int) -> int:
@@ -204,7 +153,7 @@ class Evaluator:
         for k, index in enumerate(raw):
             i = self.value(next(dynamic), depth) if index == -(2**31) else index
             if k > 0:
-                m = _ARRAY.match(str(t))
+                m = ARRAY.match(str(t))
                 if m is None:
                     raise Unknown(f"a getelementptr into '{t}'")
                 t = ir.Type.parse(m.group(2))
@@ -265,12 +214,46 @@ def _loop_bindings(loops: list[ir.Operation]) -> list[dict[ir.Value, int]]:
     return [dict(combo) for combo in itertools.product(*choices)]
 
 
-def analyze_access(access: Access, op: ir.Operation, kernel: ir.Operation) -> None:
-    """Fill in the worst conflict over every warp of the block (and sampled loop indices)."""
+def analyze_access(
+    access: Access, op: ir.Operation, kernel: ir.Operation, lanes: BlockLanes | None = None
+) -> None:
+    """Fill in the worst conflict over every warp of the block (and sampled loop indices):
+    all threads at once through `lanes` when given, thread by thread where it steps aside."""
     pointer = op.operands[1] if access.kind == "store" else op.operands[0]
     if access.width is None:
         access.unknown = "an access of a type whose size is not known"
         return
+    if lanes is not None:
+        try:
+            _analyze_lanes(access, pointer, op, kernel, lanes)
+            return
+        except Fallback:
+            access.conflict, access.warp = None, 0
+    _analyze_threads(access, pointer, op, kernel)
+
+
+def _keep_worst(access: Access, conflict: Conflict, warp: int) -> None:
+    if access.conflict is None or conflict.degree > access.conflict.degree:
+        access.conflict, access.warp = conflict, warp
+
+
+def _analyze_lanes(
+    access: Access, pointer: ir.Value, op: ir.Operation, kernel: ir.Operation, lanes: BlockLanes
+) -> None:
+    try:
+        bindings = _loop_bindings(_enclosing_loops(op, kernel))
+    except Unknown as exc:
+        raise Fallback(str(exc)) from None
+    for ivs in bindings:
+        addresses = lanes.addresses(pointer, ivs).tolist()
+        for warp in range(len(addresses) // WARP):
+            chunk = addresses[warp * WARP : warp * WARP + WARP]
+            _keep_worst(access, warp_conflict(chunk, access.width), warp)
+
+
+def _analyze_threads(
+    access: Access, pointer: ir.Value, op: ir.Operation, kernel: ir.Operation
+) -> None:
     dims = _threads(kernel)
     threads = dims[0] * dims[1] * dims[2]
     try:
@@ -280,11 +263,16 @@ def analyze_access(access: Access, op: ir.Operation, kernel: ir.Operation) -> No
                 for t in range(warp * WARP, warp * WARP + WARP):
                     tid = (t % dims[0], t // dims[0] % dims[1], t // (dims[0] * dims[1]))
                     addresses.append(Evaluator(tid, ivs).value(pointer))
-                conflict = bank_conflict(addresses, access.width)
-                if access.conflict is None or conflict.degree > access.conflict.degree:
-                    access.conflict, access.warp = conflict, warp
+                _keep_worst(access, bank_conflict(addresses, access.width), warp)
     except Unknown as exc:
         access.conflict, access.unknown = None, f"the address depends on {exc}"
+
+
+def block_lanes(kernel: ir.Operation) -> BlockLanes:
+    """The evaluator of every thread the report looks at: its warps' lanes."""
+    dims = _threads(kernel)
+    lanes = max(1, dims[0] * dims[1] * dims[2] // WARP) * WARP
+    return BlockLanes(dims, lanes, MAX_DEPTH)
 
 
 # ldmatrix: each lane names one 16-byte row, and each 8x8 matrix (8 lanes' rows, 128 bytes) is
@@ -312,6 +300,7 @@ def shared_accesses(module: ir.Module, default_file: str | None = None) -> list[
 
     binding.walk(module.operation, visit)
     accesses = []
+    lanes: dict[str, BlockLanes] = {}
     for op, func in found:
         if op.name == "nvvm.ldmatrix":
             kind, width = "ldmatrix", LDMATRIX_ROW
@@ -323,7 +312,9 @@ def shared_accesses(module: ir.Module, default_file: str | None = None) -> list[
         name = ir.StringAttr(func.attributes["sym_name"]).value
         span = binding.location_span(op.location, default_file)
         access = Access(name, kind, width, span)
-        analyze_access(access, op, func)
+        if name not in lanes:
+            lanes[name] = block_lanes(func)
+        analyze_access(access, op, func, lanes[name])
         accesses.append(access)
     return accesses
 

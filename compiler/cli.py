@@ -10,6 +10,7 @@ from tilec import __version__
 from tilec.diagnostics import Diagnostic, DiagnosticError, render, render_all
 from tilec.expected import verify_expected
 from tilec.options import add_to_argparse
+from tilec.targets import TARGETS
 
 DESCRIPTION = """\
 tilec compiles .tile kernels (CuTe-style layouts, tiles, copies, MMAs) to PTX for NVIDIA
@@ -222,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("input", metavar="FILE", help="k.tile, or k.<stage>.mlir / k.ll / k.ptx")
     p.add_argument("--emit", default="ptx", metavar="STAGE", help="stop after STAGE (default ptx)")
-    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.add_argument(
         "-D",
@@ -269,14 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("inputs", nargs="+", metavar="DIR_OR_FILE", help=".tile files or folders")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundles go here")
-    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("run", help="run a kernel on random inputs and time it (needs a GPU)")
     p.add_argument("input", metavar="FILE_OR_BUNDLE", help="a .tile file or a bundle directory")
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT", help="e.g. N=1000")
-    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="target (default: the kernel's)")
+    p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--bundle-dir", default="build/run", help="where a .tile input is built")
     p.set_defaults(func=cmd_run)

@@ -15,8 +15,9 @@ from tilec.diagnostics import Diagnostic, DiagnosticError
 from tilec.options import asm_flags, flag
 from tilec.pipeline import PipelineError, run_pipeline
 from tilec.stages import BY_KEY, STAGES, position, stage_of_input
+from tilec.targets import TARGETS
 
-ARCHES = ("sm_80", "sm_90a")
+ARCHES = TARGETS
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce as fold
 from operator import mul
 
@@ -144,107 +145,193 @@ class KernelLowering:
         return tile_mma.preload(gemm, a, bv, self.frag(gemm, gemm.operands[3]), self.tid)
 
     def lower(self, op: ir.Operation) -> None:
+        """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
         name = op.name
         self.after_loop(op)
         if self.in_flight and name in MEMORY_OPS and not tile_pipeline.is_async_copy(op):
             tile_async.commit()
             tile_async.wait(0)
             self.in_flight = False
-        b = IndexBuilder()
-        result: View | Frag | Reduced | None = None
-        if name in ID_OPS:
-            dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
-            op.results[0].replace_all_uses_with(ID_OPS[name](dim).result)
-        elif name == "tile.make_tensor":
-            ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
-            result = tile_views.make_tensor(op, ptr)
-        elif name == "tile.size":
-            extent = self.view(op, op.operands[0]).shape[
-                ir.IntegerAttr(op.attributes["mode"]).value
-            ]
-            op.results[0].replace_all_uses_with(b.value(extent))
-        elif name == "tile.local_tile":
-            result = tile_views.local_tile(op, self.view(op, op.operands[0]), b)
-        elif name == "tile.slice":
-            result = tile_views.slice_view(op, self.view(op, op.operands[0]), b)
-        elif name == "tile.permute":
-            result = tile_views.permute(op, self.view(op, op.operands[0]))
-        elif name == "tile.alloc_shared":
-            result = tile_views.alloc_shared(op, self.module, self.name, self.buffers)
-        elif name == "tile.tiled_mma":
-            pass  # its type says it all; fragment and gemm read it
-        elif name == "tile.fragment" and len(op.operands) == 1:
-            result = tile_mma.fragment(op, op.operands[0].type, self.threads)
-        elif name == "tile.fill":
-            attr = op.attributes["value"]
-            kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
-            tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
-        elif name == "tile.gemm" and tile_pipeline.PREFETCH in op.attributes:
+        lowering = LOWERINGS.get(name)
+        if lowering is None:
+            raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
+        result = lowering(self, op, IndexBuilder())
+        if result is not None:
+            self.lowered[op.results[0]] = result
+
+    def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
+        dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
+        op.results[0].replace_all_uses_with(ID_OPS[op.name](dim).result)
+
+    def make_tensor(self, op: ir.Operation, b: IndexBuilder) -> View:
+        ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
+        return tile_views.make_tensor(op, ptr)
+
+    def size(self, op: ir.Operation, b: IndexBuilder) -> None:
+        extent = self.view(op, op.operands[0]).shape[ir.IntegerAttr(op.attributes["mode"]).value]
+        op.results[0].replace_all_uses_with(b.value(extent))
+
+    def local_tile(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.local_tile(op, self.view(op, op.operands[0]), b)
+
+    def slice(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.slice_view(op, self.view(op, op.operands[0]), b)
+
+    def permute(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.permute(op, self.view(op, op.operands[0]))
+
+    def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.alloc_shared(op, self.module, self.name, self.buffers)
+
+    def tiled_mma(self, op: ir.Operation, b: IndexBuilder) -> None:
+        pass  # its type says it all; fragment and gemm read it
+
+    def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag:
+        if len(op.operands) != 1:
+            raise LoweringError(op, "'tile.fragment' is not lowered by convert-tile-to-gpu yet")
+        return tile_mma.fragment(op, op.operands[0].type, self.threads)
+
+    def fill(self, op: ir.Operation, b: IndexBuilder) -> None:
+        attr = op.attributes["value"]
+        kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
+        tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
+
+    def gemm(self, op: ir.Operation, b: IndexBuilder) -> None:
+        if tile_pipeline.PREFETCH in op.attributes:
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
             acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
             tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
-        elif name == "tile.gemm":
-            a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
-            barriers = tile_pipeline.PIPELINED not in op.attributes
-            tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid, barriers)
-        elif name == "tile.barrier":
-            gpu.BarrierOp()
-        elif name == "tile.load":
-            view = self.view(op, op.operands[0])
-            attr = op.attributes["other"]
-            kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
-            other = constant(view.elem, kind(attr).value)
-            like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
-            loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
-            elem = tensor_type(op.results[0].type).elem
-            result = elementwise(op, [loaded], lambda x: convert(x, elem))
-        elif name == "tile.store":
-            dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
-            if isinstance(value, Reduced):
-                tile_memory.store_reduced(op, value, dst, self.tid)
-            elif isinstance(value.part, tile_mma.MmaPartition):
-                tile_mma.store(op, value, dst, self.tid, self.threads)
-            else:
-                tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
-        elif name == "tile.copy":
-            src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
-            if tile_pipeline.is_async_copy(op):
-                atom = ir.StringAttr(op.attributes["atom"]).value
-                narrow = tile_async.NARROW in op.attributes
-                tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
-                # tile-pipeline's copies are waited for by its own wait_group + barrier.
-                self.in_flight = self.in_flight or tile_pipeline.PIPELINED not in op.attributes
-            else:
-                tile_memory.copy(op, src, dst, self.tid, self.threads)
-        elif name == "tile.binary":
-            kind = ir.StringAttr(op.attributes["op"]).value
-            args = [self.operand(op, v) for v in op.operands]
-            lhs, rhs = args
-            if (
-                kind == "div"
-                and not isinstance(rhs, Frag | Deferred)
-                and is_float(tensor_type(op.results[0].type).elem)
-            ):
-                args, kind = [lhs, reciprocal(rhs)], "mul"
-            result = elementwise(op, args, lambda x, y: binary(op, kind, x, y))
-        elif name == "tile.unary":
-            kind = ir.StringAttr(op.attributes["op"]).value
-            result = elementwise(
-                op, [self.operand(op, op.operands[0])], lambda x: unary_op(op, kind, x)
-            )
-        elif name == "tile.convert":
-            elem = tensor_type(op.results[0].type).elem
-            result = elementwise(op, [self.operand(op, op.operands[0])], lambda x: convert(x, elem))
-        elif name == "tile.reduce":
-            in_loop = op.parent.name != "func.func"
-            frag = self.frag(op, op.operands[0])
-            result = reduce(op, frag, self.tid, self.module, self.name, in_loop)
+            return
+        a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
+        barriers = tile_pipeline.PIPELINED not in op.attributes
+        tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid, barriers)
+
+    def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
+        gpu.BarrierOp()
+
+    def load(self, op: ir.Operation, b: IndexBuilder) -> Frag:
+        view = self.view(op, op.operands[0])
+        attr = op.attributes["other"]
+        kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
+        other = constant(view.elem, kind(attr).value)
+        like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
+        loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
+        elem = tensor_type(op.results[0].type).elem
+        return elementwise(op, [loaded], lambda x: convert(x, elem))
+
+    def store(self, op: ir.Operation, b: IndexBuilder) -> None:
+        dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
+        if isinstance(value, Reduced):
+            tile_memory.store_reduced(op, value, dst, self.tid)
+        elif isinstance(value.part, tile_mma.MmaPartition):
+            tile_mma.store(op, value, dst, self.tid, self.threads)
         else:
-            raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
-        if result is not None:
-            self.lowered[op.results[0]] = result
+            tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
+
+    def copy(self, op: ir.Operation, b: IndexBuilder) -> None:
+        """By the copy atom's family (COPY_FAMILIES); one without a lowering is an error."""
+        atom = ir.StringAttr(op.attributes["atom"]).value
+        family = atom.split(".")[0]
+        if family not in COPY_FAMILIES:
+            raise LoweringError(op, unlowered_copy(atom))
+        src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
+        if family == "auto":
+            tile_memory.copy(op, src, dst, self.tid, self.threads)
+            return
+        narrow = tile_async.NARROW in op.attributes
+        tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
+        # tile-pipeline's copies are waited for by its own wait_group + barrier.
+        self.in_flight = self.in_flight or tile_pipeline.PIPELINED not in op.attributes
+
+    def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
+        kind = ir.StringAttr(op.attributes["op"]).value
+        args = [self.operand(op, v) for v in op.operands]
+        lhs, rhs = args
+        if (
+            kind == "div"
+            and not isinstance(rhs, Frag | Deferred)
+            and is_float(tensor_type(op.results[0].type).elem)
+        ):
+            args, kind = [lhs, reciprocal(rhs)], "mul"
+        return elementwise(op, args, lambda x, y: binary(op, kind, x, y))
+
+    def unary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
+        kind = ir.StringAttr(op.attributes["op"]).value
+        return elementwise(op, [self.operand(op, op.operands[0])], lambda x: unary_op(op, kind, x))
+
+    def convert(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
+        elem = tensor_type(op.results[0].type).elem
+        return elementwise(op, [self.operand(op, op.operands[0])], lambda x: convert(x, elem))
+
+    def reduce(self, op: ir.Operation, b: IndexBuilder) -> Reduced:
+        in_loop = op.parent.name != "func.func"
+        frag = self.frag(op, op.operands[0])
+        return reduce(op, frag, self.tid, self.module, self.name, in_loop)
+
+
+Lowering = Callable[[KernelLowering, ir.Operation, IndexBuilder], "View | Frag | Reduced | None"]
+# Every tile op convert-tile-to-gpu lowers, by name; `KernelLowering.lower` refuses the rest.
+LOWERINGS: dict[str, Lowering] = {
+    **dict.fromkeys(ID_OPS, KernelLowering.special_id),
+    **{
+        f"tile.{name}": getattr(KernelLowering, name)
+        for name in (
+            "make_tensor",
+            "size",
+            "local_tile",
+            "slice",
+            "permute",
+            "alloc_shared",
+            "tiled_mma",
+            "fragment",
+            "fill",
+            "gemm",
+            "barrier",
+            "load",
+            "store",
+            "copy",
+            "binary",
+            "unary",
+            "convert",
+            "reduce",
+        )
+    },
+}
+# Copy atoms by family (the name up to its first dot): `auto` (a copy without an atom) becomes
+# vector loads and stores, `cp_async.*` cp.async (tile_async checks the width). Any other atom
+# is refused: lowering it as one of these would silently emit something else.
+COPY_FAMILIES = ("auto", "cp_async")
+NOT_YET = {
+    "tma": "no pass emits cp.async.bulk.tensor and its mbarrier",
+    "vec": "the copy lowering picks its own vector width",
+    "universal": "the copy lowering picks its own vector width",
+}
+# Region attributes from the source whose meaning no pass lowers yet.
+UNLOWERED_REGIONS = {
+    "tile.warp_specialize": "warp_specialize is not lowered yet: its roles would run on every "
+    "thread, one after the other, without setmaxnreg",
+}
+
+
+def unlowered_copy(atom: str) -> str:
+    why = NOT_YET.get(atom.split(".")[0])
+    return (
+        f"copy<{atom}> is not lowered yet{': ' + why if why else ''} "
+        "(lowered: copy without an atom, copy<cp_async.*>)"
+    )
+
+
+def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
+    """The first op of `func` (in program order) with a region attribute nothing lowers."""
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> None:
+        found.extend((op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes)
+
+    walk(func, visit)
+    return found[0] if found else None
 
 
 def special_register(name: str, axis: str) -> ir.Value:
@@ -327,14 +414,18 @@ class ConvertTileToGpu(Pass):
     def run(self, module: ir.Operation) -> None:
         funcs: list[ir.Operation] = []
         walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
-        for func in funcs:
-            if "tile.kernel" in func.attributes:
-                self.lower_kernel(func, module)
+        # Every kernel is tried, so each one's first error is reported; then the pass fails.
+        lowered = [self.lower_kernel(f, module) for f in funcs if "tile.kernel" in f.attributes]
+        if not all(lowered):
+            self.fail()
 
-    def lower_kernel(self, func: ir.Operation, module: ir.Operation) -> None:
+    def lower_kernel(self, func: ir.Operation, module: ir.Operation) -> bool:
+        """Lower one kernel in place; False after reporting why it cannot be."""
         ops: list[ir.Operation] = []
         walk(func, lambda op: ops.append(op) if op.name.startswith("tile.") else None)
         try:
+            if (unlowered := unlowered_region(func)) is not None:
+                raise LoweringError(*unlowered)
             kernel = KernelLowering(func, module)
             loops = kernel.loops = tile_mma.CarriedLoops(ops, kernel.preload)
             for n, op in enumerate(ops):
@@ -350,4 +441,5 @@ class ConvertTileToGpu(Pass):
                 op.erase()
         except LoweringError as err:
             self.error(err.op, str(err))
-            self.fail()
+            return False
+        return True

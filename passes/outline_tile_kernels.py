@@ -10,12 +10,10 @@ from mlir.dialects import arith, gpu, llvm
 from tilec.binding import walk
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_views import GEP_INBOUNDS
+from tilec.targets import STATIC_SMEM
 
 GLOBAL_PTR = "!llvm.ptr<1>"
 SHARED_PTR = "!llvm.ptr<3>"
-# Every target launches with this much static shared memory; a kernel that needs more must take
-# it as dynamic shared memory (ptxas rejects larger static `.shared` arrays).
-STATIC_SMEM_LIMIT = 48 * 1024
 # Offsets of buffers inside the dynamic array: 128 bytes keeps every buffer (and each swizzle
 # period of it) on the alignment a static 16-byte-aligned global would have, and more.
 DYNAMIC_ALIGN = 128
@@ -135,7 +133,9 @@ class OutlineTileKernels(Pass):
                 if n not in names:
                     names.append(n)
             total = sum(cls.global_bytes(shared[n]) for n in names)
-            if total <= STATIC_SMEM_LIMIT:
+            # Beyond every target's static limit a kernel takes its buffers as dynamic shared
+            # memory (ptxas rejects larger static `.shared` arrays).
+            if total <= STATIC_SMEM:
                 continue
             offsets: dict[str, int] = {}
             end = 0

@@ -115,8 +115,12 @@ class MmaPartition:
 
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)
-    if t is None or t.atom not in ATOMS:
-        raise LoweringError(op, f"only the atoms {', '.join(ATOMS)} are lowered, got {mma}")
+    if t is None:
+        raise LoweringError(op, f"expected a !tile.mma type, got {mma}")
+    if t.atom not in ATOMS:
+        raise LoweringError(
+            op, f"mma atom '{t.atom}' is not lowered yet (lowered: {', '.join(ATOMS)})"
+        )
     tiling = [int(x) for x in t.tiling.strip("()").split(",")]
     if len(tiling) != 3 or tiling[2] != 1:
         raise LoweringError(op, f"atoms {t.tiling}: expected (WM, WN, 1)")

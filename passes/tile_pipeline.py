@@ -9,7 +9,8 @@ from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_memory import when
-from tilec.passes.tile_views import LoweringError, tensor_type
+from tilec.passes.tile_views import LoweringError, buffer_span, tensor_type
+from tilec.targets import smem_optin
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
 # barriers of their own: the pipeline's wait + barrier at the top of each iteration covers both.
@@ -38,7 +39,7 @@ def staged_type(op: ir.Operation, stages: int) -> tuple[ir.Type, int]:
     inner = lay.inner if isinstance(lay, A.ComposedLayout) else lay
     if not A.is_static(inner.shape) or not A.is_static(inner.stride):
         raise LoweringError(op, f"a pipelined shared buffer needs a static layout, got {lay}")
-    span = max(lay(i) for i in range(A.size(lay))) + 1
+    span = buffer_span(op, lay)
     period = 128 // max(1, t.elem.width // 8)
     if isinstance(lay, A.ComposedLayout) and isinstance(lay.outer, A.Swizzle):
         sw = lay.outer
@@ -95,7 +96,7 @@ class Pipeline:
         for a in allocs:
             t = tensor_type(a.results[0].type)
             size = max(1, t.elem.width // 8)
-            nbytes = (max(t.layout(i) for i in range(A.size(t.layout))) + 1) * size
+            nbytes = buffer_span(a, t.layout) * size
             if a in self.buffers:
                 per_stage += staged_type(a, 1)[1] * size
             elif "reuse" in a.attributes:
@@ -258,26 +259,15 @@ class Pipeline:
             nvvm.CpAsyncWaitGroupOp(0)
 
 
-# Opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin), by target.
-SMEM_OPTIN: dict[str, int] = {
-    "sm_80": 163 * 1024,
-    "sm_86": 99 * 1024,
-    "sm_89": 99 * 1024,
-    "sm_90": 227 * 1024,
-    "sm_90a": 227 * 1024,
-}
-# Targets not in the table (or kernels without one) keep to what every target allows.
-STATIC_SMEM = 48 * 1024
-
-
 def target_smem_limit(loop: ir.Operation) -> int:
-    """The shared memory limit of the target of the func.func around `loop`."""
+    """The opt-in shared memory limit (tilec.targets) of the target of the func.func around
+    `loop`; targets not in the table, or kernels without one, keep to what every one allows."""
     func = loop.parent
     while func is not None and func.name != "func.func":
         func = func.parent
     if func is None or "tile.target" not in func.attributes:
-        return STATIC_SMEM
-    return SMEM_OPTIN.get(ir.StringAttr(func.attributes["tile.target"]).value, STATIC_SMEM)
+        return smem_optin(None)
+    return smem_optin(ir.StringAttr(func.attributes["tile.target"]).value)
 
 
 def unit_step(loop: ir.Operation) -> bool:

@@ -21,6 +21,7 @@ from mlir.dialects import arith, llvm
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.measure import span as layout_span
 from tilec.dialects.tile import types
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 
@@ -216,6 +217,17 @@ def permute(op: ir.Operation, view: View) -> View:
     )
 
 
+def buffer_span(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> int:
+    """The elements a shared buffer laid out by `layout` reaches (its largest index + 1),
+    from the algebra (`measure.span`: a swizzle only moves offsets inside its aligned block)."""
+    inner = layout.inner if isinstance(layout, A.ComposedLayout) else layout
+    if not A.is_static(inner.shape) or not A.is_static(inner.stride):
+        raise LoweringError(op, f"shared buffer layout {layout} must be static")
+    if isinstance(layout, A.ComposedLayout) and not isinstance(layout.outer, A.Swizzle):
+        raise LoweringError(op, f"shared layout {layout}: only a swizzle may compose")
+    return layout_span(layout)
+
+
 def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) -> str:
     """An addrspace-3 `llvm.mlir.global` of `count` elements (16-byte aligned); its symbol."""
     body = module.regions[0].blocks[0]
@@ -251,11 +263,8 @@ def alloc_shared(
     name to (symbol, bytes); this one is added."""
     t = tensor_type(op.results[0].type)
     lay = flat_modes(op, t.layout)
-    if not A.is_static(lay.shape) or not A.is_static(lay.stride):
-        raise LoweringError(op, f"shared buffer layout {t.layout} must be static")
+    span = buffer_span(op, t.layout)  # static, and at most a swizzle composed
     name = ir.StringAttr(op.attributes["name"]).value
-    # A swizzle moves offsets within their aligned power-of-two block: count what it reaches.
-    span = max(t.layout(i) for i in range(A.size(t.layout))) + 1
     nbytes = span * elem_bytes(t.elem)
     reused = (
         buffers.get(ir.StringAttr(op.attributes["reuse"]).value)
@@ -269,8 +278,6 @@ def alloc_shared(
     buffers[name] = (symbol, nbytes)
     swizzle, offset = None, 0
     if isinstance(t.layout, A.ComposedLayout):
-        if not isinstance(t.layout.outer, A.Swizzle):
-            raise LoweringError(op, f"shared layout {t.layout}: only a swizzle may compose")
         swizzle, offset = t.layout.outer, t.layout.offset
     ptr = shared_pointer(symbol)
     return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [])

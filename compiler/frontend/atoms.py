@@ -1,13 +1,11 @@
-"""Frontend (check stage): targets, their shared-memory limits, and the atoms each one has."""
+"""Frontend (check stage): the atoms each target has (its limits: tilec.targets)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-TARGETS = ("sm_80", "sm_90a")
-# Largest dynamic shared memory one block may opt into (cudaFuncSetAttribute).
-SMEM_LIMIT = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
-MAX_THREADS = 1024
+from tilec.targets import TARGETS
+
 BOTH = frozenset(TARGETS)
 SM90 = frozenset({"sm_90a"})
 

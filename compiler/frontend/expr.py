@@ -27,6 +27,7 @@ from tilec.frontend.values import (
     UnitV,
     V,
 )
+from tilec.targets import TARGETS, has_setmaxnreg
 
 NAMESPACES = ("block", "thread")
 MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
@@ -155,9 +156,10 @@ class ExprChecker:
         elif kw.name == "registers":
             if not (isinstance(value, IntV) and value.value in REGISTER_COUNTS):
                 self.error("registers must be a multiple of 8 from 24 to 256", kw.value.span)
-            elif self.target != "sm_90a":
+            elif not has_setmaxnreg(self.target):
+                having = " or ".join(t for t in TARGETS if has_setmaxnreg(t))
                 self.error(
-                    f"registers = ... (setmaxnreg) needs target sm_90a, kernel targets "
+                    f"registers = ... (setmaxnreg) needs target {having}, kernel targets "
                     f"{self.target}",
                     kw.span,
                 )

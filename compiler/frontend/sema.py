@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
-from tilec.frontend.atoms import MAX_THREADS, SMEM_LIMIT, TARGETS
 from tilec.frontend.expr import ExprChecker, negative_stride
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.types import SCALAR_TYPES
@@ -21,6 +20,7 @@ from tilec.frontend.values import (
     TypeV,
     V,
 )
+from tilec.targets import MAX_THREADS, TARGETS, smem_optin
 
 
 @dataclass
@@ -356,7 +356,7 @@ class KernelChecker:
                 )
 
     def smem_budget(self, allocs: list[Alloc], total: int, target: str) -> None:
-        limit = SMEM_LIMIT[target]
+        limit = smem_optin(target)
         if total <= limit:
             return
         parts = " + ".join(

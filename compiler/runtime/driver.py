@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
+from tilec.targets import STATIC_SMEM
+
 
 class CudaError(RuntimeError):
     """A CUresult other than CUDA_SUCCESS; the message names the call and the error."""
@@ -60,7 +62,7 @@ def load_function(ptx: str, entry: str, dynamic_smem: int) -> tuple[Any, Any]:
 
 
 # Kernels get 48 KiB of dynamic shared memory unless they opt in to more.
-DEFAULT_DYNAMIC_SMEM = 48 * 1024
+DEFAULT_DYNAMIC_SMEM = STATIC_SMEM
 
 
 def set_max_dynamic_smem(function: Any, nbytes: int) -> None:

@@ -201,3 +201,16 @@ func.func @rowmax(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {
   "tile.store"(%5, %7) : (!tile.tensor<f32, "register", "(1,1):(1,1)">, !tile.tensor<f32, "global", "(1,1):(1,1)">) -> ()
   return
 }
+
+// -----
+
+// A shared buffer holds the largest swizzled offset its layout reaches, from the algebra:
+// rows 0..2 of 8 halves, 64 apart, leave holes; row 2 (offset 128, bits 6-8 = 2) moves its
+// chunk 0 to chunk 2, so offset 128 + 16 + 7 = 151 is the last element: 152 of them.
+// CHECK: llvm.mlir.global internal @__smem_holey_s() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<152 x f16>
+// CHECK-LABEL: func.func @holey(
+func.func @holey() attributes {tile.kernel, tile.threads = array<i64: 32, 1, 1>} {
+  %0 = "tile.alloc_shared"() {name = "s"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (3,8):(64,1)">
+  "tile.barrier"() : () -> ()
+  return
+}
