@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from tilec.runtime.bundle import (
     TensorParam,
     write_bundle,
 )
+from tilec.stages import WIDE_GPU_PIPELINE
 
 _BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
 SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
@@ -243,26 +245,34 @@ def _dynamic_smem(gpu_module: ir.Module) -> dict[str, int]:
 
 @dataclass
 class Compiled:
-    """A compiled `.tile` file: its PTX and one manifest per kernel."""
+    """A compiled `.tile` file: its PTX, its wide (64-bit index) PTX, one manifest per kernel."""
 
     ptx: str
     manifests: list[Manifest]
+    wide_ptx: str = ""
 
 
 def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
-    """Compile `path` to PTX and describe each kernel (MLIR side; raises DiagnosticError)."""
+    """Compile `path` to PTX, and its wide variant, and describe each kernel (MLIR side;
+    raises DiagnosticError). The frontend and the `lowered` stage run once: the wide variant
+    continues from a copy of the `lowered` module with `WIDE_GPU_PIPELINE`."""
     infos: list[KernelInfo] = []
     smem: dict[str, int] = {}
+    lowered: list[str] = []
 
     def read(artifact: Artifact) -> None:
         # Read each stage as it goes by: the next stage rewrites the module in place.
         if artifact.stage == "tile":
             infos.extend(kernels_of(artifact.value))
+        elif artifact.stage == "lowered":
+            lowered.append(artifact.value.operation.get_asm(enable_debug_info=True))
         elif artifact.stage == "gpu":
             smem.update(_dynamic_smem(artifact.value))
 
     ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
+    target = ptx.arch or (infos[0].target if infos else None)
+    wide = _compile_wide(path, lowered[0], target, smem) if infos else ""
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
     for info in infos:
@@ -279,9 +289,30 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
                 source_params=dict(params),
                 tilec_version=__version__,
                 requires=info.requires,
+                wide_ptx_file=f"{info.name}.wide.ptx",
             )
         )
-    return Compiled(str(ptx.value), manifests)
+    return Compiled(str(ptx.value), manifests, wide)
+
+
+def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int]) -> str:
+    """The PTX of the `lowered` module (printed with its locations) with 64-bit `index`."""
+    options = CompileOptions(
+        emit="ptx", arch=arch, start="lowered", pipelines={"gpu": WIDE_GPU_PIPELINE}
+    )
+    wide_smem: dict[str, int] = {}
+
+    def read(artifact: Artifact) -> None:
+        if artifact.stage == "gpu":
+            wide_smem.update(_dynamic_smem(artifact.value))
+
+    with tempfile.TemporaryDirectory(prefix="tilec-wide-") as tmp:
+        copy = Path(tmp) / f"{Path(path).name.split('.')[0]}.lowered.mlir"
+        copy.write_text(lowered)
+        wide = compile_file(str(copy), options, on_stage=read)
+    # Both variants launch with one manifest: the index width must not change shared memory.
+    assert wide_smem == smem, f"wide variant's dynamic smem {wide_smem} != {smem}"
+    return str(wide.value)
 
 
 def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | None) -> list[Path]:
@@ -291,6 +322,6 @@ def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | No
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""
         target = Path(out_dir) / f"{manifest.entry}{suffix}"
-        write_bundle(target, replace(manifest), compiled.ptx)
+        write_bundle(target, replace(manifest), compiled.ptx, compiled.wide_ptx)
         written.append(target)
     return written

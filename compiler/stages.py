@@ -42,6 +42,10 @@ class Stage:
 # every example and GPU-tier bundle (bench/compile_time.py), and on the GEMM's unrolled
 # kernel 0.09 s instead of 0.92 s (measured on 2026-12-01, docs/performance.md).
 CANONICALIZE = "canonicalize{top-down=false}"
+GPU_PIPELINE = f"outline-tile-kernels,{CANONICALIZE},cse"
+# The `gpu` stage of a bundle's wide variant: 64-bit `index`, for tensors of 2^31 elements or
+# more (the runtime launches it only then; docs/runtime.md).
+WIDE_GPU_PIPELINE = f"outline-tile-kernels{{index-bitwidth=64}},{CANONICALIZE},cse"
 STAGES: tuple[Stage, ...] = (
     Stage("ast", "ast", "text", summary="the parsed and checked program, as a tree"),
     Stage("tile", "tile.mlir", "mlir", summary="tile + layout dialects, straight from the source"),
@@ -56,7 +60,7 @@ STAGES: tuple[Stage, ...] = (
         "gpu",
         "gpu.mlir",
         "mlir",
-        f"outline-tile-kernels,{CANONICALIZE},cse",
+        GPU_PIPELINE,
         "gpu/nvgpu/scf/memref/arith kernels",
     ),
     Stage("nvvm", "nvvm.mlir", "mlir", NVVM_PIPELINE, "the gpu.module in NVVM + LLVM dialects"),

@@ -28,6 +28,7 @@ def is_shared_global(op: ir.Operation) -> bool:
 
 
 INDEX_32 = "#dlti.dl_spec<index = 32 : i32>"
+INDEX_BITWIDTHS = (32, 64)
 
 
 @register
@@ -44,11 +45,19 @@ class OutlineTileKernels(Pass):
           gpu.module @kernels {
             gpu.func @vadd(%x: !llvm.ptr<1>, %n: i64) kernel attributes {
                 gpu.known_block_size = array<i32: 256, 1, 1>, tile.dynamic_smem = 0 : i64, ...}
+
+    `index-bitwidth=32` (the default) gives the `gpu.module` a 32-bit `index`
+    (`dlti.dl_spec<index = 32 : i32>`); `index-bitwidth=64` keeps MLIR's 64-bit `index`: the
+    wide variant a bundle launches when a tensor spans 2^31 elements or more.
     """
 
     name = "outline-tile-kernels"
+    index_bitwidth: int = 32
 
     def run(self, module: ir.Operation) -> None:
+        if self.index_bitwidth not in INDEX_BITWIDTHS:
+            self.error(module, f"index-bitwidth must be 32 or 64, got {self.index_bitwidth}")
+            self.fail()
         body = module.regions[0].blocks[0]
         kernels = [
             op.operation
@@ -75,8 +84,10 @@ class OutlineTileKernels(Pass):
         with ir.InsertionPoint(body), module.location:
             container = gpu.GPUModuleOp("kernels")
             # 32-bit index arithmetic in kernels (sizes, offsets in elements stay below 2^31;
-            # the runtime checks): half the registers and instructions of 64-bit integer math.
-            container.attributes["dlti.dl_spec"] = ir.Attribute.parse(INDEX_32)
+            # the runtime launches the 64-bit variant past that): half the registers and
+            # instructions of 64-bit integer math.
+            if self.index_bitwidth == 32:
+                container.attributes["dlti.dl_spec"] = ir.Attribute.parse(INDEX_32)
             container.regions[0].blocks.append()
         inner = container.regions[0].blocks[0]
         for op in [o.operation for o in body.operations if is_shared_global(o.operation)]:

@@ -52,6 +52,7 @@ class Binding:
     # device pointer is filled in at launch.
     slots: list[ctypes._SimpleCData | tuple[str, str]] = field(default_factory=list)
     tma: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wide: bool = False  # launch the manifest's wide (64-bit index) variant
 
 
 def user_params(m: Manifest) -> list[TensorParam | ScalarParam]:
@@ -97,16 +98,23 @@ def scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
     return _SCALAR_CTYPES[p.dtype](float(value))
 
 
-# Kernels index in 32 bits (outline-tile-kernels' dlti.dl_spec): offsets stay below 2^31.
+# The ordinary PTX indexes in 32 bits (outline-tile-kernels' dlti.dl_spec): its offsets stay
+# below 2^31. A tensor past that needs the manifest's wide (64-bit index) variant.
 INDEX_LIMIT = 2**31
 
 
-def _check_index_range(name: str, view: TensorView) -> None:
+def _needs_wide(m: Manifest, name: str, view: TensorView) -> bool:
+    """Whether the tensor's elements reach past the 32-bit index; an error when they do and the
+    bundle has no wide variant to launch instead."""
     span = sum((n - 1) * abs(d) for n, d in zip(view.shape, view.strides, strict=True) if n > 0)
-    if span >= INDEX_LIMIT or any(n >= INDEX_LIMIT for n in view.shape):
+    if span < INDEX_LIMIT and all(n < INDEX_LIMIT for n in view.shape):
+        return False
+    if not m.wide_ptx_file:
         raise ValueError(
-            f"argument {name!r}: spans {span + 1} elements; kernels index in 32 bits (< 2^31)"
+            f"argument {name!r}: spans {span + 1} elements; this bundle's kernels index in 32 "
+            "bits (< 2^31) and it has no wide variant (rebuild it with tilec build)"
         )
+    return True
 
 
 def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> None:
@@ -225,11 +233,12 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
         raise ValueError(f"{m.entry}: invalid launch shape grid={grid} block={block}")
     smem = evaluate(m.dynamic_smem, symbols)
     tma = {d.name: tma_encode_args(d, views[d.tensor], symbols) for d in m.tma}
+    wide = False
     for p in expected:
         if isinstance(p, TensorParam):
-            _check_index_range(p.name, views[p.name])
+            wide = _needs_wide(m, p.name, views[p.name]) or wide
     _check_outputs(m, views)
-    return Binding(views, symbols, grid, block, smem, slots, tma)  # type: ignore[arg-type]
+    return Binding(views, symbols, grid, block, smem, slots, tma, wide)  # type: ignore[arg-type]
 
 
 def _self_overlap(view: TensorView) -> int | None:

@@ -130,13 +130,19 @@ class Manifest:
     tilec_version: str = ""
     ptx_file: str = ""
     requires: tuple[Requirement, ...] = ()
+    # The 64-bit-index variant's PTX file ("" when the bundle has none): launched when a tensor
+    # spans 2^31 elements or more, which the ordinary PTX's 32-bit index cannot address.
+    wide_ptx_file: str = ""
 
     def __post_init__(self) -> None:
         validate(self)
         if not self.ptx_file:
             object.__setattr__(self, "ptx_file", f"{self.entry}.ptx")  # frozen dataclass
-        if Path(self.ptx_file).name != self.ptx_file or self.ptx_file.startswith("."):
-            raise ManifestError(f"ptx: {self.ptx_file!r} must be a file name inside the bundle")
+        for key, name in (("ptx", self.ptx_file), ("wide_ptx", self.wide_ptx_file)):
+            if name and (Path(name).name != name or name.startswith(".")):
+                raise ManifestError(f"{key}: {name!r} must be a file name inside the bundle")
+        if self.wide_ptx_file == self.ptx_file:
+            raise ManifestError(f"wide_ptx: {self.wide_ptx_file!r} is the ordinary PTX file")
 
     def tensors(self) -> list[TensorParam]:
         return [p for p in self.params if isinstance(p, TensorParam)]
@@ -185,7 +191,7 @@ class Manifest:
             }
             for d in self.tma
         ]
-        return {
+        data = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "tilec_version": self.tilec_version,
@@ -203,6 +209,9 @@ class Manifest:
                 {"value": r.value, "at_most": r.at_most, "why": r.why} for r in self.requires
             ],
         }
+        if self.wide_ptx_file:  # optional: a manifest without it reads as before
+            data["wide_ptx"] = self.wide_ptx_file
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
@@ -304,6 +313,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         source_params=dict(source.get("params", {})),
         tilec_version=data.get("tilec_version", ""),
         ptx_file=data.get("ptx", ""),
+        wide_ptx_file=data.get("wide_ptx") or "",
         requires=tuple(
             Requirement(
                 _req(r, "value", f"requires[{i}]"),
@@ -398,18 +408,33 @@ def read_bundle(path: str | os.PathLike[str]) -> tuple[Manifest, str]:
     except json.JSONDecodeError as err:
         raise ManifestError(f"{manifest_path}: invalid JSON: {err}") from None
     manifest = Manifest.from_json(data)
-    ptx_path = root / manifest.ptx_file
+    return manifest, _read_ptx(root, manifest.ptx_file)
+
+
+def read_wide_ptx(path: str | os.PathLike[str], manifest: Manifest) -> str:
+    """The wide variant's PTX of the bundle at `path` ("" when its manifest names none)."""
+    return _read_ptx(Path(path), manifest.wide_ptx_file) if manifest.wide_ptx_file else ""
+
+
+def _read_ptx(root: Path, name: str) -> str:
+    ptx_path = root / name
     if not ptx_path.is_file():
         raise FileNotFoundError(f"{root}: manifest names PTX file {ptx_path.name!r}, not there")
-    return manifest, ptx_path.read_text()
+    return ptx_path.read_text()
 
 
-def write_bundle(path: str | os.PathLike[str], manifest: Manifest, ptx: str) -> Path:
+def write_bundle(
+    path: str | os.PathLike[str], manifest: Manifest, ptx: str, wide_ptx: str = ""
+) -> Path:
     """Writes a bundle directory at `path`; an existing bundle there is replaced atomically.
 
-    The files go to a sibling temp directory first and are renamed into place, so a reader
-    never sees a half-written bundle.
+    `wide_ptx` is the 64-bit-index variant, written as the manifest's `wide_ptx` file (given
+    exactly when the manifest names one). The files go to a sibling temp directory first and
+    are renamed into place, so a reader never sees a half-written bundle.
     """
+    if bool(wide_ptx) != bool(manifest.wide_ptx_file):
+        have = "a wide PTX" if wide_ptx else "no wide PTX"
+        raise ManifestError(f"{manifest.entry}: {have}, but wide_ptx is {manifest.wide_ptx_file!r}")
     root = Path(path)
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
@@ -419,6 +444,8 @@ def write_bundle(path: str | os.PathLike[str], manifest: Manifest, ptx: str) -> 
     tmp.chmod(0o777 & ~umask)
     data = manifest.to_json()
     (tmp / data["ptx"]).write_text(ptx)
+    if wide_ptx:
+        (tmp / manifest.wide_ptx_file).write_text(wide_ptx)
     (tmp / MANIFEST_NAME).write_text(json.dumps(data, indent=2) + "\n")
     if root.exists():
         # A directory cannot be renamed over a non-empty one: move the old one aside first.

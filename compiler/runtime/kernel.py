@@ -17,7 +17,14 @@ from tilec.runtime.binding import (
     user_params,
     written_spans,
 )
-from tilec.runtime.bundle import Manifest, ScalarParam, TensorParam, read_bundle, write_bundle
+from tilec.runtime.bundle import (
+    Manifest,
+    ScalarParam,
+    TensorParam,
+    read_bundle,
+    read_wide_ptx,
+    write_bundle,
+)
 from tilec.runtime.tensors import as_view
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
@@ -61,6 +68,8 @@ class _Plan:
     def __init__(self, m: Manifest, b: Binding, names: list[str]) -> None:
         index = {name: i for i, name in enumerate(names)}
         self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
+        # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule).
+        self.wide = b.wide
         self.framework, self.stream_device = _framework(b)
         self.device = next((v.device for v in b.views.values() if v.device is not None), None)
         # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
@@ -94,16 +103,24 @@ class Kernel:
     that plan and only read the pointers and scalars (`Kernel.plans` counts them).
     """
 
-    def __init__(self, manifest: Manifest, ptx: str) -> None:
+    def __init__(self, manifest: Manifest, ptx: str, wide_ptx: str = "") -> None:
+        if bool(wide_ptx) != bool(manifest.wide_ptx_file):
+            raise ValueError(
+                f"{manifest.entry}: the manifest names wide PTX {manifest.wide_ptx_file!r}; "
+                f"{'got' if wide_ptx else 'no'} wide PTX text"
+            )
         self.manifest = manifest
         self.ptx = ptx
-        self._functions: dict[int, Any] = {}  # context → CUfunction; modules live as long
-        self._modules: dict[int, Any] = {}
+        self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
+        # (context, wide) → CUfunction; modules live as long.
+        self._functions: dict[tuple[int, bool], Any] = {}
+        self._modules: dict[tuple[int, bool], Any] = {}
         self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
         self._params = user_params(manifest)
         self._plannable = not manifest.tma
         self._plans: dict[tuple[Any, ...], _Plan] = {}
-        self._smem_set: dict[int, int] = {}  # context → the dynamic smem the function allows
+        # (context, wide) → the dynamic smem that function allows (an attribute per function).
+        self._smem_set: dict[tuple[int, bool], int] = {}
 
     @property
     def plans(self) -> int:
@@ -116,24 +133,29 @@ class Kernel:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes this kernel as a bundle directory at `path`."""
-        return write_bundle(path, self.manifest, self.ptx)
+        return write_bundle(path, self.manifest, self.ptx, self.wide_ptx)
 
     def bind(self, *args: Any) -> Binding:
         """Checks the arguments and computes sizes and launch shape; needs no GPU."""
         return bind(self.manifest, args)
 
-    def _function(self, ctx: int) -> Any:
-        if ctx not in self._functions:
+    def _function(self, ctx: int, wide: bool) -> Any:
+        """The entry of the ordinary or (`wide`) the 64-bit-index PTX, loaded once per context."""
+        key = (ctx, wide)
+        if key not in self._functions:
+            ptx = self.wide_ptx if wide else self.ptx
             try:
                 module, function = driver.load_function(
-                    self.ptx, self.manifest.entry, self._max_smem_hint()
+                    ptx, self.manifest.entry, self._max_smem_hint()
                 )
             except driver.CudaError as err:
+                variant = "wide variant of " if wide else ""
                 raise driver.CudaError(
-                    f"{err} (loading {self.manifest.entry!r}, built for {self.manifest.target})"
+                    f"{err} (loading {variant}{self.manifest.entry!r}, built for "
+                    f"{self.manifest.target})"
                 ) from None
-            self._modules[ctx], self._functions[ctx] = module, function
-        return self._functions[ctx]
+            self._modules[key], self._functions[key] = module, function
+        return self._functions[key]
 
     def _max_smem_hint(self) -> int:
         smem = self.manifest.dynamic_smem
@@ -186,8 +208,8 @@ class Kernel:
         if plan.written:
             check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
         ctx = driver.current_context(plan.device)
-        function = self._function(ctx)
-        self._allow_smem(ctx, function, plan.dynamic_smem)
+        function = self._function(ctx, plan.wide)
+        self._allow_smem((ctx, plan.wide), function, plan.dynamic_smem)
         if stream is not None:
             handle = _stream_handle(stream)
         else:
@@ -205,10 +227,10 @@ class Kernel:
         driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
         return None
 
-    def _allow_smem(self, ctx: int, function: Any, nbytes: int) -> None:
-        if nbytes > max(self._max_smem_hint(), self._smem_set.get(ctx, 0)):
+    def _allow_smem(self, key: tuple[int, bool], function: Any, nbytes: int) -> None:
+        if nbytes > max(self._max_smem_hint(), self._smem_set.get(key, 0)):
             driver.set_max_dynamic_smem(function, nbytes)
-            self._smem_set[ctx] = nbytes
+            self._smem_set[key] = nbytes
 
     def _launch_bound(self, args: tuple[Any, ...], stream: Any) -> None:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
@@ -218,8 +240,8 @@ class Kernel:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
         ctx = driver.current_context(device)
-        function = self._function(ctx)
-        self._allow_smem(ctx, function, b.dynamic_smem)
+        function = self._function(ctx, b.wide)
+        self._allow_smem((ctx, b.wide), function, b.dynamic_smem)
         handle = _current_stream(*_framework(b)) if stream is None else _stream_handle(stream)
         staged: list[int] = []
         try:
@@ -261,4 +283,4 @@ class Kernel:
 def load(path: str | os.PathLike[str]) -> Kernel:
     """The kernel in the bundle directory at `path` (the GPU is touched at the first launch)."""
     manifest, ptx = read_bundle(path)
-    return Kernel(manifest, ptx)
+    return Kernel(manifest, ptx, read_wide_ptx(path, manifest))

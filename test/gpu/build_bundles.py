@@ -65,7 +65,7 @@ def build_tile(source: Path, params: dict[str, str], out: Path) -> list[Path]:
         assert usage.spill_stores == usage.spill_loads == 0, (source, params, arch, usage)
         for manifest in compiled.manifests:
             name = f"{manifest.entry}_{arch.replace('_', '')}"
-            written.append(write_bundle(out / name, manifest, compiled.ptx))
+            written.append(write_bundle(out / name, manifest, compiled.ptx, compiled.wide_ptx))
     return written
 
 

@@ -3,6 +3,23 @@
 // tile.dynamic_smem and the known block size added; workgroup globals move along.
 // RUN: tile-opt -p outline-tile-kernels %s | filecheck %s
 // RUN: tile-opt -p outline-tile-kernels --split-input-file --verify-diagnostics %s.bad
+// The wide variant (index-bitwidth=64) keeps MLIR's 64-bit index: no dl_spec, same ABI.
+// RUN: tile-opt -p "outline-tile-kernels{index-bitwidth=64}" %s | filecheck %s --check-prefix=WIDE
+// RUN: tile-opt -p "outline-tile-kernels{index-bitwidth=32}" %s | filecheck %s
+// RUN: not tile-opt -p "outline-tile-kernels{index-bitwidth=16}" %s 2>&1 | filecheck %s --check-prefix=BAD16
+// RUN: not tile-opt -p "outline-tile-kernels{index-bitwidth=wide}" %s 2>&1 | filecheck %s --check-prefix=BADWORD
+
+// WIDE: module attributes {gpu.container_module} {
+// WIDE-NOT: dlti.dl_spec
+// WIDE: gpu.module @kernels {
+// WIDE-NEXT: llvm.mlir.global internal @__smem_scale_s()
+// WIDE-NEXT: gpu.func @scale(%[[X:.*]]: !llvm.ptr<1>, %[[A:.*]]: f32, %[[N:.*]]: i64) kernel
+// WIDE-NEXT: %[[NI:.*]] = arith.index_cast %[[N]] : i64 to index
+// WIDE-NOT: dlti.dl_spec
+// WIDE: gpu.return
+
+// BAD16: error: index-bitwidth must be 32 or 64, got 16
+// BADWORD: option 'index-bitwidth' of pass 'outline-tile-kernels': bad value 'wide'
 
 // CHECK: module attributes {gpu.container_module} {
 // CHECK-NOT: func.func @scale

@@ -1,5 +1,6 @@
 """Manifests from tile IR: parameters, bindings, grid and block of every example kernel."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,22 @@ def test_build_reports_failures_and_still_builds_the_rest(
     assert err.rstrip().splitlines()[-1] == f"tilec build: 1 of 2 inputs failed: {bad}"
     assert (out / "vadd" / "manifest.json").is_file()  # built after the failure
     assert (out / "vadd").stat().st_mode & 0o777 == 0o755  # not mkdtemp's 0700
+
+
+def test_build_writes_the_wide_variant_beside_the_ordinary_ptx(tmp_path: Path) -> None:
+    from tilec.build import build, compile_tile
+    from tilec.runtime import load
+
+    compiled = compile_tile(str(EXAMPLES / "vadd.tile"), {}, "sm_80")
+    (manifest,) = compiled.manifests
+    assert manifest.wide_ptx_file == "vadd.wide.ptx"
+    # N (parameter 3) is an i64 in both; the ordinary PTX reads its low half (32-bit index),
+    # the wide one all of it.
+    n_param = r"ld\.param\.b{}\s+%r\w*\d+, \[vadd_param_3\]"
+    assert re.search(n_param.format(32), compiled.ptx)
+    assert re.search(n_param.format(64), compiled.wide_ptx)
+    assert "ld.param.b32" not in compiled.wide_ptx
+    assert ".visible .entry vadd(" in compiled.wide_ptx
+    (bundle,) = build(str(EXAMPLES / "vadd.tile"), tmp_path, {}, "sm_80")
+    kernel = load(bundle)
+    assert (kernel.ptx, kernel.wide_ptx) == (compiled.ptx, compiled.wide_ptx)
