@@ -17,6 +17,7 @@ from mlir import ir
 
 from tilec import __version__
 from tilec.binding import walk
+from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.runtime.bundle import (
@@ -225,22 +226,6 @@ def kernels_of(tile_module: ir.Module) -> list[KernelInfo]:
     ]
 
 
-def _dynamic_smem(gpu_module: ir.Module) -> dict[str, int]:
-    """kernel name -> `tile.dynamic_smem` of its gpu.func (0 when absent)."""
-    found: dict[str, int] = {}
-
-    def visit(op: ir.Operation) -> None:
-        if op.name != "gpu.func":
-            return
-        smem = op.attributes["tile.dynamic_smem"] if "tile.dynamic_smem" in op.attributes else None
-        found[ir.StringAttr(op.attributes["sym_name"]).value] = (
-            ir.IntegerAttr(smem).value if smem is not None else 0
-        )
-
-    walk(gpu_module.operation, visit)
-    return found
-
-
 @dataclass
 class Compiled:
     """A compiled `.tile` file: its PTX and one manifest per kernel."""
@@ -249,7 +234,9 @@ class Compiled:
     manifests: list[Manifest]
 
 
-def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
+def compile_tile(
+    path: str, params: dict[str, str], arch: str | None, contracts: bool = True
+) -> Compiled:
     """Compile `path` to PTX and describe each kernel (MLIR side; raises DiagnosticError)."""
     infos: list[KernelInfo] = []
     smem: dict[str, int] = {}
@@ -259,9 +246,10 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
         if artifact.stage == "tile":
             infos.extend(kernels_of(artifact.value))
         elif artifact.stage == "gpu":
-            smem.update(_dynamic_smem(artifact.value))
+            smem.update(dynamic_smem(artifact.value))
 
-    ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=read)
+    options = CompileOptions(emit="ptx", arch=arch, params=params, contracts=contracts)
+    ptx = compile_file(path, options, on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
@@ -284,9 +272,15 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
     return Compiled(str(ptx.value), manifests)
 
 
-def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | None) -> list[Path]:
+def build(
+    path: str,
+    out_dir: str | Path,
+    params: dict[str, str],
+    arch: str | None,
+    contracts: bool = True,
+) -> list[Path]:
     """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`."""
-    compiled = compile_tile(path, params, arch)
+    compiled = compile_tile(path, params, arch, contracts)
     written = []
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""

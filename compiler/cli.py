@@ -1,4 +1,4 @@
-"""The `tilec` command line: compile, layout, build, run, bench, version."""
+"""The `tilec` command line: compile, layout, build, report, check, run, bench, version."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tilec import __version__
+from tilec.contract_cli import add_commands as add_contract_commands
 from tilec.diagnostics import Diagnostic, DiagnosticError, render, render_all
 from tilec.expected import verify_expected
 from tilec.options import add_to_argparse
@@ -22,6 +23,9 @@ SM80 and SM90 GPUs, through MLIR.
 
 Run 'tilec COMMAND --help' for a command's options.
 """
+
+
+NO_CONTRACTS = "build even when a kernel's contract(...) is broken (with a warning)"
 
 
 def print_diagnostics(diags: list[Diagnostic]) -> None:
@@ -70,6 +74,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         pipelines=_parse_pipelines(args.pass_pipeline),
         flags=args,
         ptx_via=args.ptx_via,
+        contracts=not args.no_contracts,
     )
     if args.verify_diagnostics is not None:
         return _verify_diagnostics(args.input, options)
@@ -156,7 +161,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     files = _tile_files(args.inputs)
     for file in files:  # an input that fails is reported; the others are still built
         try:
-            for bundle in build(file, args.output, params, args.arch):
+            for bundle in build(file, args.output, params, args.arch, not args.no_contracts):
                 print(f"{file}: wrote {bundle}")
         except DiagnosticError as exc:
             print_diagnostics(exc.diagnostics)
@@ -259,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("banks",),
         help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu stage)",
     )
+    p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_compile)
 
     # Listed for --help only: main() hands `tilec layout ...` to tilec.layout_cli's own parser,
@@ -272,7 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundles go here")
     p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_build)
+
+    add_contract_commands(sub)
 
     p = sub.add_parser("run", help="run a kernel on random inputs and time it (needs a GPU)")
     p.add_argument("input", metavar="FILE_OR_BUNDLE", help="a .tile file or a bundle directory")
