@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tilec.diagnostics import Diagnostic, DiagnosticError, note
-from tilec.targets import ctas_per_sm, smem_optin
+from tilec.targets import ctas_per_sm
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -92,7 +92,7 @@ class Collector:
     kernels: dict[str, KernelContract]
     file: str
     banks: bool = False  # run the bank analysis at the gpu stage
-    pipelines: dict[str, tuple[int, int]] = field(default_factory=dict)  # stages, requested
+    pipelines: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     dynamic_smem: dict[str, int] = field(default_factory=dict)
     conflicts: dict[str, int] = field(default_factory=dict)
     ptx: str | None = None
@@ -108,13 +108,14 @@ class Collector:
             self.ptx = str(artifact.value)
 
 
-def pipeline_stages(module: ir.Module) -> dict[str, tuple[int, int]]:
-    """kernel -> (stages, stages requested) of its shallowest loop tile-pipeline pipelined."""
+def pipeline_stages(module: ir.Module) -> dict[str, tuple[int, int, int]]:
+    """kernel -> (stages, stages requested, the shared-memory limit of a clamp, else 0) of its
+    shallowest loop tile-pipeline pipelined."""
     from mlir import ir
 
     from tilec.binding import walk
 
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, tuple[int, int, int]] = {}
 
     def visit(op: ir.Operation) -> None:
         if "tile.stages" not in op.attributes:
@@ -125,11 +126,12 @@ def pipeline_stages(module: ir.Module) -> dict[str, tuple[int, int]]:
         if func is None:
             return
         got = ir.IntegerAttr(op.attributes["tile.stages"]).value
-        requested = got
+        requested, limit = got, 0
         if "tile.stages_requested" in op.attributes:
             requested = ir.IntegerAttr(op.attributes["tile.stages_requested"]).value
+            limit = ir.IntegerAttr(op.attributes["tile.stages_smem_limit"]).value
         name = ir.StringAttr(func.attributes["sym_name"]).value
-        found[name] = min(found.get(name, (got, requested)), (got, requested))
+        found[name] = min(found.get(name, (got, requested, limit)), (got, requested, limit))
 
     walk(module.operation, visit)
     return found
@@ -189,12 +191,12 @@ def count_instructions(ptx: str, pattern: str) -> int:
     return n
 
 
-def _depth_source(target: str, stages: int, requested: int) -> str:
+def _depth_source(stages: int, requested: int, limit: int) -> str:
     if stages == requested:
         return f"tile-pipeline ({stages} stages, as requested)"
     return (
-        f"tile-pipeline clamped the stages {requested} -> {stages} to fit "
-        f"{smem_optin(target)} bytes of shared memory ({target})"
+        f"tile-pipeline clamped the stages {requested} -> {stages} to fit {limit} bytes "
+        f"({limit / 1024:g} KiB) of shared memory"
     )
 
 
@@ -202,8 +204,8 @@ def _pipeline_facts(c: Collector, k: KernelContract) -> dict[str, Fact]:
     if k.name not in c.pipelines:
         none = "tile-pipeline (no pipelined loop)"
         return {"stages": Fact(None, none), "depth": Fact(None, none)}
-    stages, requested = c.pipelines[k.name]
-    source = _depth_source(k.target, stages, requested)
+    stages, requested, limit = c.pipelines[k.name]
+    source = _depth_source(stages, requested, limit)
     return {"stages": Fact(stages, source), "depth": Fact(stages - 1, source)}
 
 

@@ -85,13 +85,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         for name, k in (artifact.contracts or {}).items():
             if not k.promises:
-                print(f"{file}: {name}: no contract", file=sys.stderr)
+                print(f"{file}: {name}: no contract")
                 broken.append(file)
             else:
                 print(f"{file}: {name}: {len(k.promises)} promises kept")
     summary = f"tilec check: {len(files)} inputs, {len(broken)} failed"
     summary += f", {len(uncompiled)} not compiled" if uncompiled else ""
-    print(summary + (f": {', '.join(sorted(set(broken)))}" if broken else ""), file=sys.stderr)
+    print(summary + (f": {', '.join(sorted(set(broken)))}" if broken else ""))
     return 1 if broken else 0
 
 
