@@ -20,6 +20,8 @@ SM80 and SM90 GPUs, through MLIR.
   tilec compile examples/vadd.tile --emit tile        # stop at any stage: see --emit
   tilec compile k.tile --arch sm_90a -o k.ptx         # all the way to PTX
   tilec layout "composition((4,8):(8,1), (2,2):(1,4))" --table
+  tilec report examples/gemm_sm80.tile                # every fact a kernel compiled to
+  tilec check examples                                # every kernel's contract (for CI)
 
 Run 'tilec COMMAND --help' for a command's options.
 """

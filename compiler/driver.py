@@ -123,8 +123,6 @@ def _collector(artifact: Artifact, path: str, options: CompileOptions) -> Collec
     """What reads each stage for the contracts: only a `.tile` compiled to ptx or past it."""
     if artifact.contracts is None or position(options.emit) < position("ptx"):
         return None
-    if options.ptx_via == "mlir":
-        return None
     arch = artifact.arch
     kernels = {n: replace(k, target=arch or k.target) for n, k in artifact.contracts.items()}
     return Collector(kernels, path, banks=options.passport or needs_banks(kernels))
