@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tilec.contract import count_instructions, ptx_entries
+from tilec import backend
+from tilec.build import compile_tile
+from tilec.contract import ContractError, count_instructions, ptx_entries
 from tilec.frontend import check, parse_source
 from tilec.targets import ctas_per_sm
 
@@ -85,3 +89,43 @@ def test_contract_parse_and_check() -> None:
     assert has.holds(1) and not has.holds(0)
     assert count.holds(5) and not count.holds(4)
     assert spills.holds(0) and not spills.holds(1)
+
+
+VADD = """kernel vadd<LIMIT: int = 64>(x: f32[N], y: f32[N], out: f32[N])
+  grid(cdiv(N, 1024)) threads(256) target(sm_80)
+  contract({terms})
+{{
+  let t = (1024,)
+  let a = load(local_tile(x, t, block.x))
+  store(a + load(local_tile(y, t, block.x)), local_tile(out, t, block.x))
+}}
+"""
+
+
+def _write(tmp_path: Path, terms: str) -> str:
+    path = tmp_path / "vadd.tile"
+    path.write_text(VADD.format(terms=terms))
+    return str(path)
+
+
+def test_build_checks_the_contract(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'has("ld.global.v4"), count("mma.sync") >= LIMIT')
+    with pytest.raises(ContractError) as exc:
+        compile_tile(path, {}, None)
+    (error,) = exc.value.diagnostics
+    assert error.message == 'contract broken: count("mma.sync") >= 64 promised, found 0'
+    assert (error.span.line, error.span.col) == (3, 33)
+    assert error.notes[0].message == "decided by PTX"
+    assert compile_tile(path, {"LIMIT": "0"}, None).ptx  # kept
+    unchecked = compile_tile(path, {}, None, contracts=False)
+    assert unchecked.ptx == compile_tile(path, {"LIMIT": "0"}, None).ptx  # contracts only read
+
+
+def test_ptxas_facts_need_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backend.shutil, "which", lambda name: None)
+    assert compile_tile(_write(tmp_path, 'has("ld.global.v4")'), {}, None).ptx  # PTX only
+    with pytest.raises(ContractError) as exc:
+        compile_tile(_write(tmp_path, 'has("ld.global"), spills == 0'), {}, None)
+    (error,) = exc.value.diagnostics
+    assert error.message.startswith("contract needs ptxas: ptxas not found on PATH")
+    assert (error.span.line, error.span.col) == (3, 30)
