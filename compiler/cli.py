@@ -77,6 +77,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         flags=args,
         ptx_via=args.ptx_via,
         contracts=not args.no_contracts,
+        passport=args.report == "contract",
     )
     if args.verify_diagnostics is not None:
         return _verify_diagnostics(args.input, options)
@@ -94,6 +95,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(data)
     if banks is not None:
         print("\n".join(banks.finish(options)), file=sys.stderr)
+    if options.passport:
+        from tilec.contract_cli import passport_lines
+
+        print("\n".join(passport_lines(artifact)), file=sys.stderr)
     if args.resource_usage and artifact.stage in ("ptx",):
         from tilec.backend import BackendError, ptxas_reports, resource_table
 
@@ -263,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_to_argparse(p)  # the options tile-opt shares (mlir-opt's spellings): tilec.options
     p.add_argument(
         "--report",
-        choices=("banks",),
-        help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu stage)",
+        choices=("banks", "contract"),
+        help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu "
+        "stage); contract: each kernel's passport, as tilec report prints it",
     )
     p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_compile)

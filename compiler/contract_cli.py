@@ -41,6 +41,23 @@ def render_passport(pp: Passport, promises: list) -> list[str]:
     return lines
 
 
+def passport_lines(artifact: Artifact) -> list[str]:
+    """Every kernel's passport; a compile that stopped before ptx has none."""
+    from tilec.driver import fail
+
+    if not artifact.passports:
+        raise fail(
+            "a passport reads the ptx stage, which this compile never produced",
+            ("compile a .tile file with --emit ptx or cubin",),
+        )
+    contracts = artifact.contracts or {}
+    return [
+        line
+        for pp in artifact.passports
+        for line in render_passport(pp, contracts[pp.kernel].promises)
+    ]
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     artifact = _compile(args.input, args, passport=True)
     contracts = artifact.contracts or {}
@@ -51,8 +68,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(data, indent=2))
         return 0
-    for pp in artifact.passports:
-        print("\n".join(render_passport(pp, contracts[pp.kernel].promises)))
+    print("\n".join(passport_lines(artifact)))
     return 0
 
 
