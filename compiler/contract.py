@@ -73,7 +73,8 @@ class Passport:
     def fact(self, promise: Promise) -> Fact:
         if promise.pattern is not None:
             return Fact(count_instructions(self.ptx, promise.pattern), "PTX")
-        return self.facts[promise.fact]
+        missing = Fact(None, f"{FACTS[promise.fact]} reported nothing for kernel {self.kernel}")
+        return self.facts.get(promise.fact, missing)
 
     def as_json(self) -> dict[str, Any]:
         counts = {p: count_instructions(self.ptx, p) for p in LISTED}

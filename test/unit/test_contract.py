@@ -8,8 +8,10 @@ import pytest
 
 from tilec import backend
 from tilec.build import compile_tile
-from tilec.contract import ContractError, count_instructions, ptx_entries
+from tilec.contract import ContractError, Fact, Passport, broken, count_instructions, ptx_entries
+from tilec.diagnostics import Span
 from tilec.frontend import check, parse_source
+from tilec.frontend.contract import Promise
 from tilec.targets import ctas_per_sm
 
 KERNEL = """kernel k<S: int = 3>(x: f32[N]) grid(1) threads(64) target(sm_80)
@@ -129,3 +131,15 @@ def test_ptxas_facts_need_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (error,) = exc.value.diagnostics
     assert error.message.startswith("contract needs ptxas: ptxas not found on PATH")
     assert (error.span.line, error.span.col) == (3, 30)
+
+
+def test_a_fact_nobody_reported_is_an_error_not_a_traceback() -> None:
+    span = Span("k.tile", 3, 12)
+    passport = Passport(
+        "k", "sm_80", {"depth": Fact(None, "tile-pipeline (no pipelined loop)")}, ""
+    )
+    promises = [Promise("registers", None, "<=", 4, span), Promise("depth", None, "==", 2, span)]
+    assert [d.message for d in broken(passport, promises)] == [
+        "contract: registers <= 4: ptxas reported nothing for kernel k",
+        "contract: depth == 2: tile-pipeline (no pipelined loop)",
+    ]
