@@ -18,6 +18,7 @@ from mlir import ir
 
 from tilec import __version__
 from tilec.binding import walk
+from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.runtime.bundle import (
@@ -227,22 +228,6 @@ def kernels_of(tile_module: ir.Module) -> list[KernelInfo]:
     ]
 
 
-def _dynamic_smem(gpu_module: ir.Module) -> dict[str, int]:
-    """kernel name -> `tile.dynamic_smem` of its gpu.func (0 when absent)."""
-    found: dict[str, int] = {}
-
-    def visit(op: ir.Operation) -> None:
-        if op.name != "gpu.func":
-            return
-        smem = op.attributes["tile.dynamic_smem"] if "tile.dynamic_smem" in op.attributes else None
-        found[ir.StringAttr(op.attributes["sym_name"]).value] = (
-            ir.IntegerAttr(smem).value if smem is not None else 0
-        )
-
-    walk(gpu_module.operation, visit)
-    return found
-
-
 @dataclass
 class Compiled:
     """A compiled `.tile` file: its PTX, its wide (64-bit index) PTX, one manifest per kernel."""
@@ -252,10 +237,13 @@ class Compiled:
     wide_ptx: str = ""
 
 
-def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compiled:
+def compile_tile(
+    path: str, params: dict[str, str], arch: str | None, contracts: bool = True
+) -> Compiled:
     """Compile `path` to PTX, and its wide variant, and describe each kernel (MLIR side;
-    raises DiagnosticError). The frontend and the `lowered` stage run once: the wide variant
-    continues from a copy of the `lowered` module with `WIDE_GPU_PIPELINE`."""
+    raises DiagnosticError; the kernels' contracts are checked unless `contracts` is False).
+    The frontend and the `lowered` stage run once: the wide variant continues from a copy of
+    the `lowered` module with `WIDE_GPU_PIPELINE`."""
     infos: list[KernelInfo] = []
     smem: dict[str, int] = {}
     lowered: list[str] = []
@@ -267,9 +255,10 @@ def compile_tile(path: str, params: dict[str, str], arch: str | None) -> Compile
         elif artifact.stage == "lowered":
             lowered.append(artifact.value.operation.get_asm(enable_debug_info=True))
         elif artifact.stage == "gpu":
-            smem.update(_dynamic_smem(artifact.value))
+            smem.update(dynamic_smem(artifact.value))
 
-    ptx = compile_file(path, CompileOptions(emit="ptx", arch=arch, params=params), on_stage=read)
+    options = CompileOptions(emit="ptx", arch=arch, params=params, contracts=contracts)
+    ptx = compile_file(path, options, on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
     target = ptx.arch or (infos[0].target if infos else None)
     wide = _compile_wide(path, lowered[0], target, smem) if infos else ""
@@ -304,7 +293,7 @@ def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int
 
     def read(artifact: Artifact) -> None:
         if artifact.stage == "gpu":
-            wide_smem.update(_dynamic_smem(artifact.value))
+            wide_smem.update(dynamic_smem(artifact.value))
 
     with tempfile.TemporaryDirectory(prefix="tilec-wide-") as tmp:
         copy = Path(tmp) / f"{Path(path).name.split('.')[0]}.lowered.mlir"
@@ -315,9 +304,15 @@ def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int
     return str(wide.value)
 
 
-def build(path: str, out_dir: str | Path, params: dict[str, str], arch: str | None) -> list[Path]:
+def build(
+    path: str,
+    out_dir: str | Path,
+    params: dict[str, str],
+    arch: str | None,
+    contracts: bool = True,
+) -> list[Path]:
     """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`."""
-    compiled = compile_tile(path, params, arch)
+    compiled = compile_tile(path, params, arch, contracts)
     written = []
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""

@@ -1,4 +1,4 @@
-"""The `tilec` command line: compile, layout, build, run, bench, version."""
+"""The `tilec` command line: compile, layout, build, report, check, run, bench, version."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tilec import __version__
+from tilec.contract_cli import add_commands as add_contract_commands
 from tilec.diagnostics import Diagnostic, DiagnosticError, render, render_all
 from tilec.expected import verify_expected
 from tilec.options import add_to_argparse
@@ -19,9 +20,14 @@ SM80 and SM90 GPUs, through MLIR.
   tilec compile examples/vadd.tile --emit tile        # stop at any stage: see --emit
   tilec compile k.tile --arch sm_90a -o k.ptx         # all the way to PTX
   tilec layout "composition((4,8):(8,1), (2,2):(1,4))" --table
+  tilec report examples/gemm_sm80.tile                # every fact a kernel compiled to
+  tilec check examples                                # every kernel's contract (for CI)
 
 Run 'tilec COMMAND --help' for a command's options.
 """
+
+
+NO_CONTRACTS = "build even when a kernel's contract(...) is broken (with a warning)"
 
 
 def print_diagnostics(diags: list[Diagnostic]) -> None:
@@ -70,6 +76,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         pipelines=_parse_pipelines(args.pass_pipeline),
         flags=args,
         ptx_via=args.ptx_via,
+        contracts=not args.no_contracts,
+        passport=args.report == "contract",
     )
     if args.verify_diagnostics is not None:
         return _verify_diagnostics(args.input, options)
@@ -87,6 +95,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(data)
     if banks is not None:
         print("\n".join(banks.finish(options)), file=sys.stderr)
+    if options.passport:
+        from tilec.contract_cli import passport_lines
+
+        print("\n".join(passport_lines(artifact)), file=sys.stderr)
     if args.resource_usage and artifact.stage in ("ptx",):
         from tilec.backend import BackendError, ptxas_reports, resource_table
 
@@ -156,7 +168,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     files = _tile_files(args.inputs)
     for file in files:  # an input that fails is reported; the others are still built
         try:
-            for bundle in build(file, args.output, params, args.arch):
+            for bundle in build(file, args.output, params, args.arch, not args.no_contracts):
                 print(f"{file}: wrote {bundle}")
         except DiagnosticError as exc:
             print_diagnostics(exc.diagnostics)
@@ -256,9 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_to_argparse(p)  # the options tile-opt shares (mlir-opt's spellings): tilec.options
     p.add_argument(
         "--report",
-        choices=("banks",),
-        help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu stage)",
+        choices=("banks", "contract"),
+        help="banks: shared-memory bank conflicts of each access, on stderr (reads the gpu "
+        "stage); contract: each kernel's passport, as tilec report prints it",
     )
+    p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_compile)
 
     # Listed for --help only: main() hands `tilec layout ...` to tilec.layout_cli's own parser,
@@ -272,7 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="bundles go here")
     p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_build)
+
+    add_contract_commands(sub)
 
     p = sub.add_parser("run", help="run a kernel on random inputs and time it (needs a GPU)")
     p.add_argument("input", metavar="FILE_OR_BUNDLE", help="a .tile file or a bundle directory")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mlir import ir
 
 from tilec import backend, binding
 from tilec.context import make_context
+from tilec.contract import Collector, KernelContract, Passport, check, needs_banks
 from tilec.diagnostics import Diagnostic, DiagnosticError
 from tilec.options import asm_flags, flag
 from tilec.pipeline import PipelineError, run_pipeline
@@ -31,6 +33,8 @@ class CompileOptions:
     flags: object | None = None  # mlir-opt's options (tilec.options): instruments, printing
     opt_level: int = 3
     ptx_via: str = "llvmlite"  # "mlir": gpu-module-to-binary, the cross-check path
+    contracts: bool = True  # check each kernel's contract(...) once the compile reaches ptx
+    passport: bool = False  # collect every fact (tilec report), ptxas's and the banks' too
 
 
 @dataclass
@@ -39,6 +43,8 @@ class Artifact:
     value: object  # str for text stages, bytes for cubin, ir.Module for MLIR stages
     arch: str | None
     warnings: list[Diagnostic] = field(default_factory=list)  # from the frontend's checks
+    contracts: dict[str, KernelContract] | None = None  # from the frontend: kernel -> contract
+    passports: list[Passport] = field(default_factory=list)  # what each kernel compiled to
 
     def as_bytes(self, flags: object | None = None) -> bytes:
         """The artifact as written out; MLIR stages printed as `flags` (`--mlir-print-*`) say."""
@@ -106,7 +112,20 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
 
     with ctx:
         module = irgen(checked, ctx)
-    return Artifact("tile", module, frontend.target_of(checked), checked.warnings)
+    contracts = {
+        k.node.name: KernelContract(k.node.name, k.target, math.prod(k.threads), k.contract)
+        for k in checked.kernels
+    }
+    return Artifact("tile", module, frontend.target_of(checked), checked.warnings, contracts)
+
+
+def _collector(artifact: Artifact, path: str, options: CompileOptions) -> Collector | None:
+    """What reads each stage for the contracts: only a `.tile` compiled to ptx or past it."""
+    if artifact.contracts is None or position(options.emit) < position("ptx"):
+        return None
+    arch = artifact.arch
+    kernels = {n: replace(k, target=arch or k.target) for n, k in artifact.contracts.items()}
+    return Collector(kernels, path, banks=options.passport or needs_banks(kernels))
 
 
 def _mlir_step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
@@ -199,6 +218,7 @@ def compile_file(
         on_stage(artifact)
     # Warnings and remarks of the passes (MLIR's and Python passes' alike) join the frontend's.
     warnings = artifact.warnings
+    collector = _collector(artifact, path, options)
     with ctx, binding.collect_diagnostics(ctx, path, errors=False) as from_passes:
         try:
             while artifact.stage != options.emit:
@@ -209,8 +229,20 @@ def compile_file(
                 _dump(options, stem, artifact)
                 if on_stage is not None:
                     on_stage(artifact)
+                if collector is not None:
+                    collector(artifact)
         except ir.MLIRError as exc:
             errors = binding.error_diagnostics(exc, path)
             raise DiagnosticError([*warnings, *from_passes, *errors]) from None
     artifact.warnings = [*warnings, *from_passes]
+    if collector is not None:
+        try:
+            artifact.passports, unchecked = check(
+                collector, artifact.arch, options.contracts, options.passport
+            )
+        except DiagnosticError as exc:
+            exc.diagnostics[:0] = artifact.warnings
+            raise
+        artifact.warnings += unchecked
+        artifact.contracts = collector.kernels
     return artifact

@@ -15,6 +15,11 @@ class Target:
     name: str
     ptx_features: str  # llvmlite's NVPTX feature string (the PTX ISA version)
     smem_optin: int  # shared memory per block a kernel may opt into (bytes)
+    # Per SM, for occupancy (CUDA C Programming Guide, "Technical Specifications per Compute
+    # Capability"): resident threads and blocks, and the most shared memory of the carveout.
+    max_threads_sm: int = 2048
+    max_blocks_sm: int = 32
+    smem_sm: int = 164 * 1024
     setmaxnreg: bool = False  # per-warp-group register budgets (`registers = N` of a role)
 
 
@@ -24,10 +29,10 @@ TABLE: dict[str, Target] = {
     t.name: t
     for t in (
         Target("sm_80", "+ptx80", 163 * 1024),
-        Target("sm_86", "+ptx80", 99 * 1024),
-        Target("sm_89", "+ptx80", 99 * 1024),
-        Target("sm_90", "+ptx80", 227 * 1024),
-        Target("sm_90a", "+ptx80", 227 * 1024, setmaxnreg=True),
+        Target("sm_86", "+ptx80", 99 * 1024, 1536, 16, 100 * 1024),
+        Target("sm_89", "+ptx80", 99 * 1024, 1536, 24, 100 * 1024),
+        Target("sm_90", "+ptx80", 227 * 1024, smem_sm=228 * 1024),
+        Target("sm_90a", "+ptx80", 227 * 1024, setmaxnreg=True, smem_sm=228 * 1024),
     )
 }
 # What `target(...)` and `--arch` accept: the targets the compiler is tested for.
@@ -47,3 +52,28 @@ def smem_optin(target: str | None) -> int:
 def has_setmaxnreg(target: str | None) -> bool:
     known = TABLE.get(target or "")
     return known is not None and known.setmaxnreg
+
+
+# Occupancy constants every SM80/SM90 part shares: a 64K-register file split over 4 warp
+# schedulers, registers allocated per warp in units of 256, shared memory in units of 128 bytes
+# with 1 KiB per block reserved by the system.
+REGISTERS_SM = 65536
+REGISTER_UNIT = 256
+SCHEDULERS = 4
+SMEM_UNIT = 128
+SMEM_RESERVED = 1024
+
+
+def ctas_per_sm(target: str, threads: int, registers: int, smem: int) -> int:
+    """Resident blocks per SM (CUDA's occupancy calculator): the least of the thread, block,
+    register and shared-memory limits; 0 when one block does not fit at all."""
+    t = TABLE[target]
+    warps = -(-threads // 32)
+    limits = [t.max_threads_sm // 32 // warps, t.max_blocks_sm]
+    if registers > 0:
+        per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+        warps_sm = REGISTERS_SM // SCHEDULERS // per_warp * SCHEDULERS
+        limits.append(warps_sm // warps)
+    per_block = -(-(smem + SMEM_RESERVED) // SMEM_UNIT) * SMEM_UNIT
+    limits.append(t.smem_sm // per_block)
+    return min(limits)

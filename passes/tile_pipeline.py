@@ -363,6 +363,7 @@ class TilePipeline(Pass):
                 f"{smem_limit} bytes of shared memory",
             )
             loop.attributes["tile.stages_requested"] = attr
+            loop.attributes["tile.stages_smem_limit"] = ir.IntegerAttr.get(attr.type, smem_limit)
             loop.attributes["tile.stages"] = ir.IntegerAttr.get(attr.type, fits)
             p.stages = fits
         if p.stages > 1:

@@ -176,8 +176,23 @@ class Arg(Node):
 
 @dataclass
 class Clause(Node):
-    name: str  # grid | threads | target
+    name: str  # grid | threads | target | contract
     args: list[Node]
+
+
+@dataclass
+class Term(Node):
+    """One promise of a contract: `registers <= 128`, `count("ldmatrix") >= 4`, `has("x")`."""
+
+    fact: str
+    pattern: str | None  # the instruction that count(...) and has(...) name
+    op: str  # == <= >= < >
+    bound: Node
+
+
+@dataclass
+class Contract(Clause):
+    terms: list[Term] = field(default_factory=list)
 
 
 @dataclass

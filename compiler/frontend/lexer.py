@@ -12,13 +12,13 @@ PUNCT = ("..", "(", ")", "[", "]", "{", "}", "<", ">", ",", ":", ";", ".", "=", 
 PUNCT += ("/", "%")
 # A newline ends a statement only after a token that can end an expression (Go's rule), so an
 # expression continues onto the next line after an operator or a comma.
-ENDERS = frozenset({"ident", "int", "float", ")", "]", "}", ">"})
+ENDERS = frozenset({"ident", "int", "float", "string", ")", "]", "}", ">"})
 MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "ident" "int" "float" "newline" "eof", a keyword, or the punctuation itself
+    kind: str  # "ident" "int" "float" "string" "newline" "eof", a keyword, or the punctuation
     text: str
     span: Span
     value: int | float | None = None
@@ -65,6 +65,8 @@ class Lexer:
                 self.ident()
             elif c.isascii() and c.isdigit():
                 self.number()
+            elif c == '"':
+                self.string()
             else:
                 self.punct(c)
         self.tokens.append(Token("eof", "", self.span(self.pos)))
@@ -119,6 +121,18 @@ class Lexer:
             self.add("int", start, 0)
             return
         self.add("int", start, int(literal))
+
+    def string(self) -> None:
+        """`"..."` on one line, no escapes: a PTX instruction name in a contract."""
+        start = self.pos
+        end = self.text.find('"', start + 1)
+        newline = self.text.find("\n", start + 1)
+        if end < 0 or 0 <= newline < end:
+            self.pos = len(self.text) if newline < 0 else newline
+            self.diags.error("unterminated string (it must end on its line)", self.span(start))
+            return
+        self.pos = end + 1
+        self.add("string", start)
 
     def digits(self) -> None:
         while (

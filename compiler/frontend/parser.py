@@ -7,6 +7,7 @@ from typing import NoReturn, TypeVar
 
 from tilec.diagnostics import DiagnosticEngine, Span
 from tilec.frontend import ast
+from tilec.frontend.contract import parse_contract
 from tilec.frontend.lexer import Token, lex
 from tilec.frontend.types import SCALAR_TYPES
 
@@ -182,9 +183,12 @@ class Parser:
 
     def clause(self) -> ast.Clause:
         name = self.ident()
+        if name.text == "contract":
+            return parse_contract(self, name)
         if name.text not in ("grid", "threads", "target"):
             self.fail(
-                f"expected 'grid', 'threads', 'target' or '{{', found '{name.text}'", name.span
+                f"expected 'grid', 'threads', 'target', 'contract' or '{{', found '{name.text}'",
+                name.span,
             )
         self.expect("(", "'('")
         args = self.comma_list(")", self.expr)
@@ -472,6 +476,8 @@ def describe(tok: Token) -> str:
         return "end of line"
     if tok.kind in ("ident", "int", "float"):
         return f"'{tok.text}'"
+    if tok.kind == "string":
+        return f"string {tok.text}"
     return f"'{tok.kind}'"
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
+from tilec.frontend.contract import Promise, check_contract
 from tilec.frontend.expr import ExprChecker, negative_stride
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.types import SCALAR_TYPES
@@ -45,6 +46,7 @@ class CheckedKernel:
     dynamic_entries: dict[str, list[list[str | int]]]
     allocs: list[Alloc]
     smem_bytes: int
+    contract: list[Promise] = field(default_factory=list)  # the contract(...) clause's terms
 
 
 @dataclass
@@ -113,6 +115,7 @@ class KernelChecker:
         for a in self.node.args:
             self.arg(a)
         target, threads, grid = self.clauses()
+        contract = check_contract(self, self.node.clause("contract"))
         self.c.target, self.c.threads = target, threads
         self.c.header = False
         self.c.block(self.node.body, self.scope)
@@ -134,6 +137,7 @@ class KernelChecker:
             self.dynamic,
             allocs,
             total,
+            contract,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:

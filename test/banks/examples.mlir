@@ -23,17 +23,17 @@
 // warp: lane l handles Y row l%4 (= s column c0 + l%4) at Y columns 4*(l/4)..+3 (= s rows
 // 4*(l/4)+e). Bank = ((c0/4) xor (l/4)) * 4 + l%4: 8 values of l/4 times 4 of l%4 = 32
 // distinct banks: conflict-free. The warp still stores four whole 128-byte rows of Y.
-// TRANSPOSE:      transpose.tile:10:3: shared store, 16 bytes/lane, 4 instructions: 1-way (conflict-free)
-// TRANSPOSE-NEXT: transpose.tile:12:3: shared load, 4 bytes/lane, 16 instructions: 1-way (conflict-free)
+// TRANSPOSE:      transpose.tile:12:3: shared store, 16 bytes/lane, 4 instructions: 1-way (conflict-free)
+// TRANSPOSE-NEXT: transpose.tile:14:3: shared load, 4 bytes/lane, 16 instructions: 1-way (conflict-free)
 // TRANSPOSE-NEXT: transpose: 2 shared accesses, 2 conflict-free, worst 1-way
 
 // softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
 // thread at word t (banks 0-31 once per warp), then every thread reads words lane + 32*w for
 // w = 0..3 (32 consecutive words per instruction): all conflict-free.
-// SOFTMAX:      softmax.tile:8:19: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:8:19: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:9:13: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:9:13: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX:      softmax.tile:9:19: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:9:19: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:10:13: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:10:13: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
 // SOFTMAX-NEXT: softmax: 4 shared accesses, 4 conflict-free, worst 1-way
 
 // LATE: error: --report banks reads the 'gpu' stage, which this compile never produced

@@ -69,7 +69,7 @@
 // S5-NOT: nvvm.cp.async.commit.group
 // S5: scf.for
 // S5-NEXT: nvvm.cp.async.wait.group 3
-// S5: } {tile.prefetch_fragments = 0 : i64, tile.stages = 5 : i64, tile.stages_requested = 10 : i64}
+// S5: } {tile.prefetch_fragments = 0 : i64, tile.stages = 5 : i64, tile.stages_requested = 10 : i64, tile.stages_smem_limit = {{[0-9]+}} : i64}
 // S5-NEXT: nvvm.cp.async.wait.group 0
 
 // One stage: left alone (the lowering waits after each copy, as before).

@@ -209,3 +209,21 @@ def random_kernels(draw: st.DrawFn) -> str:
 @given(random_kernels())
 def test_random_builtin_calls(ctx: object, src: str) -> None:
     compile_or_diagnose(src, ctx)
+
+
+CONTRACT_PIECES = [
+    *("depth", "registers", "spills", "has", "count", "bank_conflicts", "ctas_per_sm", "regs"),
+    *("==", "<=", ">=", "<", ">", "=", "= =", "!=", "(", ")", ",", '"ldmatrix"', '"', '""'),
+    *("S", "S - 1", "N", "x", "1", "-1", "99999999999999999999", "f32", "block.x", "\n", "{"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(CONTRACT_PIECES), max_size=12))
+def test_contract_clause_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any contract(...) text: a checked contract or located errors, never a traceback."""
+    text = (
+        "kernel k<S: int = 3>(x: f32[N]) grid(1) threads(32) target(sm_80)\n"
+        f"  contract({' '.join(pieces)})\n{{\n  barrier()\n}}\n"
+    )
+    compile_or_diagnose(text, ctx)
