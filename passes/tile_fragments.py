@@ -268,6 +268,14 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
 Value = Frag | Reduced | Deferred | ir.Value
 
 
+def describe(part: Partition) -> str:
+    """A partition in the words of the language: tile shape, vector width, mode, threads."""
+    return (
+        f"a {'x'.join(map(str, part.shape))} tile in {part.vec}-element chunks along mode "
+        f"{part.m} over {part.threads} threads"
+    )
+
+
 def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred | Reduced:  # noqa: ANN001
     """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast. With a
     deferred operand the result is deferred too: fn runs where it is stored. Reduced tensors
@@ -277,8 +285,14 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred 
         raise LoweringError(op, "elementwise op without a register tensor operand")
     full = [x for x in frags if not isinstance(x, Reduced)]
     part = (full or frags)[0].part
-    if any(x.part != part for x in frags):
-        raise LoweringError(op, "operands are spread over the threads differently")
+    other = next((x.part for x in frags if x.part != part), None)
+    if other is not None:
+        raise LoweringError(
+            op,
+            f"operands are spread over the threads differently: {describe(part)} and "
+            f"{describe(other)} (hint: give both operands the same tile shape and layout, or "
+            "load one like the other: load(t, like = other))",
+        )
     if not full and len({x.mode for x in frags}) == 1:
         groups = {
             key: fn(*[x.groups[key] if isinstance(x, Reduced) else x for x in operands])
