@@ -4,7 +4,13 @@
 set -euo pipefail
 out="${1:-build/variants}"
 rm -rf "$out"
-v() { name=$1; file=$2; shift 2; tilec build "examples/$file" -o "$out/$name" --arch sm_90a "$@" >/dev/null; }
+# The variants test correctness at parameters the examples' contracts do not promise for (a
+# swizzle tuned for 64x64 f32 tiles has bank conflicts at TILE = 48; BLOCK = 1 has no 16-byte
+# vectors), so they are built without the contract check.
+v() {
+  name=$1; file=$2; shift 2
+  tilec build "examples/$file" -o "$out/$name" --arch sm_90a --no-contracts "$@" >/dev/null 2>&1
+}
 v vadd_block1000 vadd.tile -D BLOCK=1000
 v vadd_block1 vadd.tile -D BLOCK=1
 v transpose_tile48 transpose.tile -D TILE=48
