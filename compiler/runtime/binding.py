@@ -130,6 +130,15 @@ def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> 
         expected = evaluate(want, symbols)
         if expected != got:
             raise ValueError(f"{where}: dim {dim} is {got}, expected {want} = {expected}")
+    # Kernels' layouts take no negative strides (the compiler refuses them in a layout, and a
+    # runtime stride symbol is assumed non-negative by the tiles' address arithmetic).
+    pairs = zip(view.shape, view.strides, strict=True)
+    reversed_dims = [d for d, (n, stride) in enumerate(pairs) if n > 1 and stride < 0]
+    if reversed_dims:
+        raise ValueError(
+            f"{where}: a negative stride {list(view.strides)} along dim {reversed_dims[0]} (a "
+            "reversed view); kernels take none: pass a copy (e.g. .contiguous())"
+        )
     want_strides = (
         row_major_strides(view.shape)
         if p.strides is None

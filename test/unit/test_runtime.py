@@ -641,3 +641,15 @@ def test_a_written_tensor_may_not_overlap_itself_or_another() -> None:
     q.__cuda_array_interface__["data"] = (0x10000 + 252, False)  # shares P's last element
     with pytest.raises(ValueError, match="'P' and 'Q': the kernel writes both and their memory"):
         bind(both, (p, q))
+
+
+def test_a_reversed_view_is_refused_even_where_strides_are_free() -> None:
+    # gemm_sm80_batched binds its strides from the tensors; a negative one (cupy's x[::-1])
+    # would index below the base pointer: refused, never bound.
+    m = batched_manifest()
+    l, rows, k, n = 3, 129, 72, 257
+    a = FakeCuda((l, rows, k), "<f2", strides=(-2 * rows * k, 2 * k, 2))
+    c = FakeCuda((l, rows, n), "<f2", strides=(2 * rows * n, 2 * n, 2), ptr=0x7F1000000000)
+    bias = FakeCuda((rows, n), "<f2", strides=(0, 2))
+    with pytest.raises(ValueError, match=r"argument 'A': a negative stride \[-9288, 72, 1\]"):
+        bind(m, (a, c, bias))
