@@ -11,6 +11,7 @@ tilec adds `-p` (a pipeline mixing tilec and upstream passes), `--list-passes` a
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import sys
 import tempfile
@@ -139,36 +140,36 @@ def pass_manager(ctx: ir.Context, line: CommandLine, anchor: str) -> passmanager
     if line.pass_pipeline is not None:
         if line.steps:
             flag = line.steps[0].flag
-            message = f"'-pass-pipeline' can't be used with individual passes ({flag})"
-            raise CommandLineError(message)
+            raise CommandLineError(
+                f"'-pass-pipeline' can't be used with individual passes ({flag})"
+            )
         pm = textual_pass_manager(ctx, line.pass_pipeline)
         instrument(pm, line)
         return pm
-    else:
-        elements = []
-        for step in line.steps:
-            if step.kind == "pipeline":
-                elements.append(step.text)
-            else:
-                _check_pass_flag(ctx, step)
-                elements.append(f"{step.text}{{{step.options}}}" if step.options else step.text)
-        pm = build_pass_manager(ctx, ",".join(elements), anchor=anchor)
-    instrument(pm, line)
-    return pm
-
-
-def _check_pass_flag(ctx: ir.Context, step: object) -> None:
-    """A flag that is neither an option nor a registered pass is an unknown argument."""
-    if step.text in PASSES:
-        return
+    elements = [
+        step.text
+        if step.kind == "pipeline" or not step.options
+        else f"{step.text}{{{step.options}}}"
+        for step in line.steps
+    ]
     try:
-        passmanager.PassManager.parse(f"any({step.text})", context=ctx)
-    except ValueError as exc:
-        if "does not refer to a registered pass" in str(exc):
-            raise CommandLineError(
-                f"unknown command line argument '{step.flag}' (no option or registered pass "
-                f"of that name; see 'tile-opt --help')"
-            ) from None
+        return build_pass_manager(ctx, ",".join(elements), flags=line, anchor=anchor)
+    except PipelineError as exc:
+        # MLIR names the element it does not know; a flag of that name is no option either.
+        unknown = next(
+            (
+                s
+                for s in line.steps
+                if s.kind == "pass" and f"'{s.text}' does not refer" in str(exc)
+            ),
+            None,
+        )
+        if unknown is None:
+            raise
+        raise CommandLineError(
+            f"unknown command line argument '{unknown.flag}' (no option or registered pass of "
+            "that name; see 'tile-opt --help')"
+        ) from None
 
 
 def _drop_printed_op_notes(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -197,8 +198,6 @@ def process_chunk(
                 diags.append(Diagnostic("error", "the pass pipeline failed", None))
             return None, diags
         if line.emit_bytecode:
-            import io
-
             buffer = io.BytesIO()
             root.write_bytecode(buffer)
             return buffer.getvalue(), diags

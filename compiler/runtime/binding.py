@@ -103,10 +103,16 @@ def scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
 INDEX_LIMIT = 2**31
 
 
+def element_span(view: TensorView) -> int:
+    """The largest element offset `view` reaches from its base (strides are checked
+    non-negative before this is asked)."""
+    return sum((n - 1) * d for n, d in zip(view.shape, view.strides, strict=True) if n > 0)
+
+
 def _needs_wide(m: Manifest, name: str, view: TensorView) -> bool:
     """Whether the tensor's elements reach past the 32-bit index; an error when they do and the
     bundle has no wide variant to launch instead."""
-    span = sum((n - 1) * abs(d) for n, d in zip(view.shape, view.strides, strict=True) if n > 0)
+    span = element_span(view)
     if span < INDEX_LIMIT and all(n < INDEX_LIMIT for n in view.shape):
         return False
     if not m.wide_ptx_file:
@@ -254,9 +260,7 @@ def _self_overlap(view: TensorView) -> int | None:
     """A dim along which `view` revisits memory (stride 0, or a stride shorter than what the
     dims of smaller strides span), else None: written through, it would race."""
     dims = sorted(
-        (abs(d), n, i)
-        for i, (n, d) in enumerate(zip(view.shape, view.strides, strict=True))
-        if n > 1
+        (d, n, i) for i, (n, d) in enumerate(zip(view.shape, view.strides, strict=True)) if n > 1
     )
     span = 0  # elements covered by the dims seen so far, minus one
     for stride, extent, dim in dims:
@@ -269,10 +273,7 @@ def _self_overlap(view: TensorView) -> int | None:
 def byte_span(view: TensorView) -> tuple[int, int]:
     """[first, last] byte offset from `view.ptr` that `view` touches."""
     size = DTYPE_SIZES[view.dtype]
-    pairs = list(zip(view.shape, view.strides, strict=True))
-    low = sum((n - 1) * d for n, d in pairs if d < 0 < n)
-    high = sum((n - 1) * d for n, d in pairs if d > 0)
-    return low * size, high * size + size - 1
+    return 0, element_span(view) * size + size - 1
 
 
 def written_spans(m: Manifest, views: dict[str, TensorView]) -> list[tuple[str, int, int]]:
