@@ -256,9 +256,13 @@ def broken(passport: Passport, promises: list[Promise]) -> list[Diagnostic]:
     return errors
 
 
-def check(c: Collector, arch: str, enforce: bool, full: bool) -> tuple[list[Passport], list]:
+def check(
+    c: Collector, arch: str, enforce: bool, full: bool, need_ptxas: bool = False
+) -> tuple[list[Passport], list]:
     """The passports and the warnings of one compile; raises ContractError for a broken
-    contract when `enforce`. `full`: every fact (the report), ptxas's and the banks' too."""
+    contract when `enforce`. `full`: every fact (the report), ptxas's and the banks' too.
+    Without ptxas, terms that need it are an error when `need_ptxas` (tilec check, report) or
+    `full`, else a warning and left unchecked (a plain compile works without the toolkit)."""
     from tilec.backend import BackendError
 
     promised = [p for k in c.kernels.values() for p in k.promises]
@@ -267,17 +271,28 @@ def check(c: Collector, arch: str, enforce: bool, full: bool) -> tuple[list[Pass
         return [], [Diagnostic("warning", "contracts not checked (--no-contracts)", first)]
     if not promised and not full:
         return [], []
+    unchecked: list[Diagnostic] = []
     try:
         found = passports(c, arch, full or needs_ptxas(c.kernels))
     except BackendError as exc:
         span = next((p.span for p in promised if p.fact in PTXAS_FACTS), None)
-        raise ContractError([Diagnostic("error", f"contract needs ptxas: {exc}", span)]) from None
+        if full or need_ptxas:
+            message = f"contract needs ptxas: {exc}"
+            raise ContractError([Diagnostic("error", message, span)]) from None
+        message = f"contract terms that need ptxas are not checked: {exc}"
+        unchecked.append(Diagnostic("warning", message, span))
+        found = passports(c, arch, False)
     if not enforce:
-        return found, []
-    errors = [e for pp in found for e in broken(pp, c.kernels[pp.kernel].promises)]
+        return found, unchecked
+    skip = PTXAS_FACTS if unchecked else ()
+    errors = [
+        e
+        for pp in found
+        for e in broken(pp, [p for p in c.kernels[pp.kernel].promises if p.fact not in skip])
+    ]
     if errors:
         raise ContractError(errors)
-    return found, []
+    return found, unchecked
 
 
 def needs_ptxas(kernels: dict[str, KernelContract]) -> bool:

@@ -19,7 +19,11 @@ def _compile(path: str, args: argparse.Namespace, passport: bool) -> Artifact:
     from tilec.driver import CompileOptions, compile_file
 
     options = CompileOptions(
-        arch=args.arch, params=_parse_params(args.param), contracts=not passport, passport=passport
+        arch=args.arch,
+        params=_parse_params(args.param),
+        contracts=not passport,
+        passport=passport,
+        need_ptxas=True,  # report and check answer for every fact: ptxas must be there
     )
     return compile_file(path, options)
 

@@ -35,6 +35,7 @@ class CompileOptions:
     ptx_via: str = "llvmlite"  # "mlir": gpu-module-to-binary, the cross-check path
     contracts: bool = True  # check each kernel's contract(...) once the compile reaches ptx
     passport: bool = False  # collect every fact (tilec report), ptxas's and the banks' too
+    need_ptxas: bool = False  # a contract term ptxas decides is an error without it (tilec check)
 
 
 @dataclass
@@ -238,7 +239,7 @@ def compile_file(
     if collector is not None:
         try:
             artifact.passports, unchecked = check(
-                collector, artifact.arch, options.contracts, options.passport
+                collector, artifact.arch, options.contracts, options.passport, options.need_ptxas
             )
         except DiagnosticError as exc:
             exc.diagnostics[:0] = artifact.warnings

@@ -124,10 +124,23 @@ def test_build_checks_the_contract(tmp_path: Path) -> None:
 
 
 def test_ptxas_facts_need_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.driver import CompileOptions, compile_file
+
     monkeypatch.setattr(backend.shutil, "which", lambda name: None)
     assert compile_tile(_write(tmp_path, 'has("ld.global.v4")'), {}, None).ptx  # PTX only
+    path = _write(tmp_path, 'has("ld.global"), spills == 0')
+    # A plain compile works without the toolkit: the ptxas terms are a located warning...
+    artifact = compile_file(path, CompileOptions())
+    (warning,) = [w for w in artifact.warnings if "ptxas" in w.message]
+    assert warning.severity == "warning" and (warning.span.line, warning.span.col) == (3, 30)
+    assert warning.message.startswith("contract terms that need ptxas are not checked")
+    # ...while the other terms still hold the build to its word...
+    with pytest.raises(ContractError, match=r'has\("ld.global.v8"\) promised, found 0'):
+        compile_tile(_write(tmp_path, 'has("ld.global.v8"), spills == 0'), {}, None)
+    # ...and what must answer for every fact (tilec check and report) refuses.
+    path = _write(tmp_path, 'has("ld.global"), spills == 0')
     with pytest.raises(ContractError) as exc:
-        compile_tile(_write(tmp_path, 'has("ld.global"), spills == 0'), {}, None)
+        compile_file(path, CompileOptions(need_ptxas=True))
     (error,) = exc.value.diagnostics
     assert error.message.startswith("contract needs ptxas: ptxas not found on PATH")
     assert (error.span.line, error.span.col) == (3, 30)
