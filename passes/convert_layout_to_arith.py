@@ -181,7 +181,7 @@ class ConvertLayoutToArith(Pass):
                             b.add(s, -1)
                             if isinstance(s, int)
                             else arith.SubIOp(s, b.value(1)).result,
-                            d,
+                            abs(d) if isinstance(d, int) else d,
                         ),
                     )
                 result = b.add(last, 1)

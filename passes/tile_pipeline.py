@@ -9,7 +9,7 @@ from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_memory import when
-from tilec.passes.tile_views import LoweringError, buffer_span, tensor_type
+from tilec.passes.tile_views import LoweringError, buffer_extent, tensor_type
 from tilec.targets import smem_optin
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
@@ -39,7 +39,7 @@ def staged_type(op: ir.Operation, stages: int) -> tuple[ir.Type, int]:
     inner = lay.inner if isinstance(lay, A.ComposedLayout) else lay
     if not A.is_static(inner.shape) or not A.is_static(inner.stride):
         raise LoweringError(op, f"a pipelined shared buffer needs a static layout, got {lay}")
-    span = buffer_span(op, lay)
+    span = buffer_extent(op, lay)[1]
     period = 128 // max(1, t.elem.width // 8)
     if isinstance(lay, A.ComposedLayout) and isinstance(lay.outer, A.Swizzle):
         sw = lay.outer
@@ -96,7 +96,7 @@ class Pipeline:
         for a in allocs:
             t = tensor_type(a.results[0].type)
             size = max(1, t.elem.width // 8)
-            nbytes = buffer_span(a, t.layout) * size
+            nbytes = buffer_extent(a, t.layout)[1] * size
             if a in self.buffers:
                 per_stage += staged_type(a, 1)[1] * size
             elif "reuse" in a.attributes:

@@ -21,7 +21,7 @@ from mlir.dialects import arith, llvm
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.layout.measure import span as layout_span
+from tilec.dialects.layout.measure import extent
 from tilec.dialects.tile import types
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 
@@ -217,15 +217,16 @@ def permute(op: ir.Operation, view: View) -> View:
     )
 
 
-def buffer_span(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> int:
-    """The elements a shared buffer laid out by `layout` reaches (its largest index + 1),
-    from the algebra (`measure.span`: a swizzle only moves offsets inside its aligned block)."""
+def buffer_extent(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> tuple[int, int]:
+    """(floor, elements) of a shared buffer laid out by `layout`: it holds the offsets from
+    floor (0, or below 0 where a stride is negative) to the largest, from the algebra
+    (`measure.extent`: a swizzle only moves offsets inside its aligned block)."""
     inner = layout.inner if isinstance(layout, A.ComposedLayout) else layout
     if not A.is_static(inner.shape) or not A.is_static(inner.stride):
         raise LoweringError(op, f"shared buffer layout {layout} must be static")
     if isinstance(layout, A.ComposedLayout) and not isinstance(layout.outer, A.Swizzle):
         raise LoweringError(op, f"shared layout {layout}: only a swizzle may compose")
-    return layout_span(layout)
+    return extent(layout)
 
 
 def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) -> str:
@@ -260,10 +261,12 @@ def alloc_shared(
 ) -> View:
     """A shared buffer's view on a new addrspace-3 global, or on the global of the buffer it
     reuses (`reuse = other`) when that one holds it. `buffers` maps the kernel's buffers by
-    name to (symbol, bytes); this one is added."""
+    name to (symbol, bytes); this one is added. The view's offset starts -floor elements into
+    the buffer, so a negative stride's offsets land inside it: (64,64):(-64,1) is based 4032
+    elements in, and its row 63 is the buffer's first."""
     t = tensor_type(op.results[0].type)
     lay = flat_modes(op, t.layout)
-    span = buffer_span(op, t.layout)  # static, and at most a swizzle composed
+    floor, span = buffer_extent(op, t.layout)  # static, and at most a swizzle composed
     name = ir.StringAttr(op.attributes["name"]).value
     nbytes = span * elem_bytes(t.elem)
     reused = (
@@ -276,9 +279,9 @@ def alloc_shared(
     else:
         symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)
     buffers[name] = (symbol, nbytes)
-    swizzle, offset = None, 0
-    if isinstance(t.layout, A.ComposedLayout):
-        swizzle, offset = t.layout.outer, t.layout.offset
+    swizzle, offset = None, -floor
+    if isinstance(t.layout, A.ComposedLayout):  # floor is a multiple of the swizzle's period
+        swizzle, offset = t.layout.outer, t.layout.offset - floor
     ptr = shared_pointer(symbol)
     return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilec import layout as L
 from tilec.diagnostics import note
+from tilec.dialects.layout import measure
 from tilec.frontend import ast
 from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
@@ -12,7 +13,6 @@ from tilec.frontend.expr import (
     inner,
     int_tuple,
     mode_sizes,
-    negative_stride,
     static_ints,
     top_modes,
     with_modes,
@@ -69,16 +69,12 @@ def shared(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         reuse = other.alloc.reuse or other.alloc  # the buffer that owns the memory
     if elem is None or obj is None:
         return ErrorV()
-    d = negative_stride(obj)
-    if d is not None:
-        return c.error(
-            f"a shared buffer's layout cannot have a negative stride: {obj} has stride {d}, "
-            f"so its offsets reach below the buffer's start",
-            node.args[0].span,
-            [note("reverse the order with a non-negative stride and index from the other end")],
-        )
+    try:  # the lowering's size too (tile_views.alloc_shared): negative strides included
+        elems = measure.extent(obj)[1]
+    except L.LayoutError as exc:
+        return c.error(exc.message, node.args[0].span)
     name = c.let_name or f"smem{len(c.allocs)}"
-    alloc = Alloc(name, node.span, elem, L.cosize(inner(obj)), reuse=reuse)
+    alloc = Alloc(name, node.span, elem, elems, reuse=reuse)
     c.allocs.append(alloc)
     return TensorV(elem, "shared", obj, alloc)
 

@@ -419,8 +419,8 @@ def inner(layout: object) -> L.Layout:
 def negative_stride(layout: object) -> int | None:
     """The first static negative stride of a layout, if any.
 
-    Memory layouts refuse them: a buffer is sized by cosize and addressed from its base, so
-    `(64,64):(-64,1)`, whose offsets run -4032 .. 63, would be written below its start.
+    A tensor argument's layout refuses them: a kernel addresses a tensor upwards from its
+    pointer, so `(M,K):(-1,M)` would read below it (a shared buffer holds its lowest offset).
     """
     return next((d for d in L.flatten(inner(layout).stride) if L.is_int(d) and d < 0), None)
 

@@ -364,16 +364,16 @@ class KernelChecker:
         if total <= limit:
             return
         parts = " + ".join(
-            f"{a.name} {a.stages} stages × {a.cosize * SCALAR_TYPES[a.elem][1]}"
+            f"{a.name} {a.stages} stages × {a.elems * SCALAR_TYPES[a.elem][1]}"
             if a.stages > 1
-            else f"{a.name} {a.cosize * SCALAR_TYPES[a.elem][1]}"
+            else f"{a.name} {a.elems * SCALAR_TYPES[a.elem][1]}"
             for a in allocs
         )
         notes = []
         staged = [a for a in allocs if a.stages > 1]
         for s in range(max((a.stages for a in staged), default=1) - 1, 0, -1):
             fits = sum(
-                a.cosize * SCALAR_TYPES[a.elem][1] * (s if a.stages > 1 else 1) for a in allocs
+                a.elems * SCALAR_TYPES[a.elem][1] * (s if a.stages > 1 else 1) for a in allocs
             )
             if fits <= limit:
                 param = next((a.stages_param for a in staged if a.stages_param), None)

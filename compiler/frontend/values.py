@@ -85,7 +85,7 @@ class Alloc:
     name: str
     span: Span
     elem: str
-    cosize: int
+    elems: int  # from its lowest offset to its highest (measure.extent)
     stages: int = 1
     stages_param: str | None = None  # the compile-time parameter the stage count came from
     # `shared<T>(layout, reuse = other)`: never live while `other` is, so it takes other's memory
@@ -95,7 +95,7 @@ class Alloc:
     @property
     def nbytes(self) -> int:
         """Bytes of all its stages."""
-        return self.cosize * SCALAR_TYPES[self.elem][1] * self.stages
+        return self.elems * SCALAR_TYPES[self.elem][1] * self.stages
 
     @property
     def aliased(self) -> bool:

@@ -18,6 +18,14 @@ is a run of consecutive offsets ending at that block's end, the maximum is hi it
 form: the swizzle permutes the block onto itself); otherwise it is the largest swizzled offset
 among the image's points in that block, which are found mode by mode, pruning every branch
 that cannot reach the block (at most P points, not size(L)).
+
+A negative stride reaches below 0: `extent(L)` is the buffer that holds every offset, from its
+floor (the smallest offset, rounded down to the swizzle's period P) to the largest. The floor
+is a multiple of P, so subtracting it commutes with the swizzle, sw(v - floor) = sw(v) - floor:
+a view based at the buffer's start minus the floor puts `sw(L(c)) - floor` inside the buffer
+and keeps each offset's position in its block (and so its bank and alignment):
+
+    (64,64):(-64,1)    offsets -4032 .. 63     extent (-4032, 4096): base = start + 4032
 """
 
 from __future__ import annotations
@@ -41,6 +49,11 @@ def _static_modes(x: Layout) -> list[tuple[int, int]]:
 def top(x: Layout) -> int:
     """One past the largest index a plain static layout reaches: 1 + sum((s-1) * d), d > 0."""
     return 1 + sum((s - 1) * d for s, d in _static_modes(x) if d > 0)
+
+
+def bottom(x: Layout) -> int:
+    """The smallest index a plain static layout reaches: sum((s-1) * d), d < 0."""
+    return sum((s - 1) * d for s, d in _static_modes(x) if d < 0)
 
 
 def image_is_run(x: Layout) -> bool:
@@ -97,3 +110,19 @@ def span(x: Layout | ComposedLayout) -> int:
     if not isinstance(x.outer, Swizzle):
         raise LayoutError(f"the span of {x} is not defined here: only a swizzle may compose")
     return swizzled_span(x.outer, x.offset, x.inner)
+
+
+def extent(x: Layout | ComposedLayout) -> tuple[int, int]:
+    """(floor, n): floor <= x(i) < floor + n for every i, n the least such (module docstring).
+
+    The floor is 0 unless an offset is negative: then it is the smallest offset, rounded down
+    to a multiple of the swizzle's period when x is swizzled.
+    """
+    if isinstance(x, Layout):
+        floor = min(0, bottom(x))
+        return floor, top(x) - floor
+    if not isinstance(x.outer, Swizzle):
+        raise LayoutError(f"the extent of {x} is not defined here: only a swizzle may compose")
+    period = swizzle_period(x.outer)
+    floor = min(0, (x.offset + bottom(x.inner)) // period * period)
+    return floor, swizzled_span(x.outer, x.offset - floor, x.inner)

@@ -57,3 +57,21 @@ func.func @apply_odd(%i: index, %m: index) -> (index, index) {
   %n = "layout.size"(%a) : (!layout.layout<"(6,?):(1,6)">) -> index
   return %y, %n : index, index
 }
+
+// -----
+
+// cosize with a static negative stride counts |d|: (?,64):(-64,1) spans (n-1)*64 + 63 + 1.
+// CHECK-LABEL: func.func @cosize_negative(
+// CHECK-SAME: %[[N:[^:]*]]: index
+// CHECK: %[[M:.*]] = arith.subi %[[N]], %{{.*}} : index
+// CHECK-NEXT: %[[C6:.*]] = arith.constant 6 : index
+// CHECK-NEXT: %[[S:.*]] = arith.shli %[[M]], %[[C6]] : index
+// CHECK-NEXT: %[[C63:.*]] = arith.constant 63 : index
+// CHECK-NEXT: %[[T:.*]] = arith.addi %[[S]], %[[C63]] : index
+// CHECK-NOT: -64
+// CHECK: return
+func.func @cosize_negative(%n: index) -> index {
+  %a = "layout.make"(%n) : (index) -> !layout.layout<"(?,64):(-64,1)">
+  %c = "layout.cosize"(%a) : (!layout.layout<"(?,64):(-64,1)">) -> index
+  return %c : index
+}

@@ -44,7 +44,7 @@ def test_static_algebra_results() -> None:
         "let t = shared<f16>(tile_to_shape(swizzle<3,3,3> o (8, 64):(64, 1), (128, 64)))", "t"
     )
     assert isinstance(t.layout, L.ComposedLayout) and str(t.layout.inner) == "(128,64):(64,1)"
-    assert t.alloc.cosize == 128 * 64
+    assert t.alloc.elems == 128 * 64
     assert value_of("let n = cosize((4, 8):(8, 1))", "n").value == 32
     assert value_of("let n = size(local_tile(A, (BM, 32), (0, 0)))", "n").value == 64 * 32
 
@@ -205,12 +205,7 @@ def test_algebra_results_beyond_64_bits_are_errors() -> None:
     ]
 
 
-def test_negative_strides_in_memory_layouts_are_located_errors() -> None:
-    """cosize((64,64):(-64,1)) is 4096 offsets from -4032: a buffer from its base cannot hold it."""
-    assert errors("let b = shared<f16>((64, 64):(-64, 1))") == [
-        "k.tile:2:21: error: a shared buffer's layout cannot have a negative stride: "
-        "(64,64):(-64,1) has stride -64, so its offsets reach below the buffer's start"
-    ]
+def test_negative_strides_in_tensor_arguments_are_located_errors() -> None:
     src = "kernel k(A: f16[(M, K):(K, -1)]) grid(1) threads(128) target(sm_80) {\n}\n"
     with pytest.raises(DiagnosticError) as info:
         check(parse_source(src, "k.tile"), {})
@@ -218,6 +213,19 @@ def test_negative_strides_in_memory_layouts_are_located_errors() -> None:
         "k.tile:1:24: error: a tensor argument's layout cannot have a negative stride: "
         "(?,?):(?,-1) has stride -1, and kernels address a tensor upwards from its base pointer"
     ]
-    # non-negative strides, stride 0 included, still compile; cosize sizes the buffer
-    assert value_of("let b = shared<f16>((64, 64):(1, 64))", "b").alloc.cosize == 4096
-    assert value_of("let b = shared<f16>((4, 64):(0, 1))", "b").alloc.cosize == 64
+
+
+def test_shared_buffers_span_their_offsets() -> None:
+    """A buffer holds its layout's offsets from the lowest to the highest (measure.extent), the
+    size the lowering allocates: (64,64):(-64,1) runs -4032 .. 63, 4096 elements, not 64."""
+    assert value_of("let b = shared<f16>((64, 64):(-64, 1))", "b").alloc.elems == 4096
+    assert value_of("let b = shared<f16>((64, 64):(1, 64))", "b").alloc.elems == 4096
+    assert value_of("let b = shared<f16>((4, 64):(0, 1))", "b").alloc.elems == 64
+    assert value_of("let b = shared<f16>((4, 64):(0, -1))", "b").alloc.elems == 64
+    sw = "let b = shared<f16>(swizzle<3,3,3> o (64, 64):(-64, 1))"
+    assert value_of(sw, "b").alloc.elems == 4160  # the floor rounds down to the period, -4096
+    # the budget counts the true span: 256 x 256 f32 is 256 KiB however its strides point
+    assert errors("let b = shared<f32>((256, 256):(-256, 1))") == [
+        "k.tile:1:8: error: shared memory needs 262144 bytes (b 262144), "
+        "the target sm_80 allows 166912"
+    ]

@@ -1,4 +1,4 @@
-"""`span` of a (swizzled) layout from the algebra, against evaluating every index."""
+"""`span` and `extent` of a (swizzled) layout from the algebra, against evaluating every index."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.layout.measure import image_is_run, span, swizzle_period
+from tilec.dialects.layout.measure import extent, image_is_run, span, swizzle_period
 
 CHECK = settings(max_examples=300, deadline=None, derandomize=True)
 
@@ -79,8 +79,54 @@ def test_compact_layouts_are_runs(shape: list[int], sw: A.Swizzle) -> None:
     assert span(A.ComposedLayout(sw, 0, inner)) == enumerated(A.ComposedLayout(sw, 0, inner))
 
 
+def enumerated_extent(x: A.Layout | A.ComposedLayout, period: int) -> tuple[int, int]:
+    """(floor, n) by evaluating every index: the lowest offset rounded down to `period` (0 when
+    none is negative), and the elements from there to the highest."""
+    offsets = [x(i) for i in range(A.size(x))]
+    floor = min(0, min(offsets) // period * period)
+    return floor, max(offsets) - floor + 1
+
+
+def test_hand_worked_extents() -> None:
+    assert extent(A.Layout((64, 64), (-64, 1))) == (-4032, 4096)
+    assert extent(A.Layout((64, 64), (64, -1))) == (-63, 4096)
+    assert extent(A.Layout(4, -1)) == (-3, 4)
+    assert extent(A.Layout((4, 8), (8, 1))) == (0, 32)  # no negative stride: floor 0, the span
+    assert extent(A.Layout((4, 2), (0, -3))) == (-3, 4)  # a broadcast mode adds nothing
+    # Sw<3,3,3>: -4032 rounds down to -4096 (period 512); offsets 0..63 swizzle onto themselves.
+    sw = A.Swizzle(3, 3, 3)
+    assert extent(A.ComposedLayout(sw, 0, A.Layout((64, 64), (-64, 1)))) == (-4096, 4160)
+    # Sw<2,2,2> has period 64: the floor -4032 is one, and the buffer is exactly 4096.
+    assert extent(A.ComposedLayout(A.Swizzle(2, 2, 2), 0, A.Layout((64, 64), (-64, 1)))) == (
+        -4032,
+        4096,
+    )
+    staged = A.Layout((128, 64, 2), (-64, 1, 8192))  # tile_pipeline's two stages, 8192 apart
+    assert extent(staged) == (-8128, 16384)
+
+
+@CHECK
+@given(shapes, st.data(), st.sampled_from(SWIZZLES), st.integers(-70, 70))
+def test_extent_equals_enumeration(
+    shape: list[int], data: st.DataObject, sw: A.Swizzle, offset: int
+) -> None:
+    strides = data.draw(st.lists(st.integers(-40, 40), min_size=len(shape), max_size=len(shape)))
+    inner = A.Layout(tuple(shape), tuple(strides))
+    assert extent(inner) == enumerated_extent(inner, 1)
+    composed = A.ComposedLayout(sw, offset, inner)
+    floor, n = extent(composed)
+    assert (floor, n) == enumerated_extent(composed, swizzle_period(sw))
+    # Based at start - floor, every offset lands inside the buffer, and (floor a multiple of
+    # the period) the swizzle of the shifted offset is the shifted swizzle: sw(v - f) = sw(v) - f.
+    for i in range(A.size(inner)):
+        v = offset + inner(i)
+        assert 0 <= sw(v - floor) == composed(i) - floor < n
+
+
 def test_refusals() -> None:
     with pytest.raises(A.LayoutError, match="only a swizzle may compose"):
         span(A.ComposedLayout(A.Layout(8, 2), 0, A.Layout(4, 1)))
     with pytest.raises(A.LayoutError, match="static layout"):
         span(A.Layout((4, A.DYN), (1, 4)))
+    with pytest.raises(A.LayoutError, match="only a swizzle may compose"):
+        extent(A.ComposedLayout(A.Layout(8, 2), 0, A.Layout(4, -1)))
