@@ -5,7 +5,8 @@ python test/gpu/build_bundles.py [OUT_DIR]    # default build/bundles
 OUT_DIR/vadd_<arch> for test_vadd_bundle.py, OUT_DIR/epilogue/<variant>/<kernel>_<arch> (the
 GEMM epilogue example for each activation and without C, and the batched GEMM) for
 test_gemm_epilogue.py, and OUT_DIR/reduce/<kernel>_<arch> (test/gpu/reduce_store.tile) for
-test_reduce_store.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
+test_reduce_store.py, OUT_DIR/negative_stride/<kernel>_<arch> (test/gpu/negative_stride.tile)
+for test_negative_stride.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
 for the sanitizer tier (test/gpu/sanitize.py) to catch.
 """
 
@@ -25,6 +26,7 @@ from tilec.runtime import Manifest, SizeParam, TensorParam, write_bundle
 ROOT = Path(__file__).resolve().parents[2]
 VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
 REDUCE = ROOT / "test" / "gpu" / "reduce_store.tile"
+NEGATIVE = ROOT / "test" / "gpu" / "negative_stride.tile"
 BLOCK = 256  # matches the kernel's gpu.known_block_size
 ARCHES = ("sm_80", "sm_90a")
 # variant -> (example, -D parameters)
@@ -98,7 +100,11 @@ def build(out: Path) -> list[Path]:
         assert usage.spill_stores == usage.spill_loads == 0, usage
         written.append(write_bundle(out / name, vadd_manifest(arch, source), ptx))
     return (
-        written + build_epilogue(out) + build_tile(REDUCE, {}, out / "reduce") + build_planted(out)
+        written
+        + build_epilogue(out)
+        + build_tile(REDUCE, {}, out / "reduce")
+        + build_tile(NEGATIVE, {}, out / "negative_stride")
+        + build_planted(out)
     )
 
 
