@@ -69,7 +69,7 @@ def raw_reference(x: np.ndarray, kernel: str) -> np.ndarray:
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("kernel", list(PLACES))
-@pytest.mark.parametrize("shape", [(64, 64), (128, 192), (100, 70), (5, 131)])
+@pytest.mark.parametrize("shape", [(64, 64), (128, 192), (100, 70), (61, 131), (3, 64)])
 def test_negative_stride_buffer(arch: str, kernel: str, shape: tuple[int, int]) -> None:
     m, n = shape
     g = torch.Generator(device="cuda").manual_seed(m * 1000 + n)
@@ -87,7 +87,8 @@ def test_negative_stride_buffer(arch: str, kernel: str, shape: tuple[int, int]) 
     want = raw_reference(x.cpu().numpy().astype(np.float64), kernel)
     got = r[:m].cpu().numpy().astype(np.float64)
     known = ~np.isnan(want)
-    assert known.any()
+    # a row-reversed tile of few rows puts them all past M: only T and the poison check it
+    assert known.any() or (kernel != "flip_cols" and m < TILE // 2)
     np.testing.assert_array_equal(got[known], want[known])  # the elements' places in memory
     if kernel == "flip_rows":  # a buffer beside s, filled from X: nothing of s spilled into it
         assert torch.equal(args[3], x)
