@@ -170,15 +170,18 @@ class Verdict:
         return self.status in ("SLOWER", "FAILED")
 
 
-def judge(kernel: str, base: dict[str, Any] | None, now: dict[str, Any] | None) -> Verdict:
-    """One kernel's verdict from its baseline entry and this run's."""
+def judge(
+    kernel: str, base: dict[str, Any] | None, now: dict[str, Any] | None, floor: float = FLOOR
+) -> Verdict:
+    """One kernel's verdict from its baseline entry and this run's: the band is the wider of
+    theirs, never below `floor` (--floor widens it for a noisier machine without re-recording)."""
     if now is None:
         return Verdict(kernel, "not measured", base and base["ratio"], None, base and base["band"])
     if "error" in now:
         return Verdict(kernel, "FAILED", base and base["ratio"], None, None, (now["error"],))
     if base is None:
         return Verdict(kernel, "new", None, now["ratio"], now["band"])
-    width = max(base["band"], now["band"])
+    width = max(floor, base["band"], now["band"])
     changed = tuple(diff_facts(base["facts"], now["facts"]))
     status = "ok"
     if now["ratio"] < base["ratio"] * (1 - width):
@@ -188,10 +191,10 @@ def judge(kernel: str, base: dict[str, Any] | None, now: dict[str, Any] | None) 
     return Verdict(kernel, status, base["ratio"], now["ratio"], width, changed)
 
 
-def compare(base: dict[str, Any], now: dict[str, Any]) -> list[Verdict]:
+def compare(base: dict[str, Any], now: dict[str, Any], floor: float = FLOOR) -> list[Verdict]:
     """Every kernel of either file, in the baseline's order, then the new ones."""
     names = list(base["kernels"]) + [k for k in now["kernels"] if k not in base["kernels"]]
-    return [judge(k, base["kernels"].get(k), now["kernels"].get(k)) for k in names]
+    return [judge(k, base["kernels"].get(k), now["kernels"].get(k), floor) for k in names]
 
 
 def _f(x: float | None, spec: str) -> str:
@@ -350,12 +353,12 @@ def _bundle(text: str) -> tuple[str, str]:
     return key, path
 
 
-def check(base: dict[str, Any], now: dict[str, Any]) -> int:
+def check(base: dict[str, Any], now: dict[str, Any], floor: float = FLOOR) -> int:
     """Print the comparison; 1 when a kernel is slower or failed, 2 on another device."""
     if base["device"] != now["device"]:
         print(f"baseline from {base['device']}, this run on {now['device']}: not comparable")
         return 2
-    verdicts = compare(base, now)
+    verdicts = compare(base, now, floor)
     print(f"Baseline {base['date']} on {base['device']}; this run {now['date']}.\n")
     print(render(verdicts))
     alarms = [v.kernel for v in verdicts if v.alarm]
@@ -374,10 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--facts", default=FACTS, help=f"the facts file to read ({FACTS})")
     parser.add_argument("--bundle", action="append", type=_bundle, default=[], metavar="KEY=PATH")
     parser.add_argument("--only", action="append", default=[], metavar="KEY", help="repeatable")
-    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--repeats", type=int, default=REPEATS, help=f"({REPEATS})")
+    parser.add_argument("--floor", type=float, default=FLOOR, help=f"least band ({FLOOR})")
     parser.add_argument("--measured", metavar="FILE", help="--check this saved run, no GPU")
     parser.add_argument("--save", metavar="FILE", help="also write this run's measurements")
     args = parser.parse_args(argv)
+    if args.repeats < 2:
+        parser.error("--repeats: at least 2 (the band is their spread)")
     bundles = dict(args.bundle)
     kernels = [k for k in KERNELS if not args.only or k.key in args.only or k.name in args.only]
     if args.write_facts:
@@ -395,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         write(Path(args.record), now)
         failed = [n for n, k in now["kernels"].items() if "error" in k]
         return 1 if failed else 0
-    return check(read(Path(args.check)), now)
+    return check(read(Path(args.check)), now, args.floor)
 
 
 if __name__ == "__main__":

@@ -216,3 +216,11 @@ def test_record_then_check_end_to_end_with_a_fake_device(
     kernel_ms["now"] = 1.1
     assert baseline.main(["--check", str(base), *common]) == 1
     assert "| vadd | 0.900 | 0.818 | -9.1% | ±2.0% | SLOWER | none |" in capsys.readouterr().out
+
+
+def test_a_wider_floor_silences_a_small_drop(tmp_path: Path) -> None:
+    base, now = tmp_path / "base.json", tmp_path / "now.json"
+    baseline.write(base, run({"vadd": entry(1.0)}))
+    baseline.write(now, run({"vadd": entry(0.96)}))
+    assert baseline.main(["--check", str(base), "--measured", str(now)]) == 1
+    assert baseline.main(["--check", str(base), "--measured", str(now), "--floor", "0.05"]) == 0
