@@ -102,6 +102,27 @@ def operand(
     return t.T if mn_major else t
 
 
+def operands(
+    m: int, n: int, k: int, dtype: torch.dtype, ma: bool, mb: bool, data: str = "randn"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A (M×K), B (N×K) and a NaN-poisoned C (M×N) for one shape."""
+    a, b = operand(m, k, ma, dtype, data), operand(n, k, mb, dtype, data)
+    return a, b, torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+
+
+def cublas(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """The reference: c = a @ b.T through torch.matmul (cuBLAS)."""
+    torch.matmul(a, b.T, out=c)
+
+
+def error(kernel: object, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, alpha: float) -> float:
+    """The kernel's relative error against an f32 a @ b.T (C poisoned first)."""
+    ref = (a.float() @ b.float().T) * alpha
+    c.fill_(float("nan"))
+    kernel(a, b, c, alpha)
+    return ((c.float() - ref).norm() / ref.norm()).item()
+
+
 def bench_shape(
     kernels: dict[str, object],
     m: int,
@@ -116,24 +137,20 @@ def bench_shape(
     """One table row per bundle at this shape; references timed once, on the same tensors."""
     timer = time_graph_ms if graph else time_ms
     alpha = 1.0
-    a, b = operand(m, k, ma, dtype, data), operand(n, k, mb, dtype, data)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-    ref = (a.float() @ b.float().T) * alpha
+    a, b, c = operands(m, n, k, dtype, ma, mb, data)
     flops = 2 * m * n * k
-    cublas = flops / timer(lambda: torch.matmul(a, b.T, out=c), inner=10) / 1e9
+    cublas_tf = flops / timer(lambda: cublas(a, b, c), inner=10) / 1e9
     trit = flops / timer(lambda: triton_gemm(a, b, c, alpha), inner=10) / 1e9
     rows = []
     for name, kernel in kernels.items():
-        c.fill_(float("nan"))
-        kernel(a, b, c, alpha)
-        err = ((c.float() - ref).norm() / ref.norm()).item()
+        err = error(kernel, a, b, c, alpha)
         if not err < 1e-2:
             print(f"{name} {m}x{n}x{k}: WRONG (relative error {err:.3g})")
             continue
         ours = flops / timer(lambda kernel=kernel: kernel(a, b, c, alpha), inner=10) / 1e9
         rows.append(
-            f"| {name} | {m}×{n}×{k} | {ours:.0f} | {cublas:.0f} | {trit:.0f} | "
-            f"{ours / cublas:.2f} | {ours / trit:.2f} |"
+            f"| {name} | {m}×{n}×{k} | {ours:.0f} | {cublas_tf:.0f} | {trit:.0f} | "
+            f"{ours / cublas_tf:.2f} | {ours / trit:.2f} |"
         )
     return rows
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -26,48 +28,92 @@ def gbs(nbytes: int, ms: float) -> float:
 Row = tuple[str, str, float, float, str]
 
 
-def bench_copy() -> float:
-    n = 1 << 28  # 1 GiB of f32
+@dataclass
+class Case:
+    """One kernel call and its torch reference on the same tensors, the kernel's result already
+    checked against torch; `nbytes` is the traffic both move (bench/baseline.py times them)."""
+
+    name: str
+    size: str
+    nbytes: int
+    run: Callable[[], object]
+    reference: Callable[[], object]
+    what: str
+
+
+def copy_case() -> Case:
+    """The ceiling: a 1 GiB f32 device-to-device copy, counting read + write."""
+    n = 1 << 28
     src, dst = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
-    return gbs(2 * n * 4, time_ms(lambda: dst.copy_(src)))
+    copy = lambda: dst.copy_(src)  # noqa: E731
+    return Case("device copy (torch)", "1 GiB f32", 2 * n * 4, copy, copy, "copy_")
 
 
-def bench_vadd(root: Path, arch: str) -> Row:
+def vadd_case(bundle: Path) -> Case:
     n = 1 << 28
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.full((n,), float("nan"), device="cuda")
-    vadd = load(root / f"vadd_{arch}")
+    vadd = load(bundle)
     vadd(x, y, out)
     assert torch.equal(out, x + y)
-    ours = gbs(3 * n * 4, time_ms(lambda: vadd(x, y, out)))
-    ref = gbs(3 * n * 4, time_ms(lambda: torch.add(x, y, out=out)))
-    return ("vadd", "N=2^28 f32", ours, ref, "torch.add")
+    return Case(
+        "vadd",
+        "N=2^28 f32",
+        3 * n * 4,
+        lambda: vadd(x, y, out),
+        lambda: torch.add(x, y, out=out),
+        "torch.add",
+    )
 
 
-def bench_transpose(root: Path, arch: str) -> Row:
+def transpose_case(bundle: Path) -> Case:
     m = n = 16384
     a = torch.randn(m, n, device="cuda")
     b = torch.full((n, m), float("nan"), device="cuda")
-    transpose = load(root / f"transpose_{arch}")
+    transpose = load(bundle)
     transpose(a, b)
     assert torch.equal(b, a.t())
-    ours = gbs(2 * m * n * 4, time_ms(lambda: transpose(a, b)))
-    ref = gbs(2 * m * n * 4, time_ms(lambda: b.copy_(a.t())))
-    return ("transpose", f"{m}x{n} f32", ours, ref, "b.copy_(a.t())")
+    return Case(
+        "transpose",
+        f"{m}x{n} f32",
+        2 * m * n * 4,
+        lambda: transpose(a, b),
+        lambda: b.copy_(a.t()),
+        "b.copy_(a.t())",
+    )
 
 
-def bench_softmax(root: Path, arch: str) -> Row:
+def softmax_case(bundle: Path) -> Case:
     r, c = 65536, 4096
     x = torch.randn(r, c, device="cuda", dtype=torch.float16)
     y = torch.full_like(x, float("nan"))
-    softmax = load(root / f"softmax_{arch}")
+    softmax = load(bundle)
     softmax(x, y)
     ref_y = torch.softmax(x.double(), 1)
     err = ((y.double() - ref_y).norm() / ref_y.norm()).item()
     assert err < 2e-3, err
-    ours = gbs(2 * r * c * 2, time_ms(lambda: softmax(x, y)))
-    ref = gbs(2 * r * c * 2, time_ms(lambda: torch.softmax(x, 1, out=y)))
-    return ("softmax", f"{r}x{c} f16", ours, ref, "torch.softmax")
+    return Case(
+        "softmax",
+        f"{r}x{c} f16",
+        2 * r * c * 2,
+        lambda: softmax(x, y),
+        lambda: torch.softmax(x, 1, out=y),
+        "torch.softmax",
+    )
+
+
+# Each example's case, made from its bundle folder.
+CASES: dict[str, Callable[[Path], Case]] = {
+    "vadd": vadd_case,
+    "transpose": transpose_case,
+    "softmax": softmax_case,
+}
+
+
+def bench(case: Case) -> Row:
+    """The kernel's and the reference's GB/s, each timed on its own."""
+    ours, ref = gbs(case.nbytes, time_ms(case.run)), gbs(case.nbytes, time_ms(case.reference))
+    return (case.name, case.size, ours, ref, case.what)
 
 
 def main() -> None:
@@ -79,18 +125,18 @@ def main() -> None:
         "--sweep", metavar="DIR", help="time every variant folder DIR/<name>/<kernel>_<arch>"
     )
     args = parser.parse_args()
-    ceiling = bench_copy()
+    ceiling = bench(copy_case())[2]
     rows: list[Row] = [("device copy (torch)", "1 GiB f32", ceiling, ceiling, "copy_")]
     roots = [(Path(args.bundles), "")]
     if args.sweep:
         roots = [(d, f" {d.name}") for d in sorted(Path(args.sweep).iterdir()) if d.is_dir()]
-    benches = {"vadd": bench_vadd, "transpose": bench_transpose, "softmax": bench_softmax}
     for root, label in roots:
-        for kernel, bench in benches.items():
-            if not (root / f"{kernel}_{args.arch}").is_dir():
+        for kernel, make in CASES.items():
+            bundle = root / f"{kernel}_{args.arch}"
+            if not bundle.is_dir():
                 continue
             try:
-                name, size, ours, ref, what = bench(root, args.arch)
+                name, size, ours, ref, what = bench(make(bundle))
                 rows.append((name + label, size, ours, ref, what))
             except Exception as exc:  # noqa: BLE001 - one failing kernel must not hide the others
                 print(f"{kernel}{label}: FAILED: {type(exc).__name__}: {exc}")

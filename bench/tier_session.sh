@@ -32,4 +32,23 @@ bench)
   python3 bench/bench_gemm.py --dtype bf16 --bundle $g/a0b0_bf16/gemm_sm90a \
     --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$out/gemm-bf16.md" | grep "^|"
   ;;
+baseline)
+  base=bench/baselines/h200.json
+  if [ "${2:-}" = record ] || [ ! -f "$base" ]; then
+    python3 bench/baseline.py --record "$out/baseline-h200.json" > "$out/record.md"
+    echo "record: exit $?"; grep -v ": done$" "$out/record.md"
+    base="$out/baseline-h200.json"
+  fi
+  for i in 1 2 3; do
+    python3 bench/baseline.py --check "$base" --save "$out/check-$i.json" > "$out/check-$i.md"
+    echo "check $i: exit $? (0: no alarm)"
+    grep -e "^no " -e ": no passport" -e "not comparable" "$out/check-$i.md"
+    grep -A 20 "^| kernel | baseline" "$out/check-$i.md"
+  done
+  python3 bench/baseline.py --check "$base" --only gemm_f16 \
+    --bundle gemm_f16=build/planted/gemm_f16_stages2/gemm_sm90a > "$out/planted.md"
+  rc=$?
+  grep -A 20 "^| kernel | baseline" "$out/planted.md"
+  if [ $rc = 1 ]; then echo "planted slowdown: caught"; else echo "planted: NOT caught ($rc)"; fi
+  ;;
 esac
