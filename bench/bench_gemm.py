@@ -174,6 +174,14 @@ def split_k(folder: Path, arch: str):
     return run
 
 
+def as_gemm(kernel):
+    """A bundle as c = alpha * a @ b.T: kernels without an alpha (examples/gemm_sm90.tile)
+    are called without it (the bench's alpha is 1)."""
+    if any(p.name == "alpha" for p in kernel.manifest.params):
+        return kernel
+    return lambda a, b, c, alpha: kernel(a, b, c)
+
+
 def parse_shape(text: str) -> tuple[int, int, int]:
     m, n, k = (int(x) for x in text.lower().split("x"))
     return m, n, k
@@ -199,7 +207,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
-    kernels = {b: load(b) for b in args.bundle or []}
+    kernels = {b: as_gemm(load(b)) for b in args.bundle or []}
     for folder in args.splitk:
         kernels[f"{folder} (split-K)"] = split_k(Path(folder), args.arch)
     lines = [

@@ -28,6 +28,8 @@ from tilec.runtime.bundle import (
     ScalarParam,
     SizeParam,
     TensorParam,
+    TmaDescriptor,
+    TmaParam,
     write_bundle,
 )
 from tilec.stages import WIDE_GPU_PIPELINE
@@ -220,6 +222,32 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
     )
 
 
+def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...]]:
+    """Per kernel of the `gpu` stage, the tensor maps it takes as trailing arguments (its
+    `tile.tma` attribute, in argument order; convert-tile-sm90 writes it)."""
+    found: dict[str, tuple[TmaDescriptor, ...]] = {}
+
+    def visit(op: ir.Operation) -> None:
+        if op.name != "gpu.func" or "tile.tma" not in op.attributes:
+            return
+        maps = []
+        for entry in ir.ArrayAttr(op.attributes["tile.tma"]):
+            d = ir.DictAttr(entry)
+            maps.append(
+                TmaDescriptor(
+                    ir.StringAttr(d["name"]).value,
+                    ir.StringAttr(d["tensor"]).value,
+                    tuple(ir.DenseI64ArrayAttr(d["box"])),
+                    swizzle=ir.StringAttr(d["swizzle"]).value,
+                    l2_promotion="256B",
+                )
+            )
+        found[ir.StringAttr(op.attributes["sym_name"]).value] = tuple(maps)
+
+    walk(gpu_module.operation, visit)
+    return found
+
+
 def kernels_of(tile_module: ir.Module) -> list[KernelInfo]:
     return [
         kernel_info(op.operation)
@@ -256,7 +284,9 @@ def compile_tile(
             lowered.append(artifact.value.operation.get_asm(enable_debug_info=True))
         elif artifact.stage == "gpu":
             smem.update(dynamic_smem(artifact.value))
+            tma.update(tma_descriptors(artifact.value))
 
+    tma: dict[str, tuple[TmaDescriptor, ...]] = {}
     options = CompileOptions(emit="ptx", arch=arch, params=params, contracts=contracts)
     ptx = compile_file(path, options, on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
@@ -269,7 +299,9 @@ def compile_tile(
             Manifest(
                 entry=info.name,
                 target=ptx.arch or info.target,
-                params=info.params,
+                params=info.params
+                + tuple(TmaParam(d.name, d.name) for d in tma.get(info.name, ())),
+                tma=tma.get(info.name, ()),
                 grid=info.grid,
                 block=info.threads,
                 dynamic_smem=smem.get(info.name, 0),

@@ -7,6 +7,7 @@ register the same way when `--load-pass-plugin` imports them.
 
 from tilec.passes.base import PASSES, Pass, register
 from tilec.passes.convert_layout_to_arith import ConvertLayoutToArith
+from tilec.passes.convert_tile_sm90 import ConvertTileSm90
 from tilec.passes.convert_tile_to_gpu import ConvertTileToGpu
 from tilec.passes.layout_fold import LayoutFold
 from tilec.passes.outline_tile_kernels import OutlineTileKernels
@@ -19,6 +20,7 @@ BUILTIN_PASSES = (
     TilePipeline,
     LayoutFold,
     ConvertLayoutToArith,
+    ConvertTileSm90,
     ConvertTileToGpu,
     PipelineSteadyState,
     OutlineTileKernels,

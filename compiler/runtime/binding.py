@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,8 +194,16 @@ def _bind_strides(
                     origin[want] = f"argument {p.name!r} stride {dim}"
 
 
-def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
-    """Checks `args` against `m` and computes sizes, grid, block and the parameter slots."""
+# Symbols a launch formula may use that come from the device, not from the arguments.
+DEVICE_SYMBOLS = ("num_sms",)
+
+
+def bind(
+    m: Manifest, args: tuple[Any, ...], device: Callable[[int | None], dict[str, int]] | None = None
+) -> Binding:
+    """Checks `args` against `m` and computes sizes, grid, block and the parameter slots.
+    `device(ordinal)` gives the device's symbols (`num_sms`: persistent grids) for the device
+    the tensors live on; without it a launch shape that names one is an error."""
     expected = user_params(m)
     if len(args) != len(expected):
         names = ", ".join(p.name for p in expected)
@@ -242,6 +251,11 @@ def bind(m: Manifest, args: tuple[Any, ...]) -> Binding:
         elif isinstance(p, TmaParam):
             slots.append(("tma", p.descriptor))
     check_requirements(m, symbols)
+    if any(sym in str(g) for g in m.grid for sym in DEVICE_SYMBOLS):
+        if device is None:
+            raise ValueError(f"{m.entry}: the grid {list(m.grid)} needs the device's SM count")
+        ordinal = next((v.device for v in views.values() if v.device is not None), None)
+        symbols.update(device(ordinal))
     grid = tuple(evaluate(g, symbols) for g in m.grid)
     block = tuple(evaluate(b, symbols) for b in m.block)
     if any(b <= 0 for b in block) or any(g < 0 for g in grid):

@@ -381,7 +381,7 @@ def validate(m: Manifest) -> None:
     if len(m.grid) != 3 or len(m.block) != 3:
         raise ManifestError("grid and block: expected 3 entries each (x, y, z)")
     for axis, f in zip("xyz", m.grid, strict=True):
-        _check_formula(f, symbols, f"grid.{axis}")
+        _check_formula(f, symbols | {"num_sms"}, f"grid.{axis}")  # num_sms: the device's
     for axis, f in zip("xyz", m.block, strict=True):
         _check_formula(f, symbols, f"block.{axis}")
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")

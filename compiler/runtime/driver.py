@@ -51,6 +51,14 @@ def current_context(device: int | None = None) -> int:
     return int(ctx)
 
 
+def sm_count(device: int | None = None) -> int:
+    """The number of SMs of `device` (default: the current context's device or device 0)."""
+    current_context(device)
+    dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
+    attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(check(cu.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
+
+
 def load_function(ptx: str, entry: str, dynamic_smem: int) -> tuple[Any, Any]:
     """(CUmodule, CUfunction) of `entry` in `ptx`, JIT-compiled into the current context."""
     module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
@@ -145,10 +153,11 @@ def encode_tma_tiled(args: dict[str, Any], address: int) -> bytes:
             getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args['dtype']}"),
             args["rank"],
             address,
-            args["global_dim"],
-            args["global_strides"],
-            args["box_dim"],
-            args["element_strides"],
+            # cuda-bindings 13.x takes these as its own integer types, not Python ints.
+            [cu.cuuint64_t(x) for x in args["global_dim"]],
+            [cu.cuuint64_t(x) for x in args["global_strides"]],
+            [cu.cuuint32_t(x) for x in args["box_dim"]],
+            [cu.cuuint32_t(x) for x in args["element_strides"]],
             getattr(cu.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{args['interleave']}"),
             getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args['swizzle']}"),
             getattr(

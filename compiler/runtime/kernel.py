@@ -201,7 +201,7 @@ class Kernel:
         if plan is None:  # bind (and check) once for this signature
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
-            b = bind(self.manifest, args)
+            b = bind(self.manifest, args, _device_symbols)
             plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in plan.grid:
             return None
@@ -235,7 +235,7 @@ class Kernel:
     def _launch_bound(self, args: tuple[Any, ...], stream: Any) -> None:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
         TMA maps to encode, or arguments `bind` will reject."""
-        b = bind(self.manifest, args)
+        b = bind(self.manifest, args, _device_symbols)
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
@@ -278,6 +278,10 @@ class Kernel:
         if key not in self._tma_buffers:
             self._tma_buffers[key] = driver.upload(data, stream)
         return self._tma_buffers[key]
+
+
+def _device_symbols(device: int | None) -> dict[str, int]:
+    return {"num_sms": driver.sm_count(device)}
 
 
 def load(path: str | os.PathLike[str]) -> Kernel:

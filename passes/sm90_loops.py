@@ -1,0 +1,206 @@
+"""Loops of a warp-specialised kernel: iteration numbers shared by producer and consumers, and
+accumulators carried through `scf.for` iter_args.
+
+Producer and consumers walk the same loops (the persistent tile loop, the pipelined K loop in
+it), so numbering every iteration of a pipelined loop across the whole kernel,
+`((i_1 · n_2 + i_2) · n_3 + ...)` with `i_j` the iteration index and `n_j` the trip count of
+the j-th loop, gives both sides the same ring position. That needs the inner trip counts to be
+the same on every outer iteration: they must be computed from values defined outside the role
+(kernel sizes), which is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_views import LoweringError
+
+
+def for_ops(op: ir.Operation, stop: ir.Operation) -> list[ir.Operation]:
+    """The scf.for loops around `op` inside `stop`, outermost first."""
+    chain, p = [], op.parent
+    while p is not None and p != stop:
+        if p.name == "scf.for":
+            chain.append(p)
+        p = p.parent
+    return chain[::-1]
+
+
+def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    p = op.parent
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def invariant(value: ir.Value, region_op: ir.Operation) -> bool:
+    """Whether `value` is the same on every iteration of loops inside `region_op`: defined
+    outside it, or pure arith of such values."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return not inside_block(owner, region_op)
+    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    if not inside(op, region_op):
+        return True
+    return op.name.startswith("arith.") and all(invariant(v, region_op) for v in op.operands)
+
+
+def inside_block(block: ir.Block, region_op: ir.Operation) -> bool:
+    owner = block.owner
+    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    return op == region_op or inside(op, region_op)
+
+
+def index(loop: ir.Operation, b: IndexBuilder) -> Term:
+    """The iteration index (iv - lb) / step of `loop`, inside it."""
+    lb, _, step = list(loop.operands)[:3]
+    iv = loop.regions[0].blocks[0].arguments[0]
+    return b.div(arith.SubIOp(iv, lb).result, step_term(step))
+
+
+def trips(loop: ir.Operation, b: IndexBuilder) -> Term:
+    lb, ub, step = list(loop.operands)[:3]
+    span = arith.SubIOp(ub, lb).result
+    s = step_term(step)
+    # ceil((ub - lb) / step), 0 when ub <= lb
+    positive = arith.MaxSIOp(span, b.value(0)).result
+    return b.div(
+        b.add(positive, b.add(s, -1) if isinstance(s, int) else arith.SubIOp(s, b.value(1)).result),
+        s,
+    )
+
+
+def step_term(step: ir.Value) -> Term:
+    owner = step.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return step
+
+
+def counter_of(
+    loop: ir.Operation, role: ir.Operation, b: IndexBuilder, at_end: bool = False
+) -> Term:
+    """The kernel-wide number of the current iteration of `loop` (or, `at_end`, just after
+    the loop: of the iteration that would follow its last)."""
+    chain = [*for_ops(loop, role), loop]
+    for inner in chain[1:]:
+        for v in list(inner.operands)[:3]:
+            if not invariant(v, role):
+                raise LoweringError(
+                    inner,
+                    "a loop inside a persistent one needs bounds that are the same on every tile",
+                )
+    count: Term = 0
+    for k, lp in enumerate(chain):
+        last = k == len(chain) - 1
+        n = trips(lp, b)
+        i = n if last and at_end else index(lp, b)
+        count = b.add(b.mul(count, n), i) if k else i
+    return count
+
+
+def after(op: ir.Operation) -> ir.InsertionPoint:
+    """The insertion point right after `op` in its block."""
+    block = op.block
+    found = False
+    for o in block.operations:
+        if found:
+            return ir.InsertionPoint(o)
+        found = o.operation == op
+    return ir.InsertionPoint(block)
+
+
+@dataclass
+class Carried:
+    loop: ir.Operation
+    frags: list[ir.Value]
+    then: list[Callable[[], None]] = field(default_factory=list)
+
+
+class RoleLoops:
+    """The pipelined loops being lowered, those that carry accumulators open until the first
+    op outside them."""
+
+    def __init__(self) -> None:
+        self.open_loops: list[Carried] = []
+
+    @staticmethod
+    def pipelined(op: ir.Operation) -> ir.Operation:
+        p = op.parent
+        while p is not None and p.name != "func.func":
+            if p.name == "scf.for" and "tile.stages" in p.attributes:
+                return p
+            p = p.parent
+        raise LoweringError(
+            op, f"'{op.name}' of a warp-specialised kernel belongs in a pipelined loop"
+        )
+
+    def find(self, loop: ir.Operation) -> Carried | None:
+        return next((c for c in self.open_loops if c.loop == loop), None)
+
+    def carry(
+        self, loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
+    ) -> ir.Operation:
+        """`loop` rebuilt with the accumulators of `frags` as iter_args (once)."""
+        found = self.find(loop)
+        if found is not None:
+            return found.loop
+        new = rebuild_with(loop, frags, accs)
+        self.open_loops.append(Carried(new, frags))
+        return new
+
+    def after_loop(self, loop: ir.Operation, then: Callable[[], None]) -> None:
+        found = self.find(loop)
+        if found is not None and not found.then:
+            found.then.append(then)
+
+    def close_outside(self, op: ir.Operation | None, accs: dict[ir.Value, list[ir.Value]]) -> None:
+        """Close every open loop `op` is not inside (all, for None): yield the accumulators,
+        which are the loop's results from then on, then run what follows the loop."""
+        for c in list(reversed(self.open_loops)):
+            if op is not None and inside(op, c.loop):
+                continue
+            body = c.loop.regions[0].blocks[0]
+            terminator = list(body.operations)[-1]
+            values = [v for f in c.frags for v in accs[f]]
+            with ir.InsertionPoint(terminator), c.loop.location:
+                scf.YieldOp(values)
+            terminator.erase()
+            results = iter(c.loop.results)
+            for f in c.frags:
+                accs[f] = [next(results) for _ in accs[f]]
+            with after(c.loop), c.loop.location:
+                for then in c.then:
+                    then()
+            self.open_loops.remove(c)
+
+
+def rebuild_with(
+    loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
+) -> ir.Operation:
+    """The same loop with the accumulators as iter_args; the old loop is erased."""
+    if len(loop.operands) != 3:
+        raise LoweringError(loop, "a loop around gemm cannot carry values of its own yet")
+    inits = [v for f in frags for v in accs[f]]
+    with ir.InsertionPoint(loop), loop.location:
+        new = scf.ForOp(loop.operands[0], loop.operands[1], loop.operands[2], inits)
+    with ir.InsertionPoint(new.body), loop.location:
+        placeholder = scf.YieldOp([])
+    old = loop.regions[0].blocks[0]
+    for o in list(old.operations)[:-1]:
+        o.move_before(placeholder)
+    old.arguments[0].replace_all_uses_with(new.induction_variable)
+    for name in list(loop.attributes):
+        new.operation.attributes[name] = loop.attributes[name]
+    loop.erase()
+    args = iter(new.inner_iter_args)
+    for f in frags:
+        accs[f] = [next(args) for _ in accs[f]]
+    return new.operation

@@ -1,0 +1,124 @@
+"""wgmma: the SM90 warp-group MMA over shared-memory operands, and its accumulator.
+
+An accumulator of one `wgmma.m64nNk16` is an `!llvm.struct` of N/2 f32 per thread, carried as
+one SSA value (loop-carried through `scf.for` iter_args); the 128 threads of the warp group
+hold it in the layout the PTX ISA gives for the D fragment: thread `t` (warp `w = t / 32`,
+lane `l`) holds, for each 8-column block `j`, the elements (r, c) and (r + 8, c) for
+`r = 16·w + l / 4` and `c = 8·j + 2·(l mod 4) + {0, 1}`, as registers 4j+{0,1} and 4j+{2,3}.
+
+Operands come from shared memory through 64-bit matrix descriptors: the start address, the
+stride between 8-row core-matrix groups (8 rows of the swizzle width), and the swizzle mode,
+all read off the shared layout (`sm90_tma.SwizzledRows`): a K-major operand whose rows are
+one swizzle width long. A k16 step moves 32 bytes along the row; 64 rows further on is
+64 rows × the row's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, llvm
+
+from tilec.passes.sm90_tma import SwizzledRows
+from tilec.passes.tile_fragments import constant
+from tilec.passes.tile_views import LoweringError
+
+_ATOM = re.compile(r"sm90\.wgmma_(\d+)x(\d+)x(\d+)\.(\w+)\.(\w+)\.(\w+)")
+LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's swizzle mode, bits 62-63
+
+
+@dataclass(frozen=True)
+class WgmmaAtom:
+    m: int
+    n: int
+    k: int
+    d: str
+    a: str
+    b: str
+
+    @staticmethod
+    def parse(op: ir.Operation, atom: str) -> WgmmaAtom:
+        found = _ATOM.fullmatch(atom)
+        if found is None:
+            raise LoweringError(op, f"'{atom}' is not an SM90 wgmma atom")
+        m, n, k = (int(found.group(i)) for i in (1, 2, 3))
+        atom_ = WgmmaAtom(m, n, k, found.group(4), found.group(5), found.group(6))
+        if atom_.d != "f32" or atom_.a != atom_.b or atom_.a not in ("f16", "bf16"):
+            raise LoweringError(
+                op, f"wgmma {atom} is not lowered yet (lowered: f32 += f16·f16, bf16·bf16)"
+            )
+        if m != 64 or k != 16 or n % 8 or not 8 <= n <= 256:
+            raise LoweringError(
+                op, f"wgmma {atom}: the shape must be 64xNx16, N a multiple of 8 up to 256"
+            )
+        return atom_
+
+    @property
+    def regs(self) -> int:
+        """f32 accumulator registers per thread."""
+        return self.m * self.n // 128
+
+    def struct(self) -> ir.Type:
+        return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * self.regs) + ")>")
+
+
+def filled(atom: WgmmaAtom, value: float) -> ir.Value:
+    """An accumulator whose every element is `value`."""
+    v = constant(ir.F32Type.get(), value)
+    acc = llvm.UndefOp(atom.struct()).result
+    for i in range(atom.regs):
+        acc = llvm.InsertValueOp(acc, v, [i]).result
+    return acc
+
+
+def descriptor(base: ir.Value, rows: SwizzledRows) -> ir.Value:
+    """The matrix descriptor of the K-major operand whose first row starts at `base`."""
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    addr = arith.ExtUIOp(i64, llvm.PtrToIntOp(i32, base).result).result
+    start = arith.ShRUIOp(arith.AndIOp(addr, constant(i64, 0x3FFFF)).result, constant(i64, 4))
+    stride_groups = 8 * rows.row_bytes >> 4  # bytes between 8-row groups, in 16-byte units
+    fixed = (1 << 16) | (stride_groups << 32) | (LAYOUT_TYPE[rows.swizzle] << 62)
+    return arith.OrIOp(start.result, constant(i64, fixed)).result
+
+
+def advanced(desc: ir.Value, nbytes: int) -> ir.Value:
+    """The descriptor `nbytes` (a multiple of 16) further on: the address field moves alone
+    (shared addresses stay below 2^18, so it cannot carry into the next field)."""
+    if nbytes == 0:
+        return desc
+    return arith.AddIOp(desc, constant(ir.IntegerType.get_signless(64), nbytes >> 4)).result
+
+
+def mma(atom: WgmmaAtom, acc: ir.Value, desc_a: ir.Value, desc_b: ir.Value) -> ir.Value:
+    """acc += A·Bᵀ for one 64×N×16 step, both operands K-major in shared memory."""
+    attrs = {
+        "layoutA": "#nvvm.mma_layout<row>",
+        "layoutB": "#nvvm.mma_layout<col>",
+        "satfinite": "#nvvm.mma_int_overflow<wrapped>",
+        "scaleA": "#nvvm.wgmma_scale_in<one>",
+        "scaleB": "#nvvm.wgmma_scale_in<one>",
+        "scaleD": "#nvvm.wgmma_scale_out<one>",
+        "shape": f"#nvvm.shape<m = {atom.m}, n = {atom.n}, k = {atom.k}>",
+        "typeA": f"#nvvm.wgmma_type<{atom.a}>",
+        "typeB": f"#nvvm.wgmma_type<{atom.b}>",
+        "typeD": f"#nvvm.wgmma_type<{atom.d}>",
+    }
+    op = ir.Operation.create(
+        "nvvm.wgmma.mma_async",
+        results=[atom.struct()],
+        operands=[acc, desc_a, desc_b],
+        attributes={k: ir.Attribute.parse(v) for k, v in attrs.items()},
+    )
+    return op.results[0]
+
+
+def element(acc: ir.Value, i: int) -> ir.Value:
+    return llvm.ExtractValueOp(ir.F32Type.get(), acc, [i]).result
+
+
+def d_coords(atom: WgmmaAtom, j: int, half: int) -> tuple[int, int]:
+    """Of registers 4j + 2·half + {0, 1}: (row, column) offsets beyond the thread's own
+    `16·warp + lane / 4` row and `2·(lane mod 4)` column."""
+    return 8 * half, 8 * j

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build examples/gemm_sm90.tile's bundles for test/gpu/test_gemm_sm90.py (where MLIR is; carry
+# build/ to the GPU machine), one per folder of build/sm90: the defaults (bf16, 128x256x64 tiles,
+# 4 stages), f16, a 128x128 tile, 2 stages (fewer stages than k-tiles and more), 64x... tiles.
+set -euo pipefail
+out="${1:-build/sm90}"
+rm -rf "$out"
+b() { name=$1; shift; tilec build examples/gemm_sm90.tile -o "$out/$name" "$@" >/dev/null; }
+b default_bf16
+b default_f16 -D T=f16
+b bn128_bf16 -D BN=128
+b s2_f16 -D T=f16 -D STAGES=2
+echo "built $(find "$out" -name manifest.json | wc -l) SM90 GEMM bundles in $out"

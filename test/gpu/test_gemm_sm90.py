@@ -1,0 +1,94 @@
+"""GPU tier: examples/gemm_sm90.tile (TMA, mbarrier ring, wgmma, warp specialisation,
+persistent tiles) from its bundles against torch, on random and ragged shapes.
+
+Bundles: `bash test/gpu/build_sm90_bundles.sh` (on a machine with MLIR) writes
+build/sm90/<name>/gemm90. C = A @ B^T with A M×K, B N×K row-major, f32 accumulation; the
+reference is computed in f64 and the output is NaN-poisoned before every launch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+if torch.cuda.get_device_capability() < (9, 0):
+    pytest.skip("needs an SM90 GPU", allow_module_level=True)
+
+from tilec.runtime import load  # noqa: E402  (after the skips)
+
+ROOT = Path(
+    os.environ.get("TILEC_SM90_BUNDLES", Path(__file__).resolve().parents[2] / "build/sm90")
+)
+BUNDLES = {p.parent.parent.name: p.parent for p in ROOT.glob("*/*/manifest.json")}
+NAMES = sorted(BUNDLES)
+if not NAMES:
+    pytest.skip(f"no SM90 GEMM bundles in {ROOT}", allow_module_level=True)
+
+# Whole tiles; ragged M, N and K (TMA zero-fills the boxes past the edges; the epilogue's
+# guarded path stores what lies inside); one k-tile and fewer k-tiles than stages; odd N (the
+# output's rows are not 4-byte aligned: element stores); more tiles than SMs (each block walks
+# several, the ring's phases carry across them).
+SHAPES = [
+    (128, 256, 64),
+    (256, 512, 1024),
+    (129, 257, 72),
+    (1, 1, 8),
+    (64, 1000, 128),
+    (1000, 999, 1024),
+    (300, 200, 8),
+    (4096, 4096, 256),
+    (2176, 1920, 1096),
+]
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+BOUNDS = {"f16": 2e-3, "bf16": 1e-2}
+
+
+def dtype_of(name: str) -> str:
+    return "f16" if name.endswith("f16") and not name.endswith("bf16") else "bf16"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
+def test_sm90_gemm_matches_torch(name: str, m: int, n: int, k: int) -> None:
+    t = dtype_of(name)
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(DTYPES[t])
+    b = torch.randn(n, k, device="cuda", generator=g).to(DTYPES[t])
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=DTYPES[t])
+    load(BUNDLES[name])(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double().T
+    assert not torch.isnan(c).any(), "unwritten outputs"
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < BOUNDS[t], f"relative error {err:.2e}"
+
+
+def test_sm90_gemm_repeated_launches_agree() -> None:
+    """Back-to-back launches on new data (tensor maps re-encoded per launch) stay right."""
+    kernel = load(BUNDLES[NAMES[0]])
+    t = DTYPES[dtype_of(NAMES[0])]
+    for seed in range(3):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(512, 256, device="cuda", generator=g).to(t)
+        b = torch.randn(768, 256, device="cuda", generator=g).to(t)
+        c = torch.full((512, 768), float("nan"), device="cuda", dtype=t)
+        kernel(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        assert ((c.double() - ref).norm() / ref.norm()).item() < BOUNDS[dtype_of(NAMES[0])]
+
+
+def test_sm90_gemm_refuses_unaligned_k() -> None:
+    """TMA needs 16-byte row strides: K = 12 (24-byte rows) is a clear error, not a launch."""
+    kernel = load(BUNDLES[NAMES[0]])
+    t = DTYPES[dtype_of(NAMES[0])]
+    a = torch.randn(64, 12, device="cuda").to(t)
+    b = torch.randn(64, 12, device="cuda").to(t)
+    c = torch.empty(64, 64, device="cuda", dtype=t)
+    with pytest.raises(ValueError, match="multiples of 16"):
+        kernel(a, b, c)
