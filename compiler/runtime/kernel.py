@@ -61,6 +61,10 @@ def _current_stream(framework: str, device: int | None) -> int:
     return 0  # the legacy default stream
 
 
+# Device copies of tensor maps a kernel keeps (a launch still in flight may read an older one).
+MAP_LIMIT = 4096
+
+
 class _Plan:
     """What `bind` computed for one argument signature, kept so that a later call with the
     same shapes, strides, dtypes, devices and pointer alignments launches without binding."""
@@ -73,16 +77,21 @@ class _Plan:
         self.framework, self.stream_device = _framework(b)
         self.device = next((v.device for v in b.views.values() if v.device is not None), None)
         # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
-        # pointer); ("scalar", i) converts and checks it; a size is fixed by the shapes.
-        self.slots: list[tuple[str, int] | ctypes._SimpleCData] = []
+        # pointer); ("scalar", i) converts and checks it; ("tma", name) is the device copy of
+        # tensor map `name` over that call's pointer; a size is fixed by the shapes.
+        self.slots: list[tuple[str, int] | tuple[str, str] | ctypes._SimpleCData] = []
         for param, slot in zip(m.params, b.slots, strict=True):
             if isinstance(param, TensorParam):
                 self.slots.append(("arg", index[param.name]))
             elif isinstance(param, ScalarParam):
                 self.slots.append(("scalar", index[param.name]))
             else:
-                assert not isinstance(slot, tuple), "TMA kernels are never planned"
                 self.slots.append(slot)
+        # Tensor maps: their encoding arguments (all but the address are fixed by the key),
+        # the argument each covers, and the device copies made so far, by pointer.
+        self.tma = b.tma
+        self.tma_tensor = {d.name: index[d.tensor] for d in m.tma}
+        self.maps: dict[tuple[int, str, int], int] = {}
         # Written tensors' byte spans: with two or more, each call checks they are disjoint
         # (their pointers change from call to call; their shapes and strides do not).
         spans = written_spans(m, b.views)
@@ -117,7 +126,6 @@ class Kernel:
         self._modules: dict[tuple[int, bool], Any] = {}
         self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
         self._params = user_params(manifest)
-        self._plannable = not manifest.tma
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         # (context, wide) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, bool], int] = {}
@@ -163,8 +171,8 @@ class Kernel:
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int], list[Any]]:
         """(key, tensor pointers, views kept alive) of a call; the key is () where the call
-        cannot be planned (a host array to stage, a TMA kernel, a wrong argument count)."""
-        if not self._plannable or len(args) != len(self._params):
+        cannot be planned (a host array to stage, a wrong argument count)."""
+        if len(args) != len(self._params):
             return (), [], []
         key: list[Any] = []
         ptrs: list[int] = []
@@ -220,6 +228,8 @@ class Kernel:
                 kind, i = slot
                 if kind == "arg":
                     params.append(ctypes.c_uint64(ptrs[i]))
+                elif kind == "tma":
+                    params.append(ctypes.c_uint64(self._planned_map(ctx, plan, i, ptrs, handle)))
                 else:
                     params.append(scalar_value(self._params[i], args[i]))
             else:
@@ -270,14 +280,36 @@ class Kernel:
     def _intent(self, name: str) -> str:
         return next(t.intent for t in self.manifest.tensors() if t.name == name)
 
+    def _planned_map(self, ctx: int, plan: _Plan, name: str, ptrs: list[int], stream: int) -> int:
+        """The device copy of tensor map `name` over this call's pointer: encoded once per
+        (context, pointer) for the plan's shapes and strides, then looked up."""
+        ptr = ptrs[plan.tma_tensor[name]]
+        key = (ctx, name, ptr)
+        found = plan.maps.get(key)
+        if found is None:
+            data = driver.encode_tma_tiled(plan.tma[name], ptr)
+            found = plan.maps[key] = self._map_buffer(ctx, data, stream)
+        return found
+
+    def _map_buffer(self, ctx: int, data: bytes, stream: int) -> int:
+        """The device copy of the tensor map `data`, made once. Past MAP_LIMIT copies (new
+        pointers every call) the stream is synchronised, so that no launch still reads one,
+        and they are all freed."""
+        if (ctx, data) not in self._tma_buffers:
+            if len(self._tma_buffers) >= MAP_LIMIT:
+                driver.synchronize(stream)
+                for ptr in self._tma_buffers.values():
+                    driver.free(ptr)
+                self._tma_buffers.clear()
+                for plan in self._plans.values():
+                    plan.maps.clear()
+            self._tma_buffers[(ctx, data)] = driver.upload(data, stream)
+        return self._tma_buffers[(ctx, data)]
+
     def _tma_pointer(self, ctx: int, b: Binding, descriptor: str, stream: int) -> int:
         spec = next(d for d in self.manifest.tma if d.name == descriptor)
         data = driver.encode_tma_tiled(b.tma[descriptor], b.views[spec.tensor].ptr)
-        # Device copies are kept per distinct map: a launch still in flight may read an older one.
-        key = (ctx, data)
-        if key not in self._tma_buffers:
-            self._tma_buffers[key] = driver.upload(data, stream)
-        return self._tma_buffers[key]
+        return self._map_buffer(ctx, data, stream)
 
 
 def _device_symbols(device: int | None) -> dict[str, int]:

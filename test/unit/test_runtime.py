@@ -573,23 +573,41 @@ def test_a_new_signature_binds_again(monkeypatch: pytest.MonkeyPatch) -> None:
     assert small.plans == 1 and len(seen.calls) == 3
 
 
-def test_host_arrays_and_tma_kernels_are_not_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tilec.runtime import Kernel, driver
 
-    Launches(monkeypatch)
+    seen = Launches(monkeypatch)
     monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
     monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
     monkeypatch.setattr(driver, "synchronize", lambda stream: None)
     monkeypatch.setattr(driver, "free", lambda ptr: None)
-    monkeypatch.setattr(driver, "encode_tma_tiled", lambda args, address: b"\0" * 128)
-    monkeypatch.setattr(driver, "upload", lambda data, stream: 0x60000)
+    encoded: list[int] = []
+
+    def encode(args: dict, address: int) -> bytes:
+        encoded.append(address)
+        return address.to_bytes(8, "little") * 16
+
+    uploads = iter(range(0x60000, 0x70000, 0x100))
+    monkeypatch.setattr(driver, "encode_tma_tiled", encode)
+    monkeypatch.setattr(driver, "upload", lambda data, stream: next(uploads))
     k = Kernel(planned_manifest(), "ptx")
     a, b, _, alpha = gemm_args()
     k(a, b, np.zeros((300, 200), np.float32), alpha)
     assert k.plans == 0
     tma = Kernel(gemm_manifest(), "ptx")
-    tma(*gemm_args())
-    assert tma.plans == 0
+    args = gemm_args()
+    for _ in range(3):
+        tma(*args)
+    assert tma.plans == 1
+    assert encoded == [args[0].__cuda_array_interface__["data"][0]], "one map, encoded once"
+    first = seen.calls[-1]
+    moved = gemm_args()
+    moved[0].__cuda_array_interface__["data"] = (0x90000, False)
+    tma(*moved)
+    assert encoded[-1] == 0x90000 and tma.plans == 1
+    assert seen.calls[-1] != first, "a new pointer gets its own map"
 
 
 # --- what a launch must not get wrong silently -------------------------------------------------
@@ -653,3 +671,18 @@ def test_a_reversed_view_is_refused_even_where_strides_are_free() -> None:
     bias = FakeCuda((rows, n), "<f2", strides=(0, 2))
     with pytest.raises(ValueError, match=r"argument 'A': a negative stride \[-9288, 72, 1\]"):
         bind(m, (a, c, bias))
+
+
+def test_a_persistent_grid_binds_num_sms_from_the_device() -> None:
+    m = gemm_manifest(grid=("min(num_sms, cdiv(M, BM) * cdiv(N, BN))", 1, 1))
+    seen: list[int | None] = []
+
+    def device(ordinal: int | None) -> dict[str, int]:
+        seen.append(ordinal)
+        return {"num_sms": 5}
+
+    assert bind(m, gemm_args(), device).grid == (5, 1, 1)
+    assert bind(m, gemm_args(m=100, n=60), device).grid == (1, 1, 1)
+    assert len(seen) == 2, "asked the device once per binding"
+    with pytest.raises(ValueError, match="needs the device's SM count"):
+        bind(m, gemm_args())
