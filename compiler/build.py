@@ -240,6 +240,7 @@ def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...
                     tuple(ir.DenseI64ArrayAttr(d["box"])),
                     swizzle=ir.StringAttr(d["swizzle"]).value,
                     l2_promotion="256B",
+                    optional="optional" in d,
                 )
             )
         found[ir.StringAttr(op.attributes["sym_name"]).value] = tuple(maps)

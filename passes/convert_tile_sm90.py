@@ -30,28 +30,27 @@ from mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
-from tilec.passes import sm90_tma, sm90_wgmma
+from tilec.passes import sm90_epilogue, sm90_tma, sm90_wgmma
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.sm90_loops import RoleLoops, counter_of, index, trips
 from tilec.passes.sm90_ring import BARRIER_BYTES, Ring, aligned_base
 from tilec.passes.sm90_tma import SwizzledRows
 from tilec.passes.sm90_wgmma import WgmmaAtom
-from tilec.passes.tile_fragments import convert
+from tilec.passes.tile_fragments import constant
 from tilec.passes.tile_memory import if_else
-from tilec.passes.tile_mma import write_pair
 from tilec.passes.tile_views import (
     LoweringError,
     View,
-    all_of,
+    elem_bytes,
     gep,
-    in_bounds,
     shared_global,
     shared_pointer,
     tensor_type,
 )
 from tilec.passes.tile_views import local_tile as view_of_tile
 from tilec.passes.tile_views import make_tensor as view_of_tensor
+from tilec.targets import smem_optin
 
 WARPGROUP = 128
 SLOT_ALIGN = 1024  # the 128-byte swizzle's period: TMA and wgmma address it from here
@@ -70,8 +69,8 @@ def is_region(op: ir.Operation, key: str) -> bool:
 class Sm90Kernel:
     """One warp-specialised kernel while it is lowered: what each tile value has become."""
 
-    def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
-        self.func, self.module = func, module
+    def __init__(self, func: ir.Operation, module: ir.Operation, mode: str = "tma") -> None:
+        self.func, self.module, self.mode = func, module, mode
         self.name = ir.StringAttr(func.attributes["sym_name"]).value
         threads = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         if len([t for t in threads if t > 1]) > 1 or threads[0] % WARPGROUP:
@@ -149,13 +148,22 @@ class Sm90Kernel:
                 self.func, "the producer's pipelined loops must share one stage count"
             )
         self.stages = stages.pop()
+        self.plan_epilogue(ops)
 
     def prologue(self) -> None:
         b = IndexBuilder()
         self.tid = gpu.ThreadIdOp(gpu.Dimension.x).result
         self.warpgroup = b.div(self.tid, WARPGROUP)
-        ring_bytes = self.stages * self.stage_bytes
+        ring_bytes = self.stages * self.stage_bytes + self.epilogue_bytes
         total = ring_bytes + 2 * self.stages * BARRIER_BYTES + SLOT_ALIGN
+        limit = smem_optin(ir.StringAttr(self.func.attributes["tile.target"]).value)
+        if total > limit:
+            raise LoweringError(
+                self.func,
+                f"shared memory needs {total} bytes ({self.stages} stages x {self.stage_bytes}"
+                f" + {self.epilogue_bytes} for the epilogue + barriers and alignment), the "
+                f"target allows {limit}",
+            )
         symbol = shared_global(
             self.module, f"__smem_{self.name}_ring", ir.IntegerType.get_signless(8), total
         )
@@ -166,6 +174,13 @@ class Sm90Kernel:
         consumers = len(self.warpgroups(self.roles["consumer"])) * WARPGROUP
         self.ring = Ring(self.stages, full, empty, consumers)
         self.ring.init(self.tid, b)
+        self.epilogue_base = gep(self.base, self.stages * self.stage_bytes, i8, b)
+        if self.tma_store is not None:
+            self.store_descriptor = sm90_tma.add_descriptor_argument(self.func)
+            cols = 128 // 2
+            box = [sm90_epilogue.CHUNK_ROWS, cols]
+            name = f"tma_{self.tma_store}"
+            self.tma.append(sm90_tma.describe(name, self.tma_store, box, 128, optional=True))
 
     def warpgroups(self, role: ir.Operation) -> list[int]:
         groups = list(ir.DenseI64ArrayAttr(role.attributes["tile.warpgroups"]))
@@ -201,7 +216,11 @@ class Sm90Kernel:
             )
             with ir.InsertionPoint(first), role.location:
                 nvvm.SetMaxRegisterOp(count, ir.Attribute.parse(f"#nvvm<action {action}>"))
-        if ir.StringAttr(role.attributes["tile.role"]).value == "producer":
+        kind = ir.StringAttr(role.attributes["tile.role"]).value
+        if kind == "consumer" and self.tma_store is not None:
+            with ir.InsertionPoint(list(body.operations)[-1]), role.location:
+                sm90_epilogue.drain(self.leader(b))
+        if kind == "producer":
             moved = [o for o in list(body.operations)[:-1] if o.name != "nvvm.setmaxregister"]
             with ir.InsertionPoint(list(body.operations)[-1]), role.location:
                 lane = b.rem(self.tid, WARPGROUP)
@@ -403,7 +422,9 @@ class Sm90Kernel:
         return self.slots[value]
 
     def store(self, op: ir.Operation, b: IndexBuilder) -> None:
-        """The accumulators into a global tile, converted: pairs of adjacent columns."""
+        """The accumulators into a global tile, converted: through shared chunks and TMA
+        stores (`epilogue=tma`, a 16-bit tile of a kernel tensor), else pairs of adjacent
+        columns stored from registers."""
         frag = op.operands[0]
         if frag not in self.accs:
             raise LoweringError(op, "store of a register tensor that is not a wgmma accumulator")
@@ -415,36 +436,47 @@ class Sm90Kernel:
         wm, _ = self.tiling
         mt, nt = self.subtiles()
         cw = self.consumer_index(b)
-        t = b.rem(self.tid, WARPGROUP)
-        lane = b.rem(t, 32)
-        row0 = b.add(b.add(b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(t, 32), 16)), b.div(lane, 4))
-        col0 = b.add(b.mul(b.div(cw, wm), nt * self.atom.n), b.mul(b.rem(lane, 4), 2))
+        rows, cols = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)
         accs = self.accs[frag]
-        last = [s - 1 for s in self.block]
-        even = arith.CmpIOp(
-            arith.CmpIPredicate.eq, b.value(b.rem(view.stride[0], 2)), b.value(0)
-        ).result
-        fast = all_of([in_bounds(view, last, b), even])
+        if self.tma_store is None:
+            sm90_epilogue.direct(view, accs, self.atom, (mt, nt), (rows, cols), self.tid)
+            return
+        tile = self.tile_ops[op.operands[1]]
+        origin = [b.mul(c, t) for c, t in zip(tile_coords(tile, b), self.block, strict=True)]
+        at = (b.add(origin[0], rows), b.add(origin[1], cols))
+        # The map is optional: rows whose stride is not a multiple of 16 bytes get none, and
+        # the chunks are copied out by the threads instead.
+        i64 = ir.IntegerType.get_signless(64)
+        address = llvm.PtrToIntOp(i64, self.store_descriptor).result
+        made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
+        epilogue = sm90_epilogue.Epilogue(
+            self.atom, self.epilogue_base, cw, self.tid, self.leader(b), self.store_descriptor,
+            made, view, (rows, cols),
+        )  # fmt: skip
+        epilogue.store(accs, (mt, nt), at, view.elem)
 
-        def version(guarded: bool) -> list:
-            vb = IndexBuilder()
-            for mi in range(mt):
-                for ni in range(nt):
-                    acc = accs[mi * nt + ni]
-                    for j in range(self.atom.n // 8):
-                        for h in range(2):
-                            at = [
-                                vb.add(row0, mi * 64 + 8 * h),
-                                vb.add(col0, ni * self.atom.n + 8 * j),
-                            ]
-                            vals = [
-                                convert(sm90_wgmma.element(acc, 4 * j + 2 * h + e), view.elem)
-                                for e in (0, 1)
-                            ]
-                            write_pair(view, at, vals, True, guarded, vb)
-            return []
+    def leader(self, b: IndexBuilder) -> ir.Value:
+        """Thread 0 of its warp group."""
+        lane = b.rem(self.tid, WARPGROUP)
+        return arith.CmpIOp(arith.CmpIPredicate.eq, b.value(lane), b.value(0)).result
 
-        if_else(fast, [], lambda: version(False), lambda: version(True))
+    def plan_epilogue(self, ops: list[ir.Operation]) -> None:
+        """Whether the tile store goes through TMA (`epilogue=tma` and a 16-bit tile of a
+        kernel tensor), and its tensor map."""
+        stores = [o for o in ops if o.name == "tile.store"]
+        self.epilogue_bytes, self.tma_store = 0, None
+        if self.mode != "tma" or len(stores) != 1:
+            return
+        dst = stores[0].operands[1].owner
+        t = tensor_type(stores[0].operands[1].type)
+        if dst.name != "tile.local_tile" or elem_bytes(t.elem) != 2:
+            return
+        tensor = dst.operands[0].owner
+        if tensor.name != "tile.make_tensor":
+            return
+        groups = len(self.warpgroups(self.roles["consumer"]))
+        self.epilogue_bytes = groups * sm90_epilogue.BUFFERS * sm90_epilogue.CHUNK_BYTES
+        self.tma_store = ir.StringAttr(tensor.attributes["name"]).value
 
 
 def tile_coords(tile: ir.Operation, b: IndexBuilder) -> list[Term]:
@@ -492,16 +524,22 @@ class ConvertTileSm90(Pass):
     """Lower warp-specialised SM90 kernels: TMA loads on an mbarrier ring, wgmma, setmaxnreg."""
 
     name = "convert-tile-sm90"
+    # `tma`: the output tile through shared chunks and TMA stores (16-bit outputs of a kernel
+    # tensor; others store from registers), `direct`: always from registers.
+    epilogue: str = "tma"
 
     def run(self, module: ir.Operation) -> None:
         funcs: list[ir.Operation] = []
         walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
+        if self.epilogue not in ("tma", "direct"):
+            self.error(module, f"epilogue must be tma or direct, got '{self.epilogue}'")
+            self.fail()
         failed = False
         for func in funcs:
             if "tile.kernel" not in func.attributes or not is_warp_specialized(func):
                 continue
             try:
-                Sm90Kernel(func, module).lower()
+                Sm90Kernel(func, module, self.epilogue).lower()
             except LoweringError as err:
                 self.error(err.op, str(err))
                 failed = True

@@ -80,16 +80,20 @@ def add_descriptor_argument(func: ir.Operation) -> ir.Value:
     return arg
 
 
-def describe(name: str, tensor: str, box: list[int], swizzle: int) -> ir.Attribute:
-    """One entry of a kernel's `tile.tma` attribute."""
-    return ir.DictAttr.get(
-        {
-            "name": ir.StringAttr.get(name),
-            "tensor": ir.StringAttr.get(tensor),
-            "box": ir.DenseI64ArrayAttr.get(box),
-            "swizzle": ir.StringAttr.get(f"{swizzle}B"),
-        }
-    )
+def describe(
+    name: str, tensor: str, box: list[int], swizzle: int, optional: bool = False
+) -> ir.Attribute:
+    """One entry of a kernel's `tile.tma` attribute (`optional`: the runtime passes a null
+    pointer where the tensor's strides do not allow the map, and the kernel checks)."""
+    entries = {
+        "name": ir.StringAttr.get(name),
+        "tensor": ir.StringAttr.get(tensor),
+        "box": ir.DenseI64ArrayAttr.get(box),
+        "swizzle": ir.StringAttr.get(f"{swizzle}B"),
+    }
+    if optional:
+        entries["optional"] = ir.UnitAttr.get()
+    return ir.DictAttr.get(entries)
 
 
 def load(

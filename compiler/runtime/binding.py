@@ -261,7 +261,7 @@ def bind(
     if any(b <= 0 for b in block) or any(g < 0 for g in grid):
         raise ValueError(f"{m.entry}: invalid launch shape grid={grid} block={block}")
     smem = evaluate(m.dynamic_smem, symbols)
-    tma = {d.name: tma_encode_args(d, views[d.tensor], symbols) for d in m.tma}
+    tma = {d.name: _encode_or_skip(d, views[d.tensor], symbols) for d in m.tma}
     wide = False
     for p in expected:
         if isinstance(p, TensorParam):
@@ -356,6 +356,18 @@ _TMA_DTYPES = {
     "f8e4m3": "UINT8",
     "f8e5m2": "UINT8",
 }
+
+
+def _encode_or_skip(
+    d: TmaDescriptor, view: TensorView, symbols: dict[str, int]
+) -> dict[str, Any] | None:
+    """`tma_encode_args`, or None for an optional map the tensor does not allow."""
+    try:
+        return tma_encode_args(d, view, symbols)
+    except ValueError:
+        if d.optional:
+            return None
+        raise
 
 
 def tma_encode_args(d: TmaDescriptor, view: TensorView, symbols: dict[str, int]) -> dict[str, Any]:

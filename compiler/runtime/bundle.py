@@ -98,6 +98,10 @@ class TmaDescriptor:
     l2_promotion: str = "none"  # none | 64B | 128B | 256B
     oob_fill: str = "none"  # none | nan
     element_strides: tuple[int, ...] | None = None
+    # An optional map the tensor's strides may not allow (TMA needs 16-byte multiples): the
+    # kernel then gets a null pointer for it and takes another path (e.g. an epilogue that
+    # stores from registers).
+    optional: bool = False
 
 
 Param = TensorParam | SizeParam | ScalarParam | TmaParam
@@ -188,6 +192,7 @@ class Manifest:
                 "l2_promotion": d.l2_promotion,
                 "oob_fill": d.oob_fill,
                 "element_strides": None if d.element_strides is None else list(d.element_strides),
+                "optional": d.optional,
             }
             for d in self.tma
         ]
@@ -297,6 +302,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
                 l2_promotion=d.get("l2_promotion", "none"),
                 oob_fill=d.get("oob_fill", "none"),
                 element_strides=None if strides is None else tuple(strides),
+                optional=bool(d.get("optional", False)),
             )
         )
     source = data.get("source", {})

@@ -85,6 +85,8 @@ class _Plan:
                 self.slots.append(("arg", index[param.name]))
             elif isinstance(param, ScalarParam):
                 self.slots.append(("scalar", index[param.name]))
+            elif isinstance(slot, tuple) and b.tma.get(slot[1]) is None:
+                self.slots.append(ctypes.c_uint64(0))  # an optional map not made: null
             else:
                 self.slots.append(slot)
         # Tensor maps: their encoding arguments (all but the address are fixed by the key),
@@ -263,6 +265,8 @@ class Kernel:
             for slot in b.slots:
                 if isinstance(slot, tuple) and slot[0] == "tensor":
                     params.append(ctypes.c_uint64(b.views[slot[1]].ptr))
+                elif isinstance(slot, tuple) and b.tma[slot[1]] is None:
+                    params.append(ctypes.c_uint64(0))  # an optional map not made: null
                 elif isinstance(slot, tuple):
                     params.append(ctypes.c_uint64(self._tma_pointer(ctx, b, slot[1], handle)))
                 else:

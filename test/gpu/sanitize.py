@@ -31,7 +31,7 @@ SIZES = {"M": 67, "N": 131, "K": 72, "L": 2, "R": 3, "S": 4, "P": 1000}
 SUMMARY = re.compile(r"(ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)")
 
 
-def child(bundle: str) -> None:
+def child(bundle: str, overrides: dict[str, int]) -> None:
     """Launch `bundle` once on random inputs (the process compute-sanitizer watches)."""
     import torch
 
@@ -42,14 +42,16 @@ def child(bundle: str) -> None:
     sizes = dict(SIZES)
     if kernel.manifest.entry == "vadd":
         sizes["N"] = 4099
+    sizes.update(overrides)
     args = random_args(kernel.manifest, sizes, seed=1)
     kernel(*args)
     torch.cuda.synchronize()
 
 
-def sanitize(bundle: Path, tool: str) -> tuple[int, str]:
+def sanitize(bundle: Path, tool: str, sizes: list[str]) -> tuple[int, str]:
     """(errors or hazards reported, the tool's output) for one bundle under one tool."""
     cmd = ["compute-sanitizer", *TOOLS[tool], sys.executable, __file__, "--child", str(bundle)]
+    cmd += [f"--size={s}" for s in sizes]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
     counts = [int(m.group(2) or m.group(3)) for m in SUMMARY.finditer(out)]
@@ -70,10 +72,13 @@ def main() -> int:
     parser.add_argument("roots", nargs="*", default=["build/examples"])
     parser.add_argument("--planted", help="a bundle racecheck must catch")
     parser.add_argument("--log", help="write every tool's output here")
+    parser.add_argument(
+        "--size", action="append", default=[], help="NAME=VALUE over the ragged sizes"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child)
+        child(args.child, {k: int(v) for k, v in (s.split("=", 1) for s in args.size)})
         return 0
     log = open(args.log, "w") if args.log else None  # noqa: SIM115 - closed below
     failed = 0
@@ -82,13 +87,13 @@ def main() -> int:
         if planted is not None and bundle.resolve() == planted:
             continue
         for tool in TOOLS:
-            count, out = sanitize(bundle, tool)
+            count, out = sanitize(bundle, tool, args.size)
             print(f"{'clean' if count == 0 else 'FOUND'}  {tool:<9} {bundle}  ({count})")
             failed += count > 0
             if log:
                 log.write(f"==== {tool} {bundle}\n{out}\n")
     if planted is not None:
-        count, out = sanitize(planted, "racecheck")
+        count, out = sanitize(planted, "racecheck", args.size)
         caught = count > 0 and "hazard" in out.lower()
         print(f"{'caught' if caught else 'MISSED'}  racecheck {planted}  (planted race, {count})")
         failed += not caught

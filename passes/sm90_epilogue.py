@@ -1,0 +1,219 @@
+"""The SM90 epilogue: accumulators through swizzled shared chunks to TMA stores.
+
+Each consumer warp group writes its accumulators, converted to the output's type, one chunk
+at a time into shared memory: 64 rows of one 128-byte swizzle row each (the rows of one
+wgmma tile, `128 / element bytes` columns), laid out as a TMA map with the 128-byte swizzle
+reads them, so the four threads of a row write one 16-byte unit and the eight rows of a warp's
+store eight different units: no bank conflicts. One thread of the group then stores the chunk
+with `cp.async.bulk.tensor` (TMA clips the box at the tensor's edges: ragged M and N need no
+guard) and the group moves on; two chunk buffers per group alternate, so a chunk is written
+while the one before is still being read out (`cp.async.bulk.wait_group.read 1` before a
+buffer is reused). The stores drain while the consumers run the next tile's main loop.
+
+    per chunk q of the group:    thread 0: wait_group.read 1      bar.sync 1+g, 128
+                                 all:      st.shared (cvt pairs)   fence.proxy.async.shared::cta
+                                           bar.sync 1+g, 128
+                                 thread 0: cp.async.bulk.tensor.2d.global.shared::cta, commit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, llvm, scf
+
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.sm90_wgmma import WgmmaAtom, element
+from tilec.passes.tile_fragments import constant, convert
+from tilec.passes.tile_memory import if_else, when
+from tilec.passes.tile_mma import pair, write_pair
+from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
+
+CHUNK_ROWS = 64
+CHUNK_BYTES = CHUNK_ROWS * 128
+BUFFERS = 2  # chunk buffers per warp group
+
+
+def i32(v: Term, b: IndexBuilder) -> ir.Value:
+    return arith.IndexCastOp(ir.IntegerType.get_signless(32), b.value(v)).result
+
+
+def op(name: str, operands: list[ir.Value], attrs: dict[str, str] | None = None) -> None:
+    ir.Operation.create(
+        name,
+        operands=operands,
+        attributes={k: ir.Attribute.parse(v) for k, v in (attrs or {}).items()},
+    )
+
+
+def named_barrier(group: ir.Value, b: IndexBuilder) -> None:
+    """bar.sync 1 + group, 128: the warp group's own barrier (0 is the block's). Called as the
+    intrinsic: MLIR 22's `nvvm.barrier` prints a trailing `loc(...)` its parser rejects, so a
+    `lowered` module holding one would not parse back (`tilec build`'s wide variant does)."""
+    ident = i32(b.add(group, 1), b)
+    op(
+        "llvm.call_intrinsic",
+        [ident, constant(ir.IntegerType.get_signless(32), 128)],
+        {
+            "intrin": '"llvm.nvvm.barrier.cta.sync.aligned.count"',
+            "fastmathFlags": "#llvm.fastmath<none>",
+            "op_bundle_sizes": "array<i32>",
+            "operandSegmentSizes": "array<i32: 2, 0>",
+        },
+    )
+
+
+def on_leader(leader: ir.Value, body: Callable[[], None]) -> None:
+    guard = scf.IfOp(leader)
+    with ir.InsertionPoint(guard.then_block):
+        body()
+        scf.YieldOp([])
+
+
+@dataclass
+class Epilogue:
+    """Where a warp group's chunk buffers are and who it is: `buffers` (shared, 1024-aligned,
+    BUFFERS chunks per group), the group's index among the consumers, its thread 0."""
+
+    atom: WgmmaAtom
+    buffers: ir.Value
+    group: ir.Value
+    tid: ir.Value
+    leader: ir.Value
+    descriptor: ir.Value
+    made: ir.Value  # i1: the runtime made the (optional) map; else copy chunks out by hand
+    view: View  # the output tile, for the copy by hand
+    offset: tuple[Term, Term]  # the group's first (row, column) in the tile
+
+    def store(
+        self, accs: list[ir.Value], subtiles: tuple[int, int], origin: tuple[Term, Term],
+        elem: ir.Type,
+    ) -> None:  # fmt: skip
+        """Every accumulator of the group (`subtiles` = wgmma tiles along M, N) into the
+        output tile whose first element is at `origin` (row, column) of the tensor."""
+        b = IndexBuilder()
+        cols = 128 // elem_bytes(elem)
+        assert elem_bytes(elem) == 2 and self.atom.n % cols == 0, "16-bit chunks of 64 columns"
+        t = b.rem(self.tid, 128)
+        lane = b.rem(t, 32)
+        row = b.add(b.mul(b.div(t, 32), 16), b.div(lane, 4))  # and row + 8
+        unit_byte = b.mul(b.rem(lane, 4), 4)  # a pair of 16-bit elements per thread
+        q = 0
+        mt, nt = subtiles
+        for mi in range(mt):
+            for ni in range(nt):
+                for c in range(self.atom.n // cols):
+                    down, right = mi * CHUNK_ROWS, ni * self.atom.n + c * cols
+                    at = (b.add(origin[0], down), b.add(origin[1], right))
+                    here = (b.add(self.offset[0], down), b.add(self.offset[1], right))
+                    first = c * cols // 8  # the chunk's first 8-column block in the tile
+                    acc = accs[mi * nt + ni]
+                    self.chunk(acc, first, cols // 8, row, unit_byte, q, (at, here), elem)
+                    q += 1
+
+    def chunk(
+        self, acc: ir.Value, first: int, blocks: int, row: Term, unit_byte: Term, q: int,
+        where_: tuple[tuple[Term, Term], tuple[Term, Term]], elem: ir.Type,
+    ) -> None:  # fmt: skip
+        """Chunk q: (`where_`) its first element's (row, column) in the tensor and in the
+        tile."""
+        at, here = where_
+        b = IndexBuilder()
+        i8 = ir.IntegerType.get_signless(8)
+        slot = b.add(b.mul(self.group, BUFFERS * CHUNK_BYTES), (q % BUFFERS) * CHUNK_BYTES)
+        base = gep(self.buffers, slot, i8, b)
+        on_leader(self.leader, lambda: op("nvvm.cp.async.bulk.wait_group", [],
+                                          {"group": "1 : i32", "read": "unit"}))  # fmt: skip
+        named_barrier(self.group, b)
+        for h in range(2):
+            r = b.add(row, 8 * h)
+            line = b.mul(r, 128)
+            phase = b.rem(r, 8)
+            for j in range(blocks):
+                reg = 4 * (first + j) + 2 * h  # registers 4j + 2h and 4j + 2h + 1
+                values = [convert(element(acc, reg + e), elem) for e in (0, 1)]
+                unit = arith.XOrIOp(b.value(phase), b.value(j)).result
+                where = b.add(b.add(line, b.mul(unit, 16)), unit_byte)
+                llvm.StoreOp(pair(*values), gep(base, where, i8, b), alignment=4)
+        op("nvvm.fence.proxy", [], {"kind": "#nvvm.proxy_kind<async.shared>",
+                                    "space": "#nvvm.shared_space<cta>"})  # fmt: skip
+        named_barrier(self.group, b)
+
+        def issue() -> None:
+            coords = [i32(at[1], b), i32(at[0], b)]  # innermost (column) first
+            op("nvvm.cp.async.bulk.tensor.global.shared.cta", [self.descriptor, base, *coords],
+               {"mode": "#nvvm.tma_store_mode<tile>",
+                "operandSegmentSizes": "array<i32: 1, 1, 2, 0, 0>"})  # fmt: skip
+            op("nvvm.cp.async.bulk.commit.group", [])
+
+        def by_tma() -> list:
+            on_leader(self.leader, issue)
+            return []
+
+        if_else(self.made, [], by_tma, lambda: self.copy_out(base, here, elem))
+
+    def copy_out(self, base: ir.Value, here: tuple[Term, Term], elem: ir.Type) -> list:
+        """The chunk from shared memory to the tile by the group's threads, element by
+        element inside the tensor's bounds (rows too unaligned for a tensor map). A loop, not
+        unrolled: the slow path must not add to the registers the accumulators hold."""
+        b = IndexBuilder()
+        i8 = ir.IntegerType.get_signless(8)
+        t = b.rem(self.tid, 128)
+        col = b.rem(t, 64)
+        unit, within = b.div(col, 8), b.mul(b.rem(col, 8), 2)
+        loop = scf.ForOp(b.value(0), b.value(CHUNK_ROWS), b.value(2))
+        with ir.InsertionPoint(loop.body):
+            row = b.add(b.div(t, 64), loop.induction_variable)
+            swizzled = arith.XOrIOp(b.value(unit), b.value(b.rem(row, 8))).result
+            offset = b.add(b.add(b.mul(row, 128), b.mul(swizzled, 16)), within)
+            value = llvm.LoadOp(elem, gep(base, offset, i8, b)).result
+            coords = [b.add(here[0], row), b.add(here[1], col)]
+            when(
+                in_bounds(self.view, coords, b),
+                lambda: llvm.StoreOp(value, element_address(self.view, coords, b)),
+            )
+            scf.YieldOp([])
+        return []
+
+
+def drain(leader: ir.Value) -> None:
+    """At the end of the consumers' role: every store of the group has completed (its shared
+    chunks must outlive the reads, the block's exit would free them)."""
+    on_leader(leader, lambda: op("nvvm.cp.async.bulk.wait_group", [], {"group": "0 : i32"}))
+
+
+def direct(
+    view: View, accs: list[ir.Value], atom: WgmmaAtom, subtiles: tuple[int, int],
+    offset: tuple[Term, Term], tid: ir.Value,
+) -> None:  # fmt: skip
+    """The accumulators stored from registers: pairs of adjacent columns (4-byte stores where
+    the rows keep them aligned and the tile is whole, else element by element, guarded).
+    `offset`: the group's first (row, column) in the tile."""
+    b = IndexBuilder()
+    t = b.rem(tid, 128)
+    lane = b.rem(t, 32)
+    row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))
+    col0 = b.add(offset[1], b.mul(b.rem(lane, 4), 2))
+    last = [s - 1 for s in view.shape]
+    even = arith.CmpIOp(
+        arith.CmpIPredicate.eq, b.value(b.rem(view.stride[0], 2)), b.value(0)
+    ).result
+    mt, nt = subtiles
+
+    def version(guarded: bool) -> list:
+        vb = IndexBuilder()
+        for mi in range(mt):
+            for ni in range(nt):
+                acc = accs[mi * nt + ni]
+                for j in range(atom.n // 8):
+                    for h in range(2):
+                        at = [vb.add(row0, mi * 64 + 8 * h), vb.add(col0, ni * atom.n + 8 * j)]
+                        vals = [convert(element(acc, 4 * j + 2 * h + e), view.elem) for e in (0, 1)]
+                        write_pair(view, at, vals, True, guarded, vb)
+        return []
+
+    if_else(
+        all_of([in_bounds(view, last, b), even]), [], lambda: version(False), lambda: version(True)
+    )
