@@ -24,17 +24,19 @@ Ops and atoms this pass does not handle are located errors (e.g. a copy other th
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, nvvm, scf
+from mlir.dialects import arith, gpu, llvm, nvvm
 
-from tilec.binding import walk
+from tilec.binding import is_float_attr, walk
 from tilec.dialects.tile.types import MmaType
-from tilec.passes import sm90_epilogue, sm90_tma, sm90_wgmma
+from tilec.passes import sm90_epilogue, sm90_roles, sm90_tma, sm90_values, sm90_wgmma
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.sm90_loops import RoleLoops, counter_of, index, trips
 from tilec.passes.sm90_ring import BARRIER_BYTES, Ring, aligned_base
+from tilec.passes.sm90_sources import box_origin, tensor_of
 from tilec.passes.sm90_tma import SwizzledRows
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_fragments import constant
@@ -46,6 +48,7 @@ from tilec.passes.tile_views import (
     gep,
     shared_global,
     shared_pointer,
+    slice_view,
     tensor_type,
 )
 from tilec.passes.tile_views import local_tile as view_of_tile
@@ -83,6 +86,8 @@ class Sm90Kernel:
         self.tensor_names: dict[ir.Value, str] = {}
         self.slots: dict[ir.Value, tuple[int, SwizzledRows]] = {}  # buffer -> (offset, rows)
         self.accs: dict[ir.Value, list[ir.Value]] = {}  # fragment -> accumulator structs
+        self.values: dict[ir.Value, sm90_values.Value] = {}  # register tensors, per element
+        self.loading: dict[ir.Value, list[View]] = {}  # those computed from loads: the views
         self.descriptors: dict[str, ir.Value] = {}
         self.tma: list[ir.Attribute] = []
         self.stage_bytes = 0
@@ -126,8 +131,7 @@ class Sm90Kernel:
                 if user is not None:
                     raise LoweringError(user, "a tile tensor cannot cross into this op")
             op.erase()
-        for role in roles:
-            self.split(role)
+        self.split(roles)
         del ws.attributes["tile.warp_specialize"]
         self.func.attributes["tile.tma"] = ir.ArrayAttr.get(self.tma)
 
@@ -178,7 +182,7 @@ class Sm90Kernel:
         if self.tma_store is not None:
             self.store_descriptor = sm90_tma.add_descriptor_argument(self.func)
             cols = 128 // 2
-            box = [sm90_epilogue.CHUNK_ROWS, cols]
+            box = [1] * (self.store_rank - 2) + [sm90_epilogue.CHUNK_ROWS, cols]
             name = f"tma_{self.tma_store}"
             self.tma.append(sm90_tma.describe(name, self.tma_store, box, 128, optional=True))
 
@@ -188,52 +192,26 @@ class Sm90Kernel:
             raise LoweringError(role, f"warp groups {groups} beyond threads({self.threads})")
         return groups
 
-    def split(self, role: ir.Operation) -> None:
-        """The role under `scf.if` on its warp groups, `setmaxnreg` first; the producer's body
-        also under one elected thread (one thread issues every TMA load)."""
-        groups = self.warpgroups(role)
+    def split(self, roles: list[ir.Operation]) -> None:
+        """The roles on their warp groups (`sm90_roles`): the producer's body on one thread
+        of its group, the consumers' ending with their stores drained."""
         b = IndexBuilder()
-        with ir.InsertionPoint(role), role.location:
-            conds = [
-                arith.CmpIOp(arith.CmpIPredicate.eq, b.value(self.warpgroup), b.value(g)).result
-                for g in groups
+        groups = [self.warpgroups(role) for role in roles]
+        for role in roles:
+            if sm90_roles.kind(role) == "producer":
+                with ir.InsertionPoint(role), role.location:
+                    single = self.leader(b)
+                sm90_roles.prepare(role, single=single)
+            elif self.tma_store is not None:
+                sm90_roles.prepare(role, at_end=lambda: sm90_epilogue.drain(self.leader(b)))
+            else:
+                sm90_roles.prepare(role)
+        sm90_roles.chain(
+            [
+                (role, partial(sm90_roles.condition, g, b.value(self.warpgroup), b))
+                for role, g in zip(roles, groups, strict=True)
             ]
-            cond = conds[0]
-            for c in conds[1:]:
-                cond = arith.OrIOp(cond, c).result
-            guard = scf.IfOp(cond)
-            with ir.InsertionPoint(guard.then_block):
-                scf.YieldOp([])
-        role.move_before(list(guard.then_block.operations)[-1])
-        body = role.regions[0].blocks[0]
-        first = list(body.operations)[0]
-        if "tile.registers" in role.attributes:
-            count = ir.IntegerAttr(role.attributes["tile.registers"]).value
-            action = (
-                "increase"
-                if ir.StringAttr(role.attributes["tile.role"]).value == "consumer"
-                else "decrease"
-            )
-            with ir.InsertionPoint(first), role.location:
-                nvvm.SetMaxRegisterOp(count, ir.Attribute.parse(f"#nvvm<action {action}>"))
-        kind = ir.StringAttr(role.attributes["tile.role"]).value
-        if kind == "consumer" and self.tma_store is not None:
-            with ir.InsertionPoint(list(body.operations)[-1]), role.location:
-                sm90_epilogue.drain(self.leader(b))
-        if kind == "producer":
-            moved = [o for o in list(body.operations)[:-1] if o.name != "nvvm.setmaxregister"]
-            with ir.InsertionPoint(list(body.operations)[-1]), role.location:
-                lane = b.rem(self.tid, WARPGROUP)
-                elected = scf.IfOp(
-                    arith.CmpIOp(arith.CmpIPredicate.eq, b.value(lane), b.value(0)).result
-                )
-                with ir.InsertionPoint(elected.then_block):
-                    end = scf.YieldOp([])
-            for o in moved:
-                o.move_before(end)
-        for key in ("tile.role", "tile.warpgroups", "tile.registers"):
-            if key in role.attributes:
-                del role.attributes[key]
+        )
 
     # --- ops ---------------------------------------------------------------------------------
 
@@ -256,6 +234,9 @@ class Sm90Kernel:
         ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
         self.views[op.results[0]] = view_of_tensor(op, ptr)
         self.tensor_names[op.results[0]] = ir.StringAttr(op.attributes["name"]).value
+
+    def slice(self, op: ir.Operation, b: IndexBuilder) -> None:
+        self.views[op.results[0]] = slice_view(op, self.view(op, op.operands[0]), b)
 
     def local_tile(self, op: ir.Operation, b: IndexBuilder) -> None:
         self.views[op.results[0]] = view_of_tile(op, self.view(op, op.operands[0]), b)
@@ -298,16 +279,16 @@ class Sm90Kernel:
             raise LoweringError(
                 op, f"copy<{atom}> in a warp-specialised kernel: only copy<tma> is lowered"
             )
-        src = op.operands[0]
-        tile = self.tile_ops.get(src)
-        if tile is None or tile.operands[0] not in self.tensor_names:
+        tile = self.tile_ops.get(op.operands[0])
+        if tile is None:
             raise LoweringError(op, "copy<tma> reads local_tile(T, ...) of a kernel tensor T")
         offset, rows = self.slots[op.operands[1]]
-        box = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
-        if box != [rows.rows, rows.cols]:
+        shape = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
+        if shape != [rows.rows, rows.cols]:
             raise LoweringError(
-                op, f"copy<tma> of a {box} tile into a ({rows.rows},{rows.cols}) buffer"
+                op, f"copy<tma> of a {shape} tile into a ({rows.rows},{rows.cols}) buffer"
             )
+        name, coords, box = box_origin(tile, b)
         loop = self.loops.pipelined(op)
         if loop not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
@@ -320,11 +301,9 @@ class Sm90Kernel:
             ir.IntegerType.get_signless(8),
             b,
         )
-        name = self.tensor_names[tile.operands[0]]
         if name not in self.descriptors:
             self.descriptors[name] = sm90_tma.add_descriptor_argument(self.func)
             self.tma.append(sm90_tma.describe(f"tma_{name}", name, box, rows.swizzle))
-        coords = [b.mul(c, t) for c, t in zip(tile_coords(tile, b), box, strict=True)]
         sm90_tma.load(self.descriptors[name], dst, coords[::-1], full, b)
 
     def loaded_bytes(self) -> int:
@@ -340,7 +319,9 @@ class Sm90Kernel:
                 f"a {block} accumulator does not tile by {wm}x{wn} warp groups of 64x{self.atom.n}",
             )
         self.block = block
-        self.accs[op.results[0]] = []
+        frag = op.results[0]
+        self.accs[frag] = []
+        self.values[frag] = sm90_values.of_accumulators(lambda: self.accs[frag])
 
     def fill(self, op: ir.Operation, b: IndexBuilder) -> None:
         value = ir.FloatAttr(op.attributes["value"]).value
@@ -425,9 +406,8 @@ class Sm90Kernel:
         """The accumulators into a global tile, converted: through shared chunks and TMA
         stores (`epilogue=tma`, a 16-bit tile of a kernel tensor), else pairs of adjacent
         columns stored from registers."""
-        frag = op.operands[0]
-        if frag not in self.accs:
-            raise LoweringError(op, "store of a register tensor that is not a wgmma accumulator")
+        if op.operands[0] not in self.values:
+            raise LoweringError(op, "store of a register tensor not in the accumulator's layout")
         view = self.view(op, op.operands[1])
         if tuple(view.shape) != self.block:
             raise LoweringError(
@@ -437,13 +417,13 @@ class Sm90Kernel:
         mt, nt = self.subtiles()
         cw = self.consumer_index(b)
         rows, cols = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)
-        accs = self.accs[frag]
+        value = self.values[op.operands[0]]
         if self.tma_store is None:
-            sm90_epilogue.direct(view, accs, self.atom, (mt, nt), (rows, cols), self.tid)
+            sm90_epilogue.direct(view, value, self.atom, (mt, nt), (rows, cols), self.tid)
             return
-        tile = self.tile_ops[op.operands[1]]
-        origin = [b.mul(c, t) for c, t in zip(tile_coords(tile, b), self.block, strict=True)]
-        at = (b.add(origin[0], rows), b.add(origin[1], cols))
+        _, origin, _ = box_origin(self.tile_ops[op.operands[1]], b)
+        outer, first = origin[:-2], origin[-2:]
+        at = (b.add(first[0], rows), b.add(first[1], cols))
         # The map is optional: rows whose stride is not a multiple of 16 bytes get none, and
         # the chunks are copied out by the threads instead.
         i64 = ir.IntegerType.get_signless(64)
@@ -451,14 +431,54 @@ class Sm90Kernel:
         made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
         epilogue = sm90_epilogue.Epilogue(
             self.atom, self.epilogue_base, cw, self.tid, self.leader(b), self.store_descriptor,
-            made, view, (rows, cols),
+            made, view, (rows, cols), outer,
         )  # fmt: skip
-        epilogue.store(accs, (mt, nt), at, view.elem)
+        epilogue.store(value, (mt, nt), at, view.elem, self.loading.get(op.operands[0]))
 
     def leader(self, b: IndexBuilder) -> ir.Value:
         """Thread 0 of its warp group."""
         lane = b.rem(self.tid, WARPGROUP)
         return arith.CmpIOp(arith.CmpIPredicate.eq, b.value(lane), b.value(0)).result
+
+    def register(self, op: ir.Operation, value: ir.Value) -> sm90_values.Value:
+        """A register operand (in the accumulator's layout), or a scalar broadcast."""
+        if value in self.loading:
+            views = self.loading.setdefault(op.results[0], [])
+            views.extend(v for v in self.loading[value] if v not in views)
+        if tensor_type(value.type) is None:
+            return sm90_values.scalar(value)
+        if value not in self.values:
+            raise LoweringError(op, "a register tensor here must be in the accumulator's layout")
+        return self.values[value]
+
+    def load(self, op: ir.Operation, b: IndexBuilder) -> None:
+        """load(tile, like = acc): each element where the accumulator holds it."""
+        if len(op.operands) != 2 or op.operands[1] not in self.values:
+            raise LoweringError(op, "a load in a consumer needs like = <the accumulator>")
+        view = self.view(op, op.operands[0])
+        if tuple(view.shape) != self.block:
+            raise LoweringError(op, f"loading a {tuple(view.shape)} tile like a {self.block} one")
+        attr = op.attributes["other"]
+        other = ir.FloatAttr(attr).value if is_float_attr(attr) else ir.IntegerAttr(attr).value
+        loaded = sm90_values.load(view, other, b)
+        elem = tensor_type(op.results[0].type).elem
+        self.values[op.results[0]] = sm90_values.converted(loaded, elem)
+        self.loading[op.results[0]] = [view]
+
+    def convert(self, op: ir.Operation, b: IndexBuilder) -> None:
+        elem = tensor_type(op.results[0].type).elem
+        self.values[op.results[0]] = sm90_values.converted(self.register(op, op.operands[0]), elem)
+
+    def unary(self, op: ir.Operation, b: IndexBuilder) -> None:
+        kind = ir.StringAttr(op.attributes["op"]).value
+        self.values[op.results[0]] = sm90_values.unary(op, kind, self.register(op, op.operands[0]))
+
+    def binary(self, op: ir.Operation, b: IndexBuilder) -> None:
+        kind = ir.StringAttr(op.attributes["op"]).value
+        x, y = (self.register(op, v) for v in op.operands)
+        rhs = op.operands[1]
+        scalar = rhs if tensor_type(rhs.type) is None else None
+        self.values[op.results[0]] = sm90_values.binary_of(op, kind, x, y, scalar)
 
     def plan_epilogue(self, ops: list[ir.Operation]) -> None:
         """Whether the tile store goes through TMA (`epilogue=tma` and a 16-bit tile of a
@@ -467,29 +487,14 @@ class Sm90Kernel:
         self.epilogue_bytes, self.tma_store = 0, None
         if self.mode != "tma" or len(stores) != 1:
             return
-        dst = stores[0].operands[1].owner
         t = tensor_type(stores[0].operands[1].type)
-        if dst.name != "tile.local_tile" or elem_bytes(t.elem) != 2:
-            return
-        tensor = dst.operands[0].owner
-        if tensor.name != "tile.make_tensor":
+        tensor = tensor_of(stores[0].operands[1])
+        if tensor is None or elem_bytes(t.elem) != 2:
             return
         groups = len(self.warpgroups(self.roles["consumer"]))
         self.epilogue_bytes = groups * sm90_epilogue.BUFFERS * sm90_epilogue.CHUNK_BYTES
         self.tma_store = ir.StringAttr(tensor.attributes["name"]).value
-
-
-def tile_coords(tile: ir.Operation, b: IndexBuilder) -> list[Term]:
-    """The tile coordinate of a local_tile op (every entry given: `?` or an integer)."""
-    text = ir.StringAttr(tile.attributes["coord"]).value
-    items = [c.strip() for c in text.strip("()").split(",")]
-    rest = iter(list(tile.operands)[1:])
-    out: list[Term] = []
-    for c in items:
-        if c == "_":
-            raise LoweringError(tile, "copy<tma> needs a tile coordinate in every mode")
-        out.append(next(rest) if c == "?" else int(c))
-    return out
+        self.store_rank = len(tensor_type(tensor.results[0].type).layout.shape)
 
 
 Lowering = Callable[[Sm90Kernel, ir.Operation, IndexBuilder], None]
@@ -499,6 +504,7 @@ LOWERINGS: dict[str, Lowering] = {
         f"tile.{name}": getattr(Sm90Kernel, name)
         for name in (
             "make_tensor",
+            "slice",
             "local_tile",
             "alloc_shared",
             "tiled_mma",
@@ -507,6 +513,10 @@ LOWERINGS: dict[str, Lowering] = {
             "fragment",
             "fill",
             "gemm",
+            "load",
+            "convert",
+            "unary",
+            "binary",
             "store",
         )
     },

@@ -25,7 +25,8 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
-from tilec.passes.sm90_wgmma import WgmmaAtom, element
+from tilec.passes.sm90_values import Element, Value, aligned
+from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_fragments import constant, convert
 from tilec.passes.tile_memory import if_else, when
 from tilec.passes.tile_mma import pair, write_pair
@@ -86,13 +87,16 @@ class Epilogue:
     made: ir.Value  # i1: the runtime made the (optional) map; else copy chunks out by hand
     view: View  # the output tile, for the copy by hand
     offset: tuple[Term, Term]  # the group's first (row, column) in the tile
+    outer: list[Term]  # the tile's coordinates along the tensor's outer modes (a batch)
 
     def store(
-        self, accs: list[ir.Value], subtiles: tuple[int, int], origin: tuple[Term, Term],
-        elem: ir.Type,
+        self, value: Value, subtiles: tuple[int, int], origin: tuple[Term, Term],
+        elem: ir.Type, loads: list[View] | None = None,
     ) -> None:  # fmt: skip
-        """Every accumulator of the group (`subtiles` = wgmma tiles along M, N) into the
-        output tile whose first element is at `origin` (row, column) of the tensor."""
+        """`value` at every element of the group's accumulators (`subtiles` = wgmma tiles
+        along M, N) into the output tile whose first element is at `origin` (row, column) of
+        the tensor. A value that `loads` gets two versions: unguarded loads where the whole
+        tile lies inside the tensor, guarded ones elsewhere."""
         b = IndexBuilder()
         cols = 128 // elem_bytes(elem)
         assert elem_bytes(elem) == 2 and self.atom.n % cols == 0, "16-bit chunks of 64 columns"
@@ -100,6 +104,21 @@ class Epilogue:
         lane = b.rem(t, 32)
         row = b.add(b.mul(b.div(t, 32), 16), b.div(lane, 4))  # and row + 8
         unit_byte = b.mul(b.rem(lane, 4), 4)  # a pair of 16-bit elements per thread
+        pair_col = b.mul(b.rem(lane, 4), 2)
+        last = [s - 1 for s in self.view.shape]
+        whole = all_of([in_bounds(self.view, last, b), *(aligned(v, b) for v in loads or [])])
+        lanes = (row, unit_byte, pair_col)
+
+        self.chunks(value, subtiles, origin, elem, lanes, whole if loads else None)
+
+    def chunks(
+        self, value: Value, subtiles: tuple[int, int], origin: tuple[Term, Term], elem: ir.Type,
+        lanes: tuple[Term, Term, Term], whole: ir.Value | bool | None,
+    ) -> None:  # fmt: skip
+        """Every chunk in turn; `whole`: where the loads may skip the bounds checks (None: the
+        value loads nothing)."""
+        b = IndexBuilder()
+        cols = 128 // elem_bytes(elem)
         q = 0
         mt, nt = subtiles
         for mi in range(mt):
@@ -109,17 +128,20 @@ class Epilogue:
                     at = (b.add(origin[0], down), b.add(origin[1], right))
                     here = (b.add(self.offset[0], down), b.add(self.offset[1], right))
                     first = c * cols // 8  # the chunk's first 8-column block in the tile
-                    acc = accs[mi * nt + ni]
-                    self.chunk(acc, first, cols // 8, row, unit_byte, q, (at, here), elem)
+                    where_ = (at, here)
+                    self.chunk(value, mi * nt + ni, first, cols // 8, lanes, q, where_, elem, whole)
                     q += 1
 
     def chunk(
-        self, acc: ir.Value, first: int, blocks: int, row: Term, unit_byte: Term, q: int,
-        where_: tuple[tuple[Term, Term], tuple[Term, Term]], elem: ir.Type,
+        self, value: Value, acc: int, first: int, blocks: int, lanes: tuple[Term, Term, Term],
+        q: int, where_: tuple[tuple[Term, Term], tuple[Term, Term]], elem: ir.Type,
+        whole: ir.Value | bool | None = None,
     ) -> None:  # fmt: skip
-        """Chunk q: (`where_`) its first element's (row, column) in the tensor and in the
-        tile."""
+        """Chunk q of accumulator `acc`: (`where_`) its first element's (row, column) in the
+        tensor and in the tile; `lanes`: the thread's row in it, byte in a 16-byte unit and
+        column in an 8-column block."""
         at, here = where_
+        row, unit_byte, pair_col = lanes
         b = IndexBuilder()
         i8 = ir.IntegerType.get_signless(8)
         slot = b.add(b.mul(self.group, BUFFERS * CHUNK_BYTES), (q % BUFFERS) * CHUNK_BYTES)
@@ -127,25 +149,35 @@ class Epilogue:
         on_leader(self.leader, lambda: op("nvvm.cp.async.bulk.wait_group", [],
                                           {"group": "1 : i32", "read": "unit"}))  # fmt: skip
         named_barrier(self.group, b)
-        for h in range(2):
-            r = b.add(row, 8 * h)
-            line = b.mul(r, 128)
-            phase = b.rem(r, 8)
-            for j in range(blocks):
-                reg = 4 * (first + j) + 2 * h  # registers 4j + 2h and 4j + 2h + 1
-                values = [convert(element(acc, reg + e), elem) for e in (0, 1)]
-                unit = arith.XOrIOp(b.value(phase), b.value(j)).result
-                where = b.add(b.add(line, b.mul(unit, 16)), unit_byte)
-                llvm.StoreOp(pair(*values), gep(base, where, i8, b), alignment=4)
+
+        def write(guarded: bool) -> list:
+            for h in range(2):
+                r = b.add(row, 8 * h)
+                line = b.mul(r, 128)
+                phase = b.rem(r, 8)
+                for j in range(blocks):
+                    reg = 4 * (first + j) + 2 * h  # registers 4j + 2h and 4j + 2h + 1
+                    col = b.add(b.add(here[1], 8 * j), pair_col)
+                    at_pair = Element(acc, reg, b.add(here[0], r), col, guarded)
+                    values = [convert(v, elem) for v in value(at_pair)]
+                    unit = arith.XOrIOp(b.value(phase), b.value(j)).result
+                    where = b.add(b.add(line, b.mul(unit, 16)), unit_byte)
+                    llvm.StoreOp(pair(*values), gep(base, where, i8, b), alignment=4)
+            return []
+
+        if whole is None:
+            write(True)
+        else:  # unguarded pair loads where the tile is whole and aligned
+            if_else(whole, [], lambda: write(False), lambda: write(True))
         op("nvvm.fence.proxy", [], {"kind": "#nvvm.proxy_kind<async.shared>",
                                     "space": "#nvvm.shared_space<cta>"})  # fmt: skip
         named_barrier(self.group, b)
 
         def issue() -> None:
-            coords = [i32(at[1], b), i32(at[0], b)]  # innermost (column) first
+            coords = [i32(c, b) for c in (at[1], at[0], *reversed(self.outer))]  # innermost first
             op("nvvm.cp.async.bulk.tensor.global.shared.cta", [self.descriptor, base, *coords],
                {"mode": "#nvvm.tma_store_mode<tile>",
-                "operandSegmentSizes": "array<i32: 1, 1, 2, 0, 0>"})  # fmt: skip
+                "operandSegmentSizes": f"array<i32: 1, 1, {len(coords)}, 0, 0>"})  # fmt: skip
             op("nvvm.cp.async.bulk.commit.group", [])
 
         def by_tma() -> list:
@@ -185,7 +217,7 @@ def drain(leader: ir.Value) -> None:
 
 
 def direct(
-    view: View, accs: list[ir.Value], atom: WgmmaAtom, subtiles: tuple[int, int],
+    view: View, value: Value, atom: WgmmaAtom, subtiles: tuple[int, int],
     offset: tuple[Term, Term], tid: ir.Value,
 ) -> None:  # fmt: skip
     """The accumulators stored from registers: pairs of adjacent columns (4-byte stores where
@@ -206,11 +238,11 @@ def direct(
         vb = IndexBuilder()
         for mi in range(mt):
             for ni in range(nt):
-                acc = accs[mi * nt + ni]
                 for j in range(atom.n // 8):
                     for h in range(2):
                         at = [vb.add(row0, mi * 64 + 8 * h), vb.add(col0, ni * atom.n + 8 * j)]
-                        vals = [convert(element(acc, 4 * j + 2 * h + e), view.elem) for e in (0, 1)]
+                        here = Element(mi * nt + ni, 4 * j + 2 * h, at[0], at[1])
+                        vals = [convert(v, view.elem) for v in value(here)]
                         write_pair(view, at, vals, True, guarded, vb)
         return []
 

@@ -11,3 +11,12 @@ b default_f16 -D T=f16
 b bn128_bf16 -D BN=128
 b s2_f16 -D T=f16 -D STAGES=2
 echo "built $(find "$out" -name manifest.json | wc -l) SM90 GEMM bundles in $out"
+# The fused epilogue (examples/gemm_sm90_bias_act.tile) and the batched kernel.
+e() { name=$1; shift; tilec build examples/gemm_sm90_bias_act.tile -o "$out/epilogue/$name" "$@" >/dev/null; }
+e act0 -D ACT=0
+e act1 -D ACT=1
+e act2_f16 -D ACT=2 -D T=f16
+e act1_beta0 -D ACT=1 -D BETA=0
+tilec build examples/gemm_sm90_batched.tile -o "$out/batched/default" >/dev/null
+tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev/null
+echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"

@@ -24,7 +24,7 @@ from tilec.runtime import load  # noqa: E402  (after the skips)
 ROOT = Path(
     os.environ.get("TILEC_SM90_BUNDLES", Path(__file__).resolve().parents[2] / "build/sm90")
 )
-BUNDLES = {p.parent.parent.name: p.parent for p in ROOT.glob("*/*/manifest.json")}
+BUNDLES = {p.parent.parent.name: p.parent for p in ROOT.glob("*/gemm90/manifest.json")}
 NAMES = sorted(BUNDLES)
 if not NAMES:
     pytest.skip(f"no SM90 GEMM bundles in {ROOT}", allow_module_level=True)
@@ -92,3 +92,72 @@ def test_sm90_gemm_refuses_unaligned_k() -> None:
     c = torch.empty(64, 64, device="cuda", dtype=t)
     with pytest.raises(ValueError, match="multiples of 16"):
         kernel(a, b, c)
+
+
+# --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
+
+EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}
+EPILOGUE_SHAPES = [(128, 256, 64), (256, 512, 1024), (129, 257, 72), (300, 1000, 136), (1, 8, 8)]
+
+
+def activation(name: str, y: torch.Tensor) -> torch.Tensor:
+    act = int(name[3])  # act<N>...
+    if act == 1:
+        return torch.relu(y)
+    if act == 2:
+        return torch.nn.functional.gelu(y)  # the erf form
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(EPILOGUES))
+@pytest.mark.parametrize(("m", "n", "k"), EPILOGUE_SHAPES)
+def test_sm90_fused_epilogue_matches_torch(name: str, m: int, n: int, k: int) -> None:
+    t = "f16" if "f16" in name else "bf16"
+    beta_used = "beta0" not in name
+    g = torch.Generator(device="cuda").manual_seed(m + 5 * n + 11 * k)
+    dt = DTYPES[t]
+    a = torch.randn(m, k, device="cuda", generator=g).to(dt)
+    b = torch.randn(n, k, device="cuda", generator=g).to(dt)
+    bias = torch.randn(n, device="cuda", generator=g).to(dt)
+    if beta_used:
+        c0 = torch.randn(m, n, device="cuda", generator=g).to(dt)
+    else:  # never read: BLAS allows anything for beta = 0, NaN included
+        c0 = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+    c = c0.clone()
+    alpha, beta = 0.75, -0.5
+    load(EPILOGUES[name])(a, b, c, bias.expand(m, n), alpha, beta)
+    torch.cuda.synchronize()
+    y = alpha * (a.double() @ b.double().T) + bias.double()
+    if beta_used:
+        y = y + beta * c0.double()
+    ref = activation(name, y)
+    assert not torch.isnan(c).any(), "unwritten or NaN outputs"
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < BOUNDS[t], f"relative error {err:.2e}"
+
+
+# --- batched: examples/gemm_sm90_batched.tile -----------------------------------------------
+
+BATCHED = {p.parent.parent.name: p.parent for p in ROOT.glob("batched/*/*/manifest.json")}
+BATCHED_SHAPES = [(3, 128, 256, 64), (2, 129, 257, 72), (5, 64, 128, 1024), (32, 512, 512, 512)]
+
+
+@pytest.mark.parametrize("name", sorted(BATCHED))
+@pytest.mark.parametrize(("l", "m", "n", "k"), BATCHED_SHAPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_sm90_batched_matches_torch(name: str, l: int, m: int, n: int, k: int, layout: str) -> None:
+    dt = DTYPES["f16" if name == "f16" else "bf16"]
+    g = torch.Generator(device="cuda").manual_seed(l + m + 3 * n + 7 * k)
+    if layout == "strided":  # every other batch of larger tensors: batch strides not m*k
+        a = torch.randn(2 * l, m, k, device="cuda", generator=g).to(dt)[::2]
+        b = torch.randn(l, n, k + 8, device="cuda", generator=g).to(dt)[:, :, :k]
+    else:
+        a = torch.randn(l, m, k, device="cuda", generator=g).to(dt)
+        b = torch.randn(l, n, k, device="cuda", generator=g).to(dt)
+    c = torch.full((l, m, n), float("nan"), device="cuda", dtype=dt)
+    load(BATCHED[name])(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double().transpose(1, 2)
+    assert not torch.isnan(c).any(), "unwritten outputs"
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < BOUNDS["f16" if name == "f16" else "bf16"], f"relative error {err:.2e}"
