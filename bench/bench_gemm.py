@@ -41,6 +41,8 @@ The Triton column (`--triton`, default `best`) is a kernel a Triton user would w
 Each Triton variant is checked against an f32 product (relative error < 1e-2) before it is
 timed; the autotuner keys on M, N, K and the operand layout, so the first call at each shape
 and layout compiles and times every config (tens of seconds per variant).
+`bench/check_triton_reference.py` checks these kernels on a CPU (Triton's interpreter, and
+cross-compilation for sm_90).
 """
 
 from __future__ import annotations
@@ -401,8 +403,8 @@ def bench_shape(
     notes: list[str] | None = None,
 ) -> list[str]:
     """One table row per bundle at this shape; references timed once, on the same tensors. The
-    Triton figure is the fastest of `triton_variants(triton_choice)`; what each variant gave is
-    appended to `notes`."""
+    Triton figure is the fastest of `triton_variants(triton_choice)`; cuBLAS and what each
+    variant gave are appended to `notes` (so a run without bundles still compares them)."""
     timer = time_graph_ms if graph else time_ms
     alpha = 1.0
     a, b, c = operands(m, n, k, dtype, ma, mb, data)
@@ -416,7 +418,7 @@ def bench_shape(
     if notes is not None:
         won = max(timed, key=lambda v: timed[v]) if timed else "none"
         each = ", ".join(f"{v} {why}" for v, (_, why) in results.items())
-        notes.append(f"- {m}×{n}×{k}: Triton column from {won} ({each})")
+        notes.append(f"- {m}×{n}×{k}: cuBLAS {cublas_tf:.0f}; Triton column from {won} ({each})")
     rows = []
     for name, kernel in kernels.items():
         err = error(kernel, a, b, c, alpha)
@@ -512,7 +514,7 @@ def main() -> None:
         print("\n".join(rows), flush=True)  # each row once, as it is measured
         print(notes[-1], flush=True)
         lines += rows
-    lines += ["", f"Triton variants (TFLOP/s), --triton {args.triton}:", *notes]
+    lines += ["", f"References (TFLOP/s), --triton {args.triton}:", *notes]
     table = "\n".join(lines)
     if args.out:
         Path(args.out).write_text(table + "\n")

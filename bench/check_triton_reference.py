@@ -6,9 +6,10 @@
 Needs `triton` (a CPU machine can install the wheel; torch is not needed: bench_gemm is imported
 with a stand-in `torch` module, and the interpreter runs on numpy-backed stand-in tensors).
 
-`interpret` runs the `tutorial` and `descriptor` kernels with one small config on ragged shapes
-(several GROUP_SIZE_M groups, a partial last one, M < BLOCK_SIZE_M, a K tail) in all four
-operand layouts and compares with a numpy f32 product; it exits 1 on a wrong result. Triton
+`interpret` runs the `tutorial` and `descriptor` variants (the bench's wrappers, the autotuner
+held to one small config) on ragged shapes (several GROUP_SIZE_M groups, a partial last one,
+M < BLOCK_SIZE_M, a K tail) in all four operand layouts and compares with a numpy f32
+product; it exits 1 on a wrong result. Triton
 3.6's interpreter needs numpy < 2.3 (it calls int() on one-element arrays).
 
 `compile` compiles every autotune config of both variants (and the `masked` kernel's) for
@@ -132,27 +133,22 @@ def interpret() -> int:
     bg = _bench()
     bad = 0
     bm, bn, bk = 32, 64, 32
-    meta = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8}
-    bg.triton.set_allocator(lambda size, align, stream: _Tensor.of(np.zeros(size, np.int8)))
+    one = bg.triton.Config(
+        {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8}
+    )
+    for tuned in (bg._tutorial_gemm, bg._descriptor_gemm):
+        tuned.configs = [one]  # one config: the autotuner runs it without timing (no GPU)
+    bg._alloc_scratch = lambda size, align, stream: _Tensor.of(np.zeros(size, np.int8))
     for m, n, k in [(96, 160, 96), (40, 72, 72), (16, 64, 64), (304, 136, 40)]:
         for ma in (False, True):
             for mb in (False, True):
                 rng = np.random.default_rng(0)
                 a, b = _operand(m, k, ma, rng), _operand(n, k, mb, rng)
                 ref = 0.5 * (a.numpy().astype(np.float32) @ b.numpy().astype(np.float32).T)
-                grid = (bg.triton.cdiv(m, bm) * bg.triton.cdiv(n, bn),)
                 for variant in ("tutorial", "descriptor"):
                     c = _Tensor.of(np.full((m, n), np.nan, dtype=np.float16))
-                    if variant == "tutorial":
-                        bt = b.T
-                        bg._tutorial_gemm.fn[grid](
-                            a, bt, c, m, n, k, *a.stride(), *bt.stride(), *c.stride(), 0.5, **meta
-                        )
-                    else:
-                        (a_mn, sa), (b_mn, sb) = bg._row_major(a), bg._row_major(b)
-                        bg._descriptor_gemm.fn[grid](
-                            a, b, c, m, n, k, sa, sb, c.stride(0), 0.5, A_MN=a_mn, B_MN=b_mn, **meta
-                        )
+                    assert variant != "descriptor" or bg.descriptor_supported(a, b, c)
+                    bg.TRITON_VARIANTS[variant](a, b, c, 0.5)  # the bench's own wrappers
                     got = c.numpy().astype(np.float32)
                     err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
                     ok = err < 1e-2
