@@ -17,6 +17,7 @@ e act0 -D ACT=0
 e act1 -D ACT=1
 e act2_f16 -D ACT=2 -D T=f16
 e act1_beta0 -D ACT=1 -D BETA=0
+e act2_beta0 -D ACT=2 -D BETA=0
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/default" >/dev/null
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev/null
 echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"
