@@ -267,18 +267,46 @@ RESOURCE_COLUMNS = (
 )
 
 
-def resource_table(reports: dict[str, ResourceUsage]) -> str:
-    """`--resource-usage`: one row per kernel, a column per ptxas figure, numbers right-aligned.
+_ENTRY_RE = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
+_SETMAXNREG_RE = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
+
+
+def setmaxnreg_counts(ptx: str) -> dict[str, list[str]]:
+    """Per entry of `ptx`, the register counts its `setmaxnreg` instructions set, in order,
+    each once (an SM90 warp-specialised kernel: one per role, e.g. ["dec 40", "inc 232"])."""
+    found: dict[str, list[str]] = {}
+    entries = list(_ENTRY_RE.finditer(ptx))
+    for k, entry in enumerate(entries):
+        end = entries[k + 1].start() if k + 1 < len(entries) else len(ptx)
+        counts = [
+            f"{m.group(1)} {m.group(2)}" for m in _SETMAXNREG_RE.finditer(ptx, entry.end(), end)
+        ]
+        counts = list(dict.fromkeys(counts))
+        if counts:
+            found[entry.group(1)] = counts
+    return found
+
+
+def resource_table(reports: dict[str, ResourceUsage], ptx: str = "") -> str:
+    """`--resource-usage`: one row per kernel, a column per ptxas figure, numbers right-aligned;
+    kernels whose warp groups re-size their registers (`setmaxnreg`) get a column of the counts
+    they set (`registers` is what a thread holds at launch).
 
     kernel  registers  spill stores B  spill loads B  shared B  stack B  barriers
     vadd           16               0              0         0        0         0
     """
+    per_group = setmaxnreg_counts(ptx)
+    columns = list(RESOURCE_COLUMNS)
+    if per_group:
+        columns.append(("setmaxnreg", "registers per warp group (setmaxnreg)"))
     width = max([len("kernel"), *map(len, reports)])
-    rows = [["kernel".ljust(width), *(title for _, title in RESOURCE_COLUMNS)]]
+    rows = [["kernel".ljust(width), *(title for _, title in columns)]]
     for name, usage in reports.items():
-        figures = (str(getattr(usage, field)) for field, _ in RESOURCE_COLUMNS)
+        figures = [str(getattr(usage, field)) for field, _ in RESOURCE_COLUMNS]
+        if per_group:
+            figures.append(", ".join(per_group.get(name, [])) or "-")
         rows.append([name.ljust(width), *figures])
-    sizes = [len(title) for _, title in RESOURCE_COLUMNS]
+    sizes = [len(title) for _, title in columns]
     return "\n".join(
         "  ".join([row[0], *(cell.rjust(n) for cell, n in zip(row[1:], sizes, strict=True))])
         for row in rows

@@ -106,7 +106,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             reports = ptxas_reports(artifact.value, artifact.arch)
         except BackendError as exc:
             raise DiagnosticError([Diagnostic("error", str(exc), None)]) from None
-        print(resource_table(reports), file=sys.stderr)
+        print(resource_table(reports, str(artifact.value)), file=sys.stderr)
     return 0
 
 

@@ -94,6 +94,7 @@ class Collector:
     file: str
     banks: bool = False  # run the bank analysis at the gpu stage
     pipelines: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    rings: dict[str, int] = field(default_factory=dict)  # SM90 kernels: their ring's stages
     dynamic_smem: dict[str, int] = field(default_factory=dict)
     conflicts: dict[str, int] = field(default_factory=dict)
     ptx: str | None = None
@@ -101,6 +102,7 @@ class Collector:
     def __call__(self, artifact: Any) -> None:  # noqa: ANN401 - a driver Artifact
         if artifact.stage == "lowered":
             self.pipelines = pipeline_stages(artifact.value)
+            self.rings = ring_stages(artifact.value)
         elif artifact.stage == "gpu":
             self.dynamic_smem = dynamic_smem(artifact.value)
             if self.banks:
@@ -135,6 +137,19 @@ def pipeline_stages(module: ir.Module) -> dict[str, tuple[int, int, int]]:
         found[name] = min(found.get(name, (got, requested, limit)), (got, requested, limit))
 
     walk(module.operation, visit)
+    return found
+
+
+def ring_stages(module: ir.Module) -> dict[str, int]:
+    """kernel -> the stages of its mbarrier ring (`tile.ring_stages`, convert-tile-sm90's)."""
+    from mlir import ir
+
+    found: dict[str, int] = {}
+    for op in module.body.operations:
+        attrs = op.operation.attributes
+        if op.operation.name == "func.func" and "tile.ring_stages" in attrs:
+            name = ir.StringAttr(attrs["sym_name"]).value
+            found[name] = ir.IntegerAttr(attrs["tile.ring_stages"]).value
     return found
 
 
@@ -202,6 +217,10 @@ def _depth_source(stages: int, requested: int, limit: int) -> str:
 
 
 def _pipeline_facts(c: Collector, k: KernelContract) -> dict[str, Fact]:
+    if k.name in c.rings:  # every stage of the ring is a TMA load in flight
+        ring = c.rings[k.name]
+        source = f"convert-tile-sm90 (an mbarrier ring of {ring} stages)"
+        return {"stages": Fact(ring, source), "depth": Fact(ring, source)}
     if k.name not in c.pipelines:
         none = "tile-pipeline (no pipelined loop)"
         return {"stages": Fact(None, none), "depth": Fact(None, none)}

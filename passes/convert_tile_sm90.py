@@ -134,6 +134,8 @@ class Sm90Kernel:
         self.split(roles)
         del ws.attributes["tile.warp_specialize"]
         self.func.attributes["tile.tma"] = ir.ArrayAttr.get(self.tma)
+        i64 = ir.IntegerType.get_signless(64)  # for contracts: depth == STAGES
+        self.func.attributes["tile.ring_stages"] = ir.IntegerAttr.get(i64, self.stages)
 
     def plan(self, ops: list[ir.Operation]) -> None:
         """The ring: a slot per stage for every buffer a producer copy fills, and S."""
@@ -147,9 +149,15 @@ class Sm90Kernel:
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.slots[dst] = (self.stage_bytes, rows)
                     self.stage_bytes += -(-rows.bytes // SLOT_ALIGN) * SLOT_ALIGN
+        for op in ops:
+            if op.name == "tile.gemm":
+                loop = self.loops.pipelined(op)
+                stages.add(ir.IntegerAttr(loop.attributes["tile.stages"]).value)
         if len(stages) != 1:
             raise LoweringError(
-                self.func, "the producer's pipelined loops must share one stage count"
+                self.func,
+                f"the producer's and consumers' pipelined loops share one ring: they need one "
+                f"stage count, got {sorted(stages)}",
             )
         self.stages = stages.pop()
         self.plan_epilogue(ops)

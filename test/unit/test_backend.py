@@ -214,3 +214,20 @@ def test_ll_and_ptx_inputs_name_their_target(tmp_path: Path) -> None:
     (tmp_path / "bare.ll").write_text(ll.replace('"target-cpu"="sm_90a"', ""))
     with pytest.raises(DiagnosticError, match="no target"):
         compile_file(str(tmp_path / "bare.ll"), CompileOptions(emit="ptx"))
+
+
+def test_resource_table_shows_each_warp_groups_registers_after_setmaxnreg() -> None:
+    from tilec.backend import ResourceUsage, resource_table, setmaxnreg_counts
+
+    ptx = (
+        ".visible .entry ws(\n) {\n setmaxnreg.inc.sync.aligned.u32 232;\n"
+        " setmaxnreg.dec.sync.aligned.u32 40;\n setmaxnreg.inc.sync.aligned.u32 232;\n}\n"
+        ".visible .entry plain(\n) {\n ret;\n}\n"
+    )
+    assert setmaxnreg_counts(ptx) == {"ws": ["inc 232", "dec 40"]}
+    reports = {"ws": ResourceUsage("ws", registers=168), "plain": ResourceUsage("plain", 16)}
+    table = resource_table(reports, ptx).splitlines()
+    assert table[0].endswith("registers per warp group (setmaxnreg)")
+    assert table[1].split()[0] == "ws" and table[1].endswith("inc 232, dec 40")
+    assert table[2].split()[0] == "plain" and table[2].endswith("-")
+    assert "setmaxnreg" not in resource_table({"plain": reports["plain"]}, ".entry plain(\n)")
