@@ -57,11 +57,16 @@ class Kernel:
 
 
 _GEMMS = {"f16": "build/gemm/default_sm90a/gemm_sm90a", "bf16": "build/gemm/a0b0_bf16/gemm_sm90a"}
+_SM90 = "build/sm90/default_bf16/gemm90"  # examples/gemm_sm90.tile (test/gpu/build_sm90_bundles.sh)
 KERNELS = (
     *(Kernel(k, k, f"examples/{k}.tile", f"build/examples/{k}_sm90a") for k in _MEMORY),
     *(
         Kernel(f"gemm_{t} {n}³", f"gemm_{t}", "examples/gemm_sm80.tile", path, (n, n, n))
         for t, path in _GEMMS.items()
+        for n in (4096, 8192)
+    ),
+    *(
+        Kernel(f"gemm90_bf16 {n}³", "gemm90_bf16", "examples/gemm_sm90.tile", _SM90, (n, n, n))
         for n in (4096, 8192)
     ),
 )
@@ -275,8 +280,9 @@ def pair(kernel: Kernel, bundle: Path) -> Pair:
 
     from tilec.runtime import load
 
-    gemm = load(bundle)
-    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[gemm.manifest.params[0].dtype]
+    loaded = load(bundle)
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[loaded.manifest.params[0].dtype]
+    gemm = bench_gemm.as_gemm(loaded)  # the SM90 kernel takes no alpha
     m, n, k = kernel.shape
     a, b, c = bench_gemm.operands(m, n, k, dtype, False, False)
     err = bench_gemm.error(gemm, a, b, c, 1.0)

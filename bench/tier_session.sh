@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the GPU tier and the sanitizer tier from prebuilt bundles
-# (`tier_session.sh tests`), or the benchmarks that show the SM80 GEMM and the memory-bound
-# examples beside cuBLAS and the copy ceiling (`tier_session.sh bench`). Build first, where MLIR is:
+# (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
+# examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
+# and torch (`sm90`), or the speed baselines (`baseline`). Build first, where MLIR is:
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
+#   bash test/gpu/build_sm90_bundles.sh
 #   bash bench/build_variants.sh
 #   for a in sm_90a sm_80; do tilec build examples/vadd.tile examples/transpose.tile \
 #       examples/softmax.tile -o build/examples --arch $a; done
@@ -20,8 +22,15 @@ tests)
     | tail -5
   python3 test/gpu/sanitize.py build/examples build/bundles/reduce build/bundles/epilogue/act1 \
     build/bundles/epilogue/batched build/gemm/default_sm90a build/splitk/s4 \
+    build/bundles/negative_stride/flip_swizzled_sm90a build/sm90/default_bf16 \
+    build/sm90/epilogue/act1 build/sm90/batched/default \
     --planted build/bundles/planted/transpose_sm90a --log "$out/sanitize.log" \
     | tee "$out/sanitize.txt"
+  # The SM90 kernels again with N a multiple of 8: the epilogue's TMA stores (N = 131 above
+  # takes the path that copies chunks out element by element).
+  python3 test/gpu/sanitize.py build/sm90/default_bf16 build/sm90/epilogue/act1 \
+    build/sm90/batched/default --size N=136 --log "$out/sanitize-tma.log" \
+    | tee "$out/sanitize-tma.txt"
   ;;
 bench)
   python3 bench/bench_memory.py --bundles build/examples --arch sm90a --out "$out/memory.md" \
@@ -31,6 +40,24 @@ bench)
     --shape 8192x8192x8192 --out "$out/gemm-f16.md" | grep "^|"
   python3 bench/bench_gemm.py --dtype bf16 --bundle $g/a0b0_bf16/gemm_sm90a \
     --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$out/gemm-bf16.md" | grep "^|"
+  ;;
+sm90)
+  # examples/gemm_sm90*.tile (test/gpu/build_sm90_bundles.sh) beside cuBLAS, the Triton
+  # tutorial's kernel (autotuned) and the SM80 path, squares and LLM shapes, then the fused
+  # epilogue and the batched kernel beside torch.
+  s=build/sm90
+  for t in bf16 f16; do
+    sm80=build/gemm/a0b0_$t/gemm_sm90a
+    python3 bench/bench_gemm.py --dtype $t --bundle $s/default_$t/gemm90 --bundle $sm80 \
+      --shape 1024x1024x1024 --shape 2048x2048x2048 --shape 4096x4096x4096 \
+      --shape 8192x8192x8192 --shape 4096x11008x4096 --shape 8192x4096x4096 \
+      --shape 16x4096x4096 --shape 128x11008x4096 --out "$out/sm90-$t.md" | grep "^|\|^- "
+  done
+  python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 \
+    --fused $s/epilogue/act1_beta0/gemm90_bias_act --batched $s/batched/default/gemm90_batched \
+    --out "$out/sm90-fused.md" | grep "^|"
+  python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 --act gelu \
+    --fused $s/epilogue/act2_beta0/gemm90_bias_act --out "$out/sm90-gelu.md" | grep "^|"
   ;;
 baseline)
   base=bench/baselines/h200.json

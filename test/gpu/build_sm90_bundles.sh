@@ -20,4 +20,6 @@ e act1_beta0 -D ACT=1 -D BETA=0
 e act2_beta0 -D ACT=2 -D BETA=0
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/default" >/dev/null
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev/null
+
+tilec build examples/gemm_sm90_batched.tile -o "$out/batched/bn128" -D BN=128 >/dev/null
 echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"

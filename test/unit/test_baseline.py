@@ -143,8 +143,8 @@ def test_bundle_overrides_name_a_known_key() -> None:
     with pytest.raises(Exception, match="KEY=PATH"):
         baseline._bundle("gemm=build/x")
     keys = {k.key for k in baseline.KERNELS}
-    assert keys == {"vadd", "transpose", "softmax", "gemm_f16", "gemm_bf16"}
-    assert len({k.name for k in baseline.KERNELS}) == len(baseline.KERNELS) == 7
+    assert keys == {"vadd", "transpose", "softmax", "gemm_f16", "gemm_bf16", "gemm90_bf16"}
+    assert len({k.name for k in baseline.KERNELS}) == len(baseline.KERNELS) == 9
 
 
 def test_measure_interleaves_kernel_and_reference(
