@@ -304,23 +304,28 @@ LOWERINGS: dict[str, Lowering] = {
 # is refused: lowering it as one of these would silently emit something else.
 COPY_FAMILIES = ("auto", "cp_async")
 NOT_YET = {
-    "tma": "no pass emits cp.async.bulk.tensor and its mbarrier",
     "vec": "the copy lowering picks its own vector width",
     "universal": "the copy lowering picks its own vector width",
 }
-# Region attributes from the source whose meaning no pass lowers yet.
+# copy<tma> completes on the mbarrier ring between a warp_specialize producer and its consumers,
+# which convert-tile-sm90 builds; outside such a kernel there is no ring to complete on.
+TMA_OUTSIDE = (
+    "copy<tma> is lowered only in the producer of a warp_specialize kernel (convert-tile-sm90), "
+    "whose mbarrier ring its loads complete on"
+)
+# Region attributes from the source that an earlier pass must have lowered (and removed).
 UNLOWERED_REGIONS = {
-    "tile.warp_specialize": "warp_specialize is not lowered yet: its roles would run on every "
-    "thread, one after the other, without setmaxnreg",
+    "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "
+    "first: here its roles would run on every thread, one after the other, without setmaxnreg",
 }
 
 
 def unlowered_copy(atom: str) -> str:
-    why = NOT_YET.get(atom.split(".")[0])
-    return (
-        f"copy<{atom}> is not lowered yet{': ' + why if why else ''} "
-        "(lowered: copy without an atom, copy<cp_async.*>)"
-    )
+    family = atom.split(".")[0]
+    why = TMA_OUTSIDE if family == "tma" else f"copy<{atom}> is not lowered yet"
+    if family in NOT_YET:
+        why += f": {NOT_YET[family]}"
+    return f"{why} (lowered: copy without an atom, copy<cp_async.*>)"
 
 
 def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
