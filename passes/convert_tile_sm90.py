@@ -123,12 +123,19 @@ class Sm90Kernel(ConsumerOps):
             with ir.InsertionPoint(op), op.location:
                 self.lower_op(op)
         self.loops.close_outside(None, self.accs)
+        has_gemm = any(o.name == "tile.gemm" for o in ops)
         for op in reversed(ops):
             for r in op.results:
                 user = next((u.owner for u in r.uses), None)
                 if user is not None:
                     raise LoweringError(user, "a tile tensor cannot cross into this op")
             op.erase()
+        if not self.issued or not has_gemm:
+            raise LoweringError(
+                self.roles["consumer"],
+                "a warp-specialised kernel needs copy<tma> in its producer and gemm in its "
+                "consumers: the consumers release the ring's stages the producer waits for",
+            )
         self.split(roles)
         del ws.attributes["tile.warp_specialize"]
         self.func.attributes["tile.tma"] = ir.ArrayAttr.get(self.tma)
@@ -138,19 +145,23 @@ class Sm90Kernel(ConsumerOps):
     def plan(self, ops: list[ir.Operation]) -> None:
         """The ring: a slot per stage for every buffer a producer copy fills, and S."""
         stages: set[int] = set()
+        self.loop_bytes: dict[ir.Operation, int] = {}  # producer loop -> bytes its stage loads
         for op in ops:
             if op.name == "tile.copy":
                 loop = self.loops.pipelined(op)
                 stages.add(ir.IntegerAttr(loop.attributes["tile.stages"]).value)
                 dst = op.operands[1]
+                if ir.StringAttr(op.attributes["atom"]).value == "tma":
+                    rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
+                    self.loop_bytes[loop] = self.loop_bytes.get(loop, 0) + rows.bytes
                 if dst not in self.slots:
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.slots[dst] = (self.stage_bytes, rows)
                     self.stage_bytes += -(-rows.bytes // SLOT_ALIGN) * SLOT_ALIGN
-        for op in ops:
-            if op.name == "tile.gemm":
-                loop = self.loops.pipelined(op)
-                stages.add(ir.IntegerAttr(loop.attributes["tile.stages"]).value)
+        gemms = [op for op in ops if op.name == "tile.gemm"]
+        for op in gemms:
+            loop = self.loops.pipelined(op)
+            stages.add(ir.IntegerAttr(loop.attributes["tile.stages"]).value)
         if len(stages) != 1:
             raise LoweringError(
                 self.func,
@@ -288,6 +299,12 @@ class Sm90Kernel(ConsumerOps):
         tile = self.tile_ops.get(op.operands[0])
         if tile is None:
             raise LoweringError(op, "copy<tma> reads local_tile(T, ...) of a kernel tensor T")
+        if self.views[op.operands[0]].stride[-1] != 1:
+            raise LoweringError(
+                op,
+                "copy<tma> reads rows of contiguous elements (the tensor's last stride 1, a "
+                "K-major operand); MN-major operands are not lowered yet",
+            )
         offset, rows = self.slots[op.operands[1]]
         shape = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
         if shape != [rows.rows, rows.cols]:
@@ -299,7 +316,8 @@ class Sm90Kernel(ConsumerOps):
         if loop not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
                 counter = counter_of(loop, self.roles["producer"], IndexBuilder())
-                self.issued[loop] = self.ring.acquire(counter, self.loaded_bytes(), IndexBuilder())
+                tx = self.loop_bytes[loop]
+                self.issued[loop] = self.ring.acquire(counter, tx, IndexBuilder())
         stage, full = self.issued[loop]
         dst = gep(
             self.base,
@@ -311,10 +329,6 @@ class Sm90Kernel(ConsumerOps):
             self.descriptors[name] = sm90_tma.add_descriptor_argument(self.func)
             self.tma.append(sm90_tma.describe(f"tma_{name}", name, box, rows.swizzle))
         sm90_tma.load(self.descriptors[name], dst, coords[::-1], full, b)
-
-    def loaded_bytes(self) -> int:
-        """What the TMA loads of one stage deliver (the full barrier's transaction count)."""
-        return sum(rows.bytes for _, rows in self.slots.values())
 
     def leader(self, b: IndexBuilder) -> ir.Value:
         """Thread 0 of its warp group."""

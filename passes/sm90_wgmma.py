@@ -80,6 +80,8 @@ def descriptor(base: ir.Value, rows: SwizzledRows) -> ir.Value:
     start = arith.ShRUIOp(arith.AndIOp(addr, constant(i64, 0x3FFFF)).result, constant(i64, 4))
     stride_groups = 8 * rows.row_bytes >> 4  # bytes between 8-row groups, in 16-byte units
     fixed = (1 << 16) | (stride_groups << 32) | (LAYOUT_TYPE[rows.swizzle] << 62)
+    if fixed >= 1 << 63:  # the 64- and 32-byte modes set bit 63: as a signed i64 constant
+        fixed -= 1 << 64
     return arith.OrIOp(start.result, constant(i64, fixed)).result
 
 
