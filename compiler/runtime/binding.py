@@ -151,11 +151,12 @@ def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> 
         if p.strides is None
         else tuple(evaluate(s, symbols) for s in p.strides)
     )
-    # A stride is irrelevant where the extent is 1: frameworks disagree on what they report.
+    # A stride is irrelevant where the extent is 1, and everywhere in an empty tensor:
+    # frameworks disagree on what they report.
     bad = [
         d
         for d, (w, g, n) in enumerate(zip(want_strides, view.strides, view.shape, strict=True))
-        if n > 1 and w != g
+        if n > 1 and w != g and 0 not in view.shape
     ]
     if bad:
         what = "contiguous row-major" if p.strides is None else f"strides {list(p.strides)}"
@@ -361,7 +362,11 @@ _TMA_DTYPES = {
 def _encode_or_skip(
     d: TmaDescriptor, view: TensorView, symbols: dict[str, int]
 ) -> dict[str, Any] | None:
-    """`tma_encode_args`, or None for an optional map the tensor does not allow."""
+    """`tma_encode_args`, or None for an optional map the tensor does not allow, and for a
+    map over an empty tensor (the driver cannot encode one; no box of the kernel lies inside
+    an empty tensor, so it never reads the null map: e.g. a GEMM with K = 0 only stores 0)."""
+    if 0 in view.shape:
+        return None
     try:
         return tma_encode_args(d, view, symbols)
     except ValueError:

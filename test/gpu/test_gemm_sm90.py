@@ -161,3 +161,17 @@ def test_sm90_batched_matches_torch(name: str, l: int, m: int, n: int, k: int, l
     assert not torch.isnan(c).any(), "unwritten outputs"
     err = ((c.double() - ref).norm() / ref.norm()).item()
     assert err < BOUNDS["f16" if name == "f16" else "bf16"], f"relative error {err:.2e}"
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(256, 512, 0), (0, 256, 64), (128, 0, 64)])
+def test_sm90_gemm_empty_problems(m: int, n: int, k: int) -> None:
+    """K = 0 stores zeros (the tensor maps over the empty A and B are null and never read);
+    an empty M or N launches blocks that find no tile."""
+    kernel = load(BUNDLES[NAMES[0]])
+    t = DTYPES[dtype_of(NAMES[0])]
+    a = torch.randn(m, k, device="cuda").to(t)
+    b = torch.randn(n, k, device="cuda").to(t)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c, torch.zeros_like(c))

@@ -686,3 +686,14 @@ def test_a_persistent_grid_binds_num_sms_from_the_device() -> None:
     assert len(seen) == 2, "asked the device once per binding"
     with pytest.raises(ValueError, match="needs the device's SM count"):
         bind(m, gemm_args())
+
+
+def test_a_tensor_map_over_an_empty_tensor_is_null() -> None:
+    """The driver cannot encode a map over an empty tensor; no box lies inside one, so the
+    kernel gets a null map and never reads it (a GEMM with K = 0 only stores zeros)."""
+    a = FakeCuda((300, 0), "<f2", ptr=0x10000)
+    b = FakeCuda((0, 200), "<f2", ptr=0x20000, strides=(2, 2))
+    c = FakeCuda((300, 200), "<f4", ptr=0x30000)
+    bound = bind(gemm_manifest(), (a, b, c, 0.5))
+    assert bound.tma == {"tmaA": None}
+    assert bind(gemm_manifest(), gemm_args()).tma["tmaA"] is not None
