@@ -241,6 +241,7 @@ def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...
                     swizzle=ir.StringAttr(d["swizzle"]).value,
                     l2_promotion="256B",
                     optional="optional" in d,
+                    order=tuple(ir.DenseI64ArrayAttr(d["order"])) if "order" in d else None,
                 )
             )
         found[ir.StringAttr(op.attributes["sym_name"]).value] = tuple(maps)

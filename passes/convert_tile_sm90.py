@@ -299,19 +299,22 @@ class Sm90Kernel(ConsumerOps):
         tile = self.tile_ops.get(op.operands[0])
         if tile is None:
             raise LoweringError(op, "copy<tma> reads local_tile(T, ...) of a kernel tensor T")
-        if self.views[op.operands[0]].stride[-1] != 1:
-            raise LoweringError(
-                op,
-                "copy<tma> reads rows of contiguous elements (the tensor's last stride 1, a "
-                "K-major operand); MN-major operands are not lowered yet",
-            )
         offset, rows = self.slots[op.operands[1]]
         shape = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
         if shape != [rows.rows, rows.cols]:
             raise LoweringError(
                 op, f"copy<tma> of a {shape} tile into a ({rows.rows},{rows.cols}) buffer"
             )
-        name, coords, box = box_origin(tile, b)
+        name, coords, box, (mn_mode, k_mode) = box_origin(tile, b)
+        stride = self.views[op.operands[0]].stride
+        if (stride[0] if rows.mn_major else stride[-1]) != 1:
+            along = "M or N" if rows.mn_major else "K"
+            raise LoweringError(
+                op,
+                f"copy<tma> into this {'MN' if rows.mn_major else 'K'}-major buffer reads rows "
+                f"of contiguous elements along {along}: the tile's stride there must be 1, "
+                f"got {[d if isinstance(d, int) else '?' for d in stride]}",
+            )
         loop = self.loops.pipelined(op)
         if loop not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
@@ -319,16 +322,20 @@ class Sm90Kernel(ConsumerOps):
                 tx = self.loop_bytes[loop]
                 self.issued[loop] = self.ring.acquire(counter, tx, IndexBuilder())
         stage, full = self.issued[loop]
-        dst = gep(
-            self.base,
-            b.add(b.mul(stage, self.stage_bytes), offset),
-            ir.IntegerType.get_signless(8),
-            b,
-        )
+        i8 = ir.IntegerType.get_signless(8)
+        dst = gep(self.base, b.add(b.mul(stage, self.stage_bytes), offset), i8, b)
+        # The tensor map's modes innermost first: the contiguous one, then the others.
+        inner = mn_mode if rows.mn_major else k_mode
+        order = [inner] + [m for m in reversed(range(len(box))) if m != inner]
+        if rows.mn_major:  # one box per chunk of `width` elements along M (N)
+            box = [rows.width if m == mn_mode else e for m, e in enumerate(box)]
         if name not in self.descriptors:
             self.descriptors[name] = sm90_tma.add_descriptor_argument(self.func)
-            self.tma.append(sm90_tma.describe(f"tma_{name}", name, box, rows.swizzle))
-        sm90_tma.load(self.descriptors[name], dst, coords[::-1], full, b)
+            self.tma.append(sm90_tma.describe(f"tma_{name}", name, box, rows.swizzle, order=order))
+        for c in range(rows.chunks):
+            at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]
+            chunk = gep(dst, c * rows.chunk_bytes, i8, b)
+            sm90_tma.load(self.descriptors[name], chunk, [at[m] for m in order], full, b)
 
     def leader(self, b: IndexBuilder) -> ir.Value:
         """Thread 0 of its warp group."""

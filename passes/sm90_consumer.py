@@ -15,7 +15,7 @@ from mlir.dialects import arith, llvm, nvvm
 
 from tilec.binding import is_float_attr
 from tilec.passes import sm90_epilogue, sm90_values, sm90_wgmma
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.sm90_loops import counter_of, index, trips
 from tilec.passes.sm90_sources import box_origin, tensor_of
 from tilec.passes.sm90_tma import SwizzledRows
@@ -70,18 +70,22 @@ class ConsumerOps:
         here = b.mul(stage, self.stage_bytes)
         i8 = ir.IntegerType.get_signless(8)
         a_rows, b_rows = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)
-        base_a = gep(self.base, b.add(b.add(here, oa), b.mul(a_rows, ra.row_bytes)), i8, b)
-        base_b = gep(self.base, b.add(b.add(here, ob), b.mul(b_rows, rb.row_bytes)), i8, b)
+        base_a = gep(self.base, b.add(b.add(here, oa), mn_bytes(ra, a_rows, b)), i8, b)
+        base_b = gep(self.base, b.add(b.add(here, ob), mn_bytes(rb, b_rows, b)), i8, b)
         desc_a, desc_b = sm90_wgmma.descriptor(base_a, ra), sm90_wgmma.descriptor(base_b, rb)
         accs = self.accs[frag]
-        step = self.atom.k * ra.elem_bytes
+        step = self.atom.k  # K elements per wgmma
         nvvm.WgmmaFenceAlignedOp()
         for kk in range(ra.cols // self.atom.k):
             for mi in range(mt):
-                da = sm90_wgmma.advanced(desc_a, mi * 64 * ra.row_bytes + kk * step)
+                da = sm90_wgmma.advanced(desc_a, ra.mn_offset(mi * 64) + ra.k_offset(kk * step))
                 for ni in range(nt):
-                    db = sm90_wgmma.advanced(desc_b, ni * self.atom.n * rb.row_bytes + kk * step)
-                    accs[mi * nt + ni] = sm90_wgmma.mma(self.atom, accs[mi * nt + ni], da, db)
+                    db = sm90_wgmma.advanced(
+                        desc_b, rb.mn_offset(ni * self.atom.n) + rb.k_offset(kk * step)
+                    )
+                    accs[mi * nt + ni] = sm90_wgmma.mma(
+                        self.atom, accs[mi * nt + ni], da, db, (ra.mn_major, rb.mn_major)
+                    )
         nvvm.WgmmaGroupSyncAlignedOp()
         nvvm.WgmmaWaitGroupSyncOp(1)
         later = arith.CmpIOp(arith.CmpIPredicate.ugt, b.value(index(loop, b)), b.value(0)).result
@@ -140,7 +144,7 @@ class ConsumerOps:
         if self.tma_store is None:
             sm90_epilogue.direct(view, value, self.atom, (mt, nt), (rows, cols), self.tid)
             return
-        _, origin, _ = box_origin(self.tile_ops[op.operands[1]], b)
+        _, origin, _, _ = box_origin(self.tile_ops[op.operands[1]], b)
         outer, first = origin[:-2], origin[-2:]
         at = (b.add(first[0], rows), b.add(first[1], cols))
         # The map is optional: rows whose stride is not a multiple of 16 bytes get none, and
@@ -209,3 +213,11 @@ class ConsumerOps:
         self.epilogue_bytes = groups * sm90_epilogue.BUFFERS * sm90_epilogue.CHUNK_BYTES
         self.tma_store = ir.StringAttr(tensor.attributes["name"]).value
         self.store_rank = len(tensor_type(tensor.results[0].type).layout.shape)
+
+
+def mn_bytes(rows: SwizzledRows, elems: Term, b: IndexBuilder) -> Term:
+    """`rows.mn_offset` of a run-time element count (a warp group's first row: a multiple of
+    64, so of any swizzle's width)."""
+    if rows.mn_major:
+        return b.mul(b.div(elems, rows.width), rows.chunk_bytes)
+    return b.mul(elems, rows.cols * rows.elem_bytes)

@@ -39,9 +39,10 @@ def entries(op: ir.Operation) -> list[Term | None]:
     return out
 
 
-def box_origin(tile: ir.Operation, b: IndexBuilder) -> tuple[str, list[Term], list[int]]:
-    """(tensor name, the box's first element in every mode, the box), outermost first, of a
-    `local_tile` op whose every tile coordinate is given."""
+def box_origin(tile: ir.Operation, b: IndexBuilder) -> tuple[str, list[Term], list[int], list[int]]:
+    """(tensor name, the box's first element in every mode, the box, the tensor's modes the
+    tile walks in the tile's order), outermost first, of a `local_tile` op whose every tile
+    coordinate is given."""
     sizes = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
     walked = entries(tile)
     if any(c is None for c in walked):
@@ -49,16 +50,18 @@ def box_origin(tile: ir.Operation, b: IndexBuilder) -> tuple[str, list[Term], li
     kept = iter([(b.mul(c, t), t) for c, t in zip(walked, sizes, strict=True)])
     src = owner(tile.operands[0])
     if src is not None and src.name == "tile.slice":
-        coords, box = [], []
-        for c in entries(src):
+        coords, box, walks = [], [], []
+        for mode, c in enumerate(entries(src)):
+            if c is None:
+                walks.append(mode)
             start, extent = next(kept) if c is None else (c, 1)
             coords.append(start)
             box.append(extent)
         src = owner(src.operands[0])
     else:
-        coords, box = [c for c, _ in kept], sizes
+        coords, box, walks = [c for c, _ in kept], sizes, list(range(len(sizes)))
     if src is None or src.name != "tile.make_tensor":
         raise LoweringError(
             tile, "a TMA tile is local_tile(T, ...) of a kernel tensor T or of a slice of it"
         )
-    return ir.StringAttr(src.attributes["name"]).value, coords, box
+    return ir.StringAttr(src.attributes["name"]).value, coords, box, walks

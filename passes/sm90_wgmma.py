@@ -74,12 +74,16 @@ def filled(atom: WgmmaAtom, value: float) -> ir.Value:
 
 
 def descriptor(base: ir.Value, rows: SwizzledRows) -> ir.Value:
-    """The matrix descriptor of the K-major operand whose first row starts at `base`."""
+    """The matrix descriptor of the operand tile whose first row starts at `base`: 8 rows of
+    the swizzle width between core-matrix groups along K (the stride byte offset); for an
+    MN-major tile, one chunk between swizzle-wide column blocks along M or N (the leading byte
+    offset; a K-major tile's rows hold all of K, its leading offset is unused)."""
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     addr = arith.ExtUIOp(i64, llvm.PtrToIntOp(i32, base).result).result
     start = arith.ShRUIOp(arith.AndIOp(addr, constant(i64, 0x3FFFF)).result, constant(i64, 4))
-    stride_groups = 8 * rows.row_bytes >> 4  # bytes between 8-row groups, in 16-byte units
-    fixed = (1 << 16) | (stride_groups << 32) | (LAYOUT_TYPE[rows.swizzle] << 62)
+    stride_groups = 8 * rows.swizzle >> 4  # bytes between 8-row groups, in 16-byte units
+    leading = rows.chunk_bytes >> 4 if rows.mn_major else 1
+    fixed = (leading << 16) | (stride_groups << 32) | (LAYOUT_TYPE[rows.swizzle] << 62)
     if fixed >= 1 << 63:  # the 64- and 32-byte modes set bit 63: as a signed i64 constant
         fixed -= 1 << 64
     return arith.OrIOp(start.result, constant(i64, fixed)).result
@@ -93,11 +97,15 @@ def advanced(desc: ir.Value, nbytes: int) -> ir.Value:
     return arith.AddIOp(desc, constant(ir.IntegerType.get_signless(64), nbytes >> 4)).result
 
 
-def mma(atom: WgmmaAtom, acc: ir.Value, desc_a: ir.Value, desc_b: ir.Value) -> ir.Value:
-    """acc += A·Bᵀ for one 64×N×16 step, both operands K-major in shared memory."""
+def mma(
+    atom: WgmmaAtom, acc: ir.Value, desc_a: ir.Value, desc_b: ir.Value,
+    mn_major: tuple[bool, bool] = (False, False),
+) -> ir.Value:  # fmt: skip
+    """acc += A·Bᵀ for one 64×N×16 step, both operands in shared memory: K-major, or (per
+    operand, `mn_major`) MN-major, the transpose bit of wgmma."""
     attrs = {
-        "layoutA": "#nvvm.mma_layout<row>",
-        "layoutB": "#nvvm.mma_layout<col>",
+        "layoutA": f"#nvvm.mma_layout<{'col' if mn_major[0] else 'row'}>",
+        "layoutB": f"#nvvm.mma_layout<{'row' if mn_major[1] else 'col'}>",
         "satfinite": "#nvvm.mma_int_overflow<wrapped>",
         "scaleA": "#nvvm.wgmma_scale_in<one>",
         "scaleB": "#nvvm.wgmma_scale_in<one>",

@@ -386,20 +386,29 @@ def tma_encode_args(d: TmaDescriptor, view: TensorView, symbols: dict[str, int])
     itemsize = DTYPE_SIZES[view.dtype]
     if not 1 <= rank <= 5:
         raise ValueError(f"{where}: TMA supports rank 1..5, got {rank}")
-    if view.strides[-1] != 1 and view.shape[-1] > 1:
-        raise ValueError(f"{where}: the innermost stride must be 1, got {view.strides[-1]}")
-    byte_strides = [s * itemsize for s in reversed(view.strides[:-1])]
+    order = list(d.order) if d.order is not None else list(reversed(range(rank)))
+    if sorted(order) != list(range(rank)):
+        raise ValueError(f"{where}: dimension order {order} is not a permutation of {rank} modes")
+    inner = order[0]
+    if view.strides[inner] != 1 and view.shape[inner] > 1:
+        raise ValueError(
+            f"{where}: the innermost stride must be 1, got {view.strides[inner]}"
+            + (f" (mode {inner})" if d.order is not None else "")
+        )
+    byte_strides = [view.strides[m] * itemsize for m in order[1:]]
     if any(s % 16 for s in byte_strides):
         raise ValueError(f"{where}: byte strides {byte_strides} must be multiples of 16")
-    box = [evaluate(b, symbols) for b in reversed(d.box)]
+    box = [evaluate(d.box[m], symbols) for m in order]
     if any(not 1 <= b <= 256 for b in box):
-        raise ValueError(f"{where}: box extents {list(reversed(box))} must be in 1..256")
+        raise ValueError(
+            f"{where}: box extents {[evaluate(x, symbols) for x in d.box]} must be in 1..256"
+        )
     if (box[0] * itemsize) % 16:
         raise ValueError(f"{where}: innermost box extent x element size must be a multiple of 16")
     return {
         "dtype": _TMA_DTYPES[view.dtype],
         "rank": rank,
-        "global_dim": [int(n) for n in reversed(view.shape)],
+        "global_dim": [int(view.shape[m]) for m in order],
         "global_strides": byte_strides,
         "box_dim": box,
         "element_strides": list(reversed(d.element_strides or (1,) * rank)),

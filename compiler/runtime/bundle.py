@@ -102,6 +102,8 @@ class TmaDescriptor:
     # kernel then gets a null pointer for it and takes another path (e.g. an epilogue that
     # stores from registers).
     optional: bool = False
+    # The tensor's modes innermost first (the map's dimension order); None: the last mode first.
+    order: tuple[int, ...] | None = None
 
 
 Param = TensorParam | SizeParam | ScalarParam | TmaParam
@@ -193,6 +195,7 @@ class Manifest:
                 "oob_fill": d.oob_fill,
                 "element_strides": None if d.element_strides is None else list(d.element_strides),
                 "optional": d.optional,
+                "order": None if d.order is None else list(d.order),
             }
             for d in self.tma
         ]
@@ -303,6 +306,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
                 oob_fill=d.get("oob_fill", "none"),
                 element_strides=None if strides is None else tuple(strides),
                 optional=bool(d.get("optional", False)),
+                order=None if d.get("order") is None else tuple(d["order"]),
             )
         )
     source = data.get("source", {})

@@ -23,6 +23,10 @@ tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev
 
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/bn128" -D BN=128 >/dev/null
 echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"
+# MN-major operands (the transpose of a K x M or K x N tensor; wgmma's transpose bits).
+b a1b0_bf16 -D MA=1
+b a0b1_bf16 -D MB=1
+b a1b1_f16 -D MA=1 -D MB=1 -D T=f16
 # The 64- and 32-byte swizzles (rows of BK = 32 and 16 elements).
 b bk32_bf16 -D BK=32
 b bk16_f16 -D BK=16 -D T=f16
