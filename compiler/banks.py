@@ -181,15 +181,6 @@ def _shared_pointer(v: ir.Value) -> bool:
     return str(v.type) == f"!llvm.ptr<{SHARED}>"
 
 
-def _enclosing_loops(op: ir.Operation, kernel: ir.Operation) -> list[ir.Operation]:
-    loops, parent = [], op.parent
-    while parent is not None and parent != kernel:
-        if parent.name == "scf.for":
-            loops.append(parent)
-        parent = parent.parent
-    return loops[::-1]
-
-
 def _threads(kernel: ir.Operation) -> tuple[int, int, int]:
     """The block's (X, Y, Z): `known_block_size` at `gpu`, `tile.threads` at `lowered`."""
     for key in ("known_block_size", "tile.threads"):
@@ -241,7 +232,7 @@ def _analyze_lanes(
     access: Access, pointer: ir.Value, op: ir.Operation, kernel: ir.Operation, lanes: BlockLanes
 ) -> None:
     try:
-        bindings = _loop_bindings(_enclosing_loops(op, kernel))
+        bindings = _loop_bindings(binding.enclosing_loops(op, kernel))
     except Unknown as exc:
         raise Fallback(str(exc)) from None
     for ivs in bindings:
@@ -257,7 +248,7 @@ def _analyze_threads(
     dims = _threads(kernel)
     threads = dims[0] * dims[1] * dims[2]
     try:
-        for ivs in _loop_bindings(_enclosing_loops(op, kernel)):
+        for ivs in _loop_bindings(binding.enclosing_loops(op, kernel)):
             for warp in range(max(1, threads // WARP)):
                 addresses = []
                 for t in range(warp * WARP, warp * WARP + WARP):

@@ -157,6 +157,16 @@ def walk(root: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
     root.walk(callback, ir.WalkOrder.PRE_ORDER)
 
 
+def enclosing_loops(op: ir.Operation, stop: ir.Operation) -> list[ir.Operation]:
+    """The scf.for loops around `op` below `stop`, outermost first."""
+    loops, parent = [], op.parent
+    while parent is not None and parent != stop:
+        if parent.name == "scf.for":
+            loops.append(parent)
+        parent = parent.parent
+    return loops[::-1]
+
+
 def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     """Whether `op` is nested, at any depth, in the regions of `ancestor`."""
     p = op.parent

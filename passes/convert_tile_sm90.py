@@ -34,9 +34,11 @@ from tilec.dialects.tile.types import MmaType
 from tilec.passes import sm90_epilogue, sm90_roles, sm90_tma, sm90_values
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
 from tilec.passes.sm90_loops import RoleLoops, counter_of
 from tilec.passes.sm90_ring import BARRIER_BYTES, Ring, aligned_base
+from tilec.passes.sm90_roles import WARPGROUP
 from tilec.passes.sm90_sources import box_origin
 from tilec.passes.sm90_tma import SwizzledRows
 from tilec.passes.sm90_wgmma import WgmmaAtom
@@ -53,14 +55,7 @@ from tilec.passes.tile_views import local_tile as view_of_tile
 from tilec.passes.tile_views import make_tensor as view_of_tensor
 from tilec.targets import smem_optin
 
-WARPGROUP = 128
 SLOT_ALIGN = 1024  # the 128-byte swizzle's period: TMA and wgmma address it from here
-ID_OPS = {
-    "tile.block_id": gpu.BlockIdOp,
-    "tile.thread_id": gpu.ThreadIdOp,
-    "tile.grid_dim": gpu.GridDimOp,
-}
-DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
 
 
 def is_region(op: ir.Operation, key: str) -> bool:
@@ -81,7 +76,6 @@ class Sm90Kernel(ConsumerOps):
         self.threads = threads[0]
         self.views: dict[ir.Value, View] = {}
         self.tile_ops: dict[ir.Value, ir.Operation] = {}  # local_tile results: their ops
-        self.tensor_names: dict[ir.Value, str] = {}
         self.slots: dict[ir.Value, tuple[int, SwizzledRows]] = {}  # buffer -> (offset, rows)
         self.accs: dict[ir.Value, list[ir.Value]] = {}  # fragment -> accumulator structs
         self.values: dict[ir.Value, sm90_values.Value] = {}  # register tensors, per element
@@ -250,7 +244,6 @@ class Sm90Kernel(ConsumerOps):
     def make_tensor(self, op: ir.Operation, b: IndexBuilder) -> None:
         ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
         self.views[op.results[0]] = view_of_tensor(op, ptr)
-        self.tensor_names[op.results[0]] = ir.StringAttr(op.attributes["name"]).value
 
     def slice(self, op: ir.Operation, b: IndexBuilder) -> None:
         self.views[op.results[0]] = slice_view(op, self.view(op, op.operands[0]), b)

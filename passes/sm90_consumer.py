@@ -23,8 +23,6 @@ from tilec.passes.tile_fragments import constant
 from tilec.passes.tile_memory import if_else
 from tilec.passes.tile_views import LoweringError, elem_bytes, gep, tensor_type
 
-WARPGROUP = 128
-
 
 class ConsumerOps:
     """The consumers' lowerings; `Sm90Kernel` holds the state they read."""

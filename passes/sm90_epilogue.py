@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.sm90_ring import i32
 from tilec.passes.sm90_values import Element, Value, aligned
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_fragments import constant, convert
@@ -35,10 +36,6 @@ from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, g
 CHUNK_ROWS = 64
 CHUNK_BYTES = CHUNK_ROWS * 128
 BUFFERS = 2  # chunk buffers per warp group
-
-
-def i32(v: Term, b: IndexBuilder) -> ir.Value:
-    return arith.IndexCastOp(ir.IntegerType.get_signless(32), b.value(v)).result
 
 
 def op(name: str, operands: list[ir.Value], attrs: dict[str, str] | None = None) -> None:

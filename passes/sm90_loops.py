@@ -17,45 +17,23 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, scf
 
+from tilec.binding import defined_inside, enclosing_loops, inside
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.layout_fold import constant_index
+from tilec.passes.tile_mma import with_iter_args
 from tilec.passes.tile_views import LoweringError
-
-
-def for_ops(op: ir.Operation, stop: ir.Operation) -> list[ir.Operation]:
-    """The scf.for loops around `op` inside `stop`, outermost first."""
-    chain, p = [], op.parent
-    while p is not None and p != stop:
-        if p.name == "scf.for":
-            chain.append(p)
-        p = p.parent
-    return chain[::-1]
-
-
-def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    p = op.parent
-    while p is not None:
-        if p == ancestor:
-            return True
-        p = p.parent
-    return False
 
 
 def invariant(value: ir.Value, region_op: ir.Operation) -> bool:
     """Whether `value` is the same on every iteration of loops inside `region_op`: defined
     outside it, or pure arith of such values."""
+    if not defined_inside(value, region_op):
+        return True
     owner = value.owner
     if isinstance(owner, ir.Block):
-        return not inside_block(owner, region_op)
+        return False  # a block argument inside: a loop's induction variable or iter_arg
     op = owner.operation if isinstance(owner, ir.OpView) else owner
-    if not inside(op, region_op):
-        return True
     return op.name.startswith("arith.") and all(invariant(v, region_op) for v in op.operands)
-
-
-def inside_block(block: ir.Block, region_op: ir.Operation) -> bool:
-    owner = block.owner
-    op = owner.operation if isinstance(owner, ir.OpView) else owner
-    return op == region_op or inside(op, region_op)
 
 
 def index(loop: ir.Operation, b: IndexBuilder) -> Term:
@@ -78,10 +56,8 @@ def trips(loop: ir.Operation, b: IndexBuilder) -> Term:
 
 
 def step_term(step: ir.Value) -> Term:
-    owner = step.owner
-    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
-        return ir.IntegerAttr(owner.attributes["value"]).value
-    return step
+    found = constant_index(step)
+    return step if found is None else found
 
 
 def counter_of(
@@ -89,7 +65,7 @@ def counter_of(
 ) -> Term:
     """The kernel-wide number of the current iteration of `loop` (or, `at_end`, just after
     the loop: of the iteration that would follow its last)."""
-    chain = [*for_ops(loop, role), loop]
+    chain = [*enclosing_loops(loop, role), loop]
     for inner in chain[1:]:
         for v in list(inner.operands)[:3]:
             if not invariant(v, role):
@@ -185,22 +161,9 @@ class RoleLoops:
 def rebuild_with(
     loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
 ) -> ir.Operation:
-    """The same loop with the accumulators as iter_args; the old loop is erased."""
-    if len(loop.operands) != 3:
-        raise LoweringError(loop, "a loop around gemm cannot carry values of its own yet")
-    inits = [v for f in frags for v in accs[f]]
-    with ir.InsertionPoint(loop), loop.location:
-        new = scf.ForOp(loop.operands[0], loop.operands[1], loop.operands[2], inits)
-    with ir.InsertionPoint(new.body), loop.location:
-        placeholder = scf.YieldOp([])
-    old = loop.regions[0].blocks[0]
-    for o in list(old.operations)[:-1]:
-        o.move_before(placeholder)
-    old.arguments[0].replace_all_uses_with(new.induction_variable)
-    for name in list(loop.attributes):
-        new.operation.attributes[name] = loop.attributes[name]
-    loop.erase()
-    args = iter(new.inner_iter_args)
+    """The same loop with the accumulators as iter_args (`tile_mma.with_iter_args`)."""
+    new, args = with_iter_args(loop, [v for f in frags for v in accs[f]])
+    rest = iter(args)
     for f in frags:
-        accs[f] = [next(args) for _ in accs[f]]
-    return new.operation
+        accs[f] = [next(rest) for _ in accs[f]]
+    return new

@@ -28,6 +28,7 @@ from mlir.dialects import arith, nvvm, scf
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 
 KEYS = ("tile.role", "tile.warpgroups", "tile.registers")
+WARPGROUP = 128  # threads
 
 
 def kind(role: ir.Operation) -> str:

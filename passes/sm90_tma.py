@@ -77,7 +77,7 @@ def swizzled_rows(op: ir.Operation, t: TensorType) -> SwizzledRows:
     want = (
         "a TMA destination must be a swizzled tile of rows, K-major Sw<B,M,3> o (R,C):(C,1) "
         f"with C·{eb} = 32, 64 or 128 bytes (e.g. tile_to_shape(swizzle<3,"
-        f"{4 - eb.bit_length() + 1},3> o (8,{w}):({w},1), (R,{w}))) or MN-major "
+        f"{(16 // eb).bit_length() - 1},3> o (8,{w}):({w},1), (R,{w}))) or MN-major "
         f"Sw<B,M,3> o ((W,n),C):((1,W·C),W) with W·{eb} = 32, 64 or 128 bytes, got {lay}"
     )
     if not isinstance(lay, A.ComposedLayout) or lay.offset != 0:

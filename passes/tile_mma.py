@@ -569,9 +569,19 @@ class CarriedLoops:
 
 def rebuild(loop: ir.Operation, carried: list[Frag]) -> ir.Operation:
     """The same loop with the fragments' values as iter_args; the old loop is erased."""
+    new, inner = with_iter_args(loop, [v for f in carried for row in f.values for v in row])
+    args = iter(inner)
+    for f in carried:
+        f.values = [[next(args) for _ in row] for row in f.values]
+    return new
+
+
+def with_iter_args(loop: ir.Operation, inits: list[ir.Value]) -> tuple[ir.Operation, list]:
+    """`loop` (an scf.for without iter_args) rebuilt to carry `inits`, its body and attributes
+    moved over, the old loop erased: (the new loop, its iter_args inside the body). The body
+    still yields nothing; the caller yields the carried values."""
     if len(loop.operands) != 3:
         raise LoweringError(loop, "a loop around gemm cannot carry values of its own yet")
-    inits = [v for f in carried for row in f.values for v in row]
     with ir.InsertionPoint(loop), loop.location:
         new = scf.ForOp(loop.operands[0], loop.operands[1], loop.operands[2], inits)
     with ir.InsertionPoint(new.body), loop.location:
@@ -583,7 +593,4 @@ def rebuild(loop: ir.Operation, carried: list[Frag]) -> ir.Operation:
     for name in list(loop.attributes):
         new.operation.attributes[name] = loop.attributes[name]
     loop.erase()
-    args = iter(new.inner_iter_args)
-    for f in carried:
-        f.values = [[next(args) for _ in row] for row in f.values]
-    return new.operation
+    return new.operation, list(new.inner_iter_args)

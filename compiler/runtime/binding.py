@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tilec.runtime.bundle import (
+    DEVICE_SYMBOLS,
     DTYPE_SIZES,
     Manifest,
     ScalarParam,
@@ -19,7 +20,7 @@ from tilec.runtime.bundle import (
     TmaDescriptor,
     TmaParam,
 )
-from tilec.runtime.formula import evaluate
+from tilec.runtime.formula import evaluate, symbols_of
 from tilec.runtime.tensors import TensorView, as_view, row_major_strides
 
 _SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
@@ -195,10 +196,6 @@ def _bind_strides(
                     origin[want] = f"argument {p.name!r} stride {dim}"
 
 
-# Symbols a launch formula may use that come from the device, not from the arguments.
-DEVICE_SYMBOLS = ("num_sms",)
-
-
 def bind(
     m: Manifest, args: tuple[Any, ...], device: Callable[[int | None], dict[str, int]] | None = None
 ) -> Binding:
@@ -252,7 +249,7 @@ def bind(
         elif isinstance(p, TmaParam):
             slots.append(("tma", p.descriptor))
     check_requirements(m, symbols)
-    if any(sym in str(g) for g in m.grid for sym in DEVICE_SYMBOLS):
+    if any(symbols_of(g) & DEVICE_SYMBOLS for g in m.grid):
         if device is None:
             raise ValueError(f"{m.entry}: the grid {list(m.grid)} needs the device's SM count")
         ordinal = next((v.device for v in views.values() if v.device is not None), None)

@@ -77,6 +77,10 @@ class ScalarParam:
     kind: str = field(default="scalar", init=False)
 
 
+# Symbols a grid formula may name that the device gives at launch, not the arguments.
+DEVICE_SYMBOLS = frozenset({"num_sms"})
+
+
 @dataclass(frozen=True)
 class TmaParam:
     """A device pointer to a CUtensorMap built at launch from `tma[descriptor]`."""
@@ -391,7 +395,7 @@ def validate(m: Manifest) -> None:
     if len(m.grid) != 3 or len(m.block) != 3:
         raise ManifestError("grid and block: expected 3 entries each (x, y, z)")
     for axis, f in zip("xyz", m.grid, strict=True):
-        _check_formula(f, symbols | {"num_sms"}, f"grid.{axis}")  # num_sms: the device's
+        _check_formula(f, symbols | DEVICE_SYMBOLS, f"grid.{axis}")
     for axis, f in zip("xyz", m.block, strict=True):
         _check_formula(f, symbols, f"block.{axis}")
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
