@@ -6,7 +6,9 @@ The next MLIR bump should touch this file alone: Python-defined passes (callback
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -36,6 +38,8 @@ def add_python_pass(pm: passmanager.PassManager, body: PassBody, name: str, summ
         except PassFailure:
             pass_.signal_pass_failure()
         except Exception as exc:  # noqa: BLE001 - reported as a diagnostic, see docstring
+            if os.environ.get("TILEC_TRACEBACK"):  # for pass writers: where it broke
+                traceback.print_exc()
             op.location.emit_error(f"internal error in pass '{name}': {type(exc).__name__}: {exc}")
             pass_.signal_pass_failure()
 

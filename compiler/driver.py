@@ -13,7 +13,7 @@ from mlir import ir
 from tilec import backend, binding
 from tilec.context import make_context
 from tilec.contract import Collector, KernelContract, Passport, check, needs_banks
-from tilec.diagnostics import Diagnostic, DiagnosticError
+from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError
 from tilec.options import asm_flags, flag
 from tilec.pipeline import PipelineError, run_pipeline
 from tilec.stages import BY_KEY, STAGES, position, stage_of_input
@@ -105,6 +105,7 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
     text = decode_source(source, file)  # invalid UTF-8 is a located error
     tree = frontend.parse_source(text, file)
     checked = frontend.check(tree, options.params)
+    _check_arch_override(checked, options.arch)
     if options.emit == "ast":
         return Artifact(
             "ast", frontend.dump_ast(tree), frontend.target_of(checked), checked.warnings
@@ -118,6 +119,23 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
         for k in checked.kernels
     }
     return Artifact("tile", module, frontend.target_of(checked), checked.warnings, contracts)
+
+
+def _check_arch_override(checked: object, arch: str | None) -> None:
+    """`--arch` may build a kernel for a newer target than its target(...), never an older
+    one: an sm_90a kernel's TMA, mbarrier and wgmma do not exist on sm_80 (LLVM would abort)."""
+    if arch is None:
+        return
+    diags = DiagnosticEngine()
+    for k in checked.kernels:
+        if TARGETS.index(arch) < TARGETS.index(k.target):
+            clause = k.node.clause("target")
+            diags.error(
+                f"kernel '{k.node.name}' targets {k.target}, which --arch {arch} predates: "
+                f"build it for {k.target} or newer",
+                clause.span if clause is not None else k.node.span,
+            )
+    diags.raise_if_errors()
 
 
 def _collector(artifact: Artifact, path: str, options: CompileOptions) -> Collector | None:

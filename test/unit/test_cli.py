@@ -29,3 +29,19 @@ def test_help_lists_every_stage(capsys) -> None:  # noqa: ANN001
         assert exc.code == 0
     out = capsys.readouterr().out
     assert all(f"  {key} " in out for key in STAGE_KEYS)
+
+
+def test_arch_older_than_the_kernels_target_is_a_located_error(capsys) -> None:  # noqa: ANN001
+    # An sm_90a kernel built with --arch sm_80 aborted inside LLVM ("Cannot select: intrinsic
+    # %llvm.nvvm.fence.mbarrier_init.release.cluster"), killing the process; a newer --arch
+    # for an older kernel stays fine.
+    from pathlib import Path
+
+    from tilec.cli import main
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    code = main(["compile", str(examples / "gemm_sm90.tile"), "--arch", "sm_80", "--emit", "tile"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "gemm_sm90.tile:9:" in err and "targets sm_90a, which --arch sm_80 predates" in err
+    assert main(["compile", str(examples / "vadd.tile"), "--arch", "sm_90a", "--emit", "tile"]) == 0
