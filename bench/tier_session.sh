@@ -2,7 +2,8 @@
 # One call on the GPU machine: the GPU tier and the sanitizer tier from prebuilt bundles
 # (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
-# and torch (`sm90`), or the speed baselines (`baseline`). Build first, where MLIR is:
+# and torch (`sm90`), the speed baselines (`baseline`), or the row kernels (`rows`). Build
+# first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
 #   bash test/gpu/build_sm90_bundles.sh
 #   bash bench/build_variants.sh
@@ -31,6 +32,16 @@ tests)
   python3 test/gpu/sanitize.py build/sm90/default_bf16 build/sm90/epilogue/act1 \
     build/sm90/batched/default --size N=136 --log "$out/sanitize-tma.log" \
     | tee "$out/sanitize-tma.txt"
+  ;;
+rows)
+  # The row kernels that carry state across their loops (examples/softmax.tile,
+  # examples/layernorm.tile; bundles: test/gpu/build_row_bundles.sh) tested, sanitized over
+  # several tiles a row, and beside torch, Triton and the copy ceiling.
+  python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_rows.py \
+    test/gpu/test_examples.py test/gpu/test_variants.py 2>&1 | tee "$out/rows-tests.log" | tail -3
+  python3 test/gpu/sanitize.py build/rows/softmax_c1024_sm90a build/rows/layernorm_c1024_sm90a \
+    --size N=2500 --log "$out/sanitize-rows.log" | tee "$out/sanitize-rows.txt"
+  python3 bench/bench_rows.py --bundles build/rows --out "$out/rows.md" | grep "^|\|^-\|FAIL"
   ;;
 bench)
   python3 bench/bench_memory.py --bundles build/examples --arch sm90a --out "$out/memory.md" \

@@ -12,6 +12,7 @@ from mlir.dialects import arith, gpu, llvm
 from tilec.binding import is_float_attr, walk
 from tilec.passes import (
     tile_async,
+    tile_carry,
     tile_epilogue,
     tile_memory,
     tile_mma,
@@ -25,8 +26,10 @@ from tilec.passes.tile_fragments import (
     Frag,
     Reduced,
     binary,
+    compare,
     constant,
     convert,
+    coordinates,
     elementwise,
     is_float,
     reciprocal,
@@ -75,6 +78,10 @@ class KernelLowering:
             past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
         self.fresh = False
         self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
+        # Loops that carry register tensors, by their body's scf.yield; the casts standing for
+        # their tile values (erased after the tile ops that use them).
+        self.carrying: list[tuple[ir.Operation, tile_carry.CarriedLoop]] = []
+        self.casts: list[ir.Operation] = []
 
     def linear_thread_id(self, fresh: bool = False) -> ir.Value:
         """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: see `after_loop`."""
@@ -186,15 +193,48 @@ class KernelLowering:
     def tiled_mma(self, op: ir.Operation, b: IndexBuilder) -> None:
         pass  # its type says it all; fragment and gemm read it
 
-    def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag:
-        if len(op.operands) != 1:
-            raise LoweringError(op, "'tile.fragment' is not lowered by convert-tile-to-gpu yet")
-        return tile_mma.fragment(op, op.operands[0].type, self.threads)
+    def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag | ir.Value:
+        if op.operands:
+            return tile_mma.fragment(op, op.operands[0].type, self.threads)
+        elem = tensor_type(op.results[0].type).elem
+        undef = llvm.UndefOp(elem).result  # until a fill; keeps the values out of local memory
+        if tile_carry.single(op.results[0].type):
+            return undef
+        part = tile_carry.spread_of(op, self.threads)
+        return Frag(part, elem, [[undef] * part.vec for _ in range(part.iters)])
 
     def fill(self, op: ir.Operation, b: IndexBuilder) -> None:
         attr = op.attributes["value"]
         kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
-        tile_mma.fill(self.frag(op, op.operands[0]), kind(attr).value)
+        target = op.operands[0]
+        if isinstance(self.get(op, target), ir.Value):  # a one-element tensor
+            self.lowered[target] = constant(tensor_type(target.type).elem, kind(attr).value)
+            return
+        tile_mma.fill(self.frag(op, target), kind(attr).value)
+
+    def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
+        """A loop that carries register tensors: rebuilt to carry their scalars."""
+        if holds_gemm(op):
+            raise LoweringError(op, "a loop that updates a var cannot hold a gemm yet")
+        terminator = list(op.regions[0].blocks[0].operations)[-1]
+        self.carrying.append((terminator, tile_carry.CarriedLoop(op, self.lowered, self.casts)))
+
+    def carried_yield(self, op: ir.Operation, b: IndexBuilder) -> None:
+        carried = next(c for y, c in self.carrying if y == op)
+        carried.yield_(op, self.lowered)
+
+    def compare(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
+        pred = ir.StringAttr(op.attributes["pred"]).value
+        args = [self.operand(op, v) for v in op.operands]
+        return elementwise(op, args, lambda x, y: compare(op, pred, x, y))
+
+    def select(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
+        args = [self.operand(op, v) for v in op.operands]
+        return elementwise(op, args, lambda p, x, y: arith.SelectOp(p, x, y).result)
+
+    def coord(self, op: ir.Operation, b: IndexBuilder) -> Frag | ir.Value:
+        mode = ir.IntegerAttr(op.attributes["mode"]).value
+        return coordinates(op, self.get(op, op.operands[0]), mode, self.tid)
 
     def gemm(self, op: ir.Operation, b: IndexBuilder) -> None:
         if tile_pipeline.PREFETCH in op.attributes:
@@ -223,6 +263,8 @@ class KernelLowering:
 
     def store(self, op: ir.Operation, b: IndexBuilder) -> None:
         dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
+        if isinstance(value, ir.Value):
+            raise LoweringError(op, "storing a one-element register tensor is not lowered yet")
         if isinstance(value, Reduced):
             tile_memory.store_reduced(op, value, dst, self.tid)
         elif isinstance(value.part, tile_mma.MmaPartition):
@@ -296,8 +338,13 @@ LOWERINGS: dict[str, Lowering] = {
             "unary",
             "convert",
             "reduce",
+            "compare",
+            "select",
+            "coord",
         )
     },
+    "scf.for": KernelLowering.carried_loop,
+    "scf.yield": KernelLowering.carried_yield,
 }
 # Copy atoms by family (the name up to its first dot): `auto` (a copy without an atom) becomes
 # vector loads and stores, `cp_async.*` cp.async (tile_async checks the width). Any other atom
@@ -391,6 +438,16 @@ def rematerialize(value: ir.Value, memo: dict[ir.Value, ir.Value]) -> ir.Value:
     return new
 
 
+def lowered_here(op: ir.Operation) -> bool:
+    """Tile ops, and the loops (with their yields) that carry register tensors."""
+    if op.name.startswith("tile."):
+        return True
+    if op.name == "scf.for":
+        return tile_carry.carries_tiles(op)
+    parent = op.parent
+    return op.name == "scf.yield" and parent.name == "scf.for" and tile_carry.carries_tiles(parent)
+
+
 def holds_gemm(loop: ir.Operation) -> bool:
     found: list[ir.Operation] = []
     walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
@@ -427,7 +484,8 @@ class ConvertTileToGpu(Pass):
     def lower_kernel(self, func: ir.Operation, module: ir.Operation) -> bool:
         """Lower one kernel in place; False after reporting why it cannot be."""
         ops: list[ir.Operation] = []
-        walk(func, lambda op: ops.append(op) if op.name.startswith("tile.") else None)
+        walk(func, lambda op: ops.append(op) if lowered_here(op) else None)
+        names = [op.name for op in ops]  # loops are rebuilt (and their old ops erased) on the way
         try:
             if (unlowered := unlowered_region(func)) is not None:
                 raise LoweringError(*unlowered)
@@ -438,7 +496,8 @@ class ConvertTileToGpu(Pass):
                 with ir.InsertionPoint(op), op.location:
                     kernel.lower(op)
                 loops.leave(n)
-            for op in reversed(ops):
+            tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
+            for op in [*reversed(tile_ops), *kernel.casts]:
                 for r in op.results:
                     user = next((u.owner for u in r.uses), None)
                     if user is not None:

@@ -281,8 +281,8 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred 
     deferred operand the result is deferred too: fn runs where it is stored. Reduced tensors
     (along one mode) with scalars stay reduced: fn runs once per group."""
     frags = [x for x in operands if isinstance(x, Frag | Reduced | Deferred)]
-    if not frags:
-        raise LoweringError(op, "elementwise op without a register tensor operand")
+    if not frags:  # one-element tensors are plain values every thread holds
+        return fn(*operands)
     full = [x for x in frags if not isinstance(x, Reduced)]
     part = (full or frags)[0].part
     other = next((x.part for x in frags if x.part != part), None)
@@ -322,6 +322,38 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred 
             row.append(fn(*args))
         out.append(row)
     return Frag(part, out[0][0].type, out)
+
+
+FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+INT_PREDICATES = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+
+
+def compare(op: ir.Operation, pred: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x PRED y as an i1: ordered for floats (NaN compares false, except `!=`), signed ints."""
+    if pred not in FLOAT_PREDICATES:
+        raise LoweringError(op, f"unknown comparison '{pred}'")
+    if is_float(x.type):
+        kind = getattr(arith.CmpFPredicate, FLOAT_PREDICATES[pred])
+        return arith.CmpFOp(kind, x, y).result
+    return arith.CmpIOp(getattr(arith.CmpIPredicate, INT_PREDICATES[pred]), x, y).result
+
+
+def coordinates(op: ir.Operation, x: Value, mode: int, t: ir.Value) -> Frag | ir.Value:
+    """Each element's coordinate along `mode` of x's tile, as i32, spread as x."""
+    i32 = ir.IntegerType.get_signless(32)
+    if isinstance(x, ir.Value):
+        return constant(i32, 0)
+    if not isinstance(x, Frag) or not isinstance(x.part, Partition):
+        raise LoweringError(op, "coord of this register tensor is not lowered yet")
+    part, b = x.part, IndexBuilder()
+    if not 0 <= mode < len(part.shape):
+        raise LoweringError(op, f"mode {mode} is out of range for shape {part.shape}")
+    rows = []
+    for i in range(part.iters):
+        origin = part.chunk_coords(i, t, b)[mode]
+        steps = range(part.vec) if mode == part.m else [0] * part.vec
+        rows.append([arith.IndexCastOp(i32, b.value(b.add(origin, j))).result for j in steps])
+    return Frag(part, i32, rows)
 
 
 def reciprocal(y: Reduced | ir.Value) -> Reduced | ir.Value:

@@ -93,7 +93,7 @@ class Unary(Node):
 
 @dataclass
 class Binary(Node):
-    op: str  # + - * / % and `o` (composition)
+    op: str  # + - * / %, `o` (composition), comparisons < <= > >= == !=
     lhs: Node
     rhs: Node
 
@@ -121,6 +121,16 @@ class Let(Node):
     name_span: Span
     value: Node
     init: Node | None = None  # `let acc = fragment<f32>(...) = 0`
+    mutable: bool = False  # `var`: later statements may assign it
+
+
+@dataclass
+class Assign(Node):
+    """`name = value` for a `var`; inside a loop it makes `name` a loop-carried value."""
+
+    name: str
+    name_span: Span
+    value: Node
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
-from tilec.frontend.expr import ExprChecker, int_tuple, mode_sizes
+from tilec.frontend.expr import ExprChecker, int_tuple, mode_sizes, result_elem
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.values import (
     ErrorV,
@@ -219,6 +219,42 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     if x.block_shape is not None:
         return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
     return TensorV(x.elem, "register", L.Layout(shape))
+
+
+@builtin("where", 3, 3)
+def where(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`where(pred, a, b)`: a where the predicate holds, b elsewhere, element by element."""
+    pred = args[0]
+    if not (isinstance(pred, TensorV) and pred.space == "register" and pred.elem == "bool"):
+        return c.error(
+            f"where takes a predicate tensor first (a comparison such as coord(x, mode = 1) < N), "
+            f"not a {pred.describe()}",
+            node.args[0].span,
+        )
+    r = c.elementwise(node.span, args, node.args, predicate=0)
+    if not isinstance(r, TensorV):
+        return r
+    return TensorV(result_elem(args[1:]), "register", r.layout, None, r.block_shape, r.mma)
+
+
+@builtin("coord", 1, 1, ("mode",))
+def coord(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`coord(x, mode = m)`: each element's coordinate along mode m of x's tile (i32), spread
+    over the threads as x is (CuTe's identity tensor partitioned like x)."""
+    x = args[0]
+    if not isinstance(x, TensorV) or x.space != "register":
+        return c.error(
+            f"coord takes a register tensor, not a {x.describe()}: load(...) first",
+            node.args[0].span,
+        )
+    sizes = mode_sizes(x.logical_shape)
+    mode = kw.get("mode", IntV(0, "0"))
+    if not (isinstance(mode, IntV) and mode.static and 0 <= mode.value < len(sizes)):
+        span = node.kwarg("mode").span if node.kwarg("mode") else node.span
+        return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
+    if x.mma is not None:
+        return c.error("coord of an MMA fragment is not supported yet", node.span)
+    return TensorV("i32", "register", x.layout, None, x.block_shape, x.mma)
 
 
 # Compile-time choice ---------------------------------------------------------------------------

@@ -31,6 +31,15 @@ from tilec.targets import TARGETS, has_setmaxnreg
 
 NAMESPACES = ("block", "thread")
 MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+STATIC_COMPARE = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
 
 
 class ExprChecker:
@@ -43,6 +52,10 @@ class ExprChecker:
         self.allocs: list[Alloc] = []
         self.pipelines: list[IterV] = []
         self.let_name: str | None = None
+        # The `for` loops being checked, outermost first: (loop, its scope, what it runs over).
+        self.loops: list[tuple[ast.For, Scope, str]] = []
+        # Per `for` loop (by node id): the vars its body assigns that live outside it, in order.
+        self.carried: dict[int, list[str]] = {}
         # `type` parameters by name, so an atom name may spell its element types with them.
         self.type_params: dict[str, str] = {}
 
@@ -70,12 +83,16 @@ class ExprChecker:
                 self.diags.warning(
                     f"result of this expression ({value.describe()}) is unused", stmt.expr.span
                 )
+        elif isinstance(stmt, ast.Assign):
+            self.assign(stmt, scope)
         elif isinstance(stmt, ast.For):
             self.for_stmt(stmt, scope)
         elif isinstance(stmt, ast.WarpSpecialize):
             self.warp_specialize(stmt, scope)
 
-    def define(self, scope: Scope, name: str, value: V, span: Span, node: ast.Node) -> None:
+    def define(
+        self, scope: Scope, name: str, value: V, span: Span, node: ast.Node, mutable: bool = False
+    ) -> None:
         prev = scope.names.get(name)
         if prev is not None:
             self.diags.error(
@@ -84,7 +101,7 @@ class ExprChecker:
                 [note(f"'{name}' was defined here", prev.span)],
             )
             return
-        scope.names[name] = Binding(value, span, node)
+        scope.names[name] = Binding(value, span, node, mutable)
 
     def let(self, stmt: ast.Let, scope: Scope) -> None:
         self.let_name = stmt.name
@@ -106,7 +123,69 @@ class ExprChecker:
             value = self.error(
                 f"{value.how}(...) belongs directly after 'for ... in'", stmt.value.span
             )
-        self.define(scope, stmt.name, value, stmt.name_span, stmt)
+        if stmt.mutable:
+            value = self.var_value(stmt, value)
+        self.define(scope, stmt.name, value, stmt.name_span, stmt, stmt.mutable)
+
+    def var_value(self, stmt: ast.Let, value: V) -> V:
+        """What a `var` holds: a register tensor, or a scalar that is no longer static."""
+        if isinstance(value, ErrorV):
+            return value
+        if isinstance(value, TensorV) and value.space == "register":
+            return value
+        if isinstance(value, IntV):
+            return IntV(None, stmt.name)
+        if isinstance(value, FloatV):
+            return FloatV(None, value.elem)
+        return self.error(
+            f"a var holds a register tensor or a number, not a {value.describe()}",
+            stmt.value.span,
+        )
+
+    def assign(self, stmt: ast.Assign, scope: Scope) -> None:
+        value = self.expr(stmt.value, scope)
+        owner = scope
+        while owner is not None and stmt.name not in owner.names:
+            owner = owner.parent
+        if owner is None:
+            self.error(
+                f"undefined name '{stmt.name}' (declare it first: var {stmt.name} = ...)",
+                stmt.name_span,
+            )
+            return
+        b = owner.names[stmt.name]
+        self.values[id(stmt)] = b.value
+        if not b.mutable:
+            self.error(
+                f"'{stmt.name}' is not a var: only a name declared with 'var' can be assigned",
+                stmt.name_span,
+                [note(f"'{stmt.name}' was defined here", b.span)],
+            )
+            return
+        if isinstance(value, ErrorV) or isinstance(b.value, ErrorV):
+            return
+        why = assignable(b.value, value)
+        if why is not None:
+            self.error(
+                f"cannot assign {value.describe()} to var '{stmt.name}', {b.value.describe()}: "
+                f"{why}",
+                stmt.value.span,
+                [note(f"'{stmt.name}' was declared here", b.span)],
+            )
+            return
+        for loop, inner, how in self.loops:
+            if inside(owner, inner):
+                continue
+            if how != "range":
+                self.error(
+                    f"a {how}(...) loop cannot carry '{stmt.name}' yet: only a range(...) loop "
+                    "updates a var declared outside it",
+                    stmt.span,
+                )
+                return
+            names = self.carried.setdefault(id(loop), [])
+            if stmt.name not in names:
+                names.append(stmt.name)
 
     def for_stmt(self, stmt: ast.For, scope: Scope) -> None:
         it = self.expr(stmt.iter, scope)
@@ -125,7 +204,9 @@ class ExprChecker:
         pipelined = isinstance(it, IterV) and it.how == "pipeline"
         if pipelined:
             self.pipelines.append(it)
+        self.loops.append((stmt, inner, it.how if isinstance(it, IterV) else "range"))
         self.block(stmt.body, inner)
+        self.loops.pop()
         if pipelined:
             self.pipelines.pop()
 
@@ -302,11 +383,29 @@ class ExprChecker:
             from tilec.frontend.builtins_scalar import algebra  # imports this module
 
             return algebra(self, "composition", [lhs, rhs], node.span)
+        if node.op in COMPARISONS:
+            return self.compare(node, lhs, rhs)
         if isinstance(lhs, IntV) and isinstance(rhs, IntV):
             return self.int_arith(node, lhs, rhs)
         if isinstance(lhs, (IntV, FloatV)) and isinstance(rhs, (IntV, FloatV)):
             return FloatV(None, "f32")
         return self.elementwise(node.span, [lhs, rhs], [node.lhs, node.rhs])
+
+    def compare(self, node: ast.Binary, lhs: V, rhs: V) -> V:
+        """A static comparison is 0 or 1; on register tensors, a predicate (bool) tensor."""
+        if isinstance(lhs, IntV | FloatV) and isinstance(rhs, IntV | FloatV):
+            if lhs.value is not None and rhs.value is not None:
+                held = int(STATIC_COMPARE[node.op](lhs.value, rhs.value))
+                return IntV(held, str(held))
+            return self.error(
+                "a comparison of runtime scalars is not supported: compare register tensors "
+                "(e.g. coord(x, mode = 1) < N)",
+                node.span,
+            )
+        r = self.elementwise(node.span, [lhs, rhs], [node.lhs, node.rhs])
+        if not isinstance(r, TensorV):
+            return r
+        return TensorV("bool", "register", r.layout, None, r.block_shape, r.mma)
 
     def int_arith(self, node: ast.Binary, lhs: IntV, rhs: IntV) -> V:
         text = f"({lhs.text} {node.op} {rhs.text})"
@@ -322,12 +421,17 @@ class ExprChecker:
             return self.error("integer overflow in a compile-time expression", node.span)
         return IntV(value, str(value))
 
-    def elementwise(self, span: Span, operands: list[V], nodes: list[ast.Node]) -> V:
-        """Elementwise math on register values; scalars broadcast, size-1 modes broadcast."""
+    def elementwise(
+        self, span: Span, operands: list[V], nodes: list[ast.Node], predicate: int = -1
+    ) -> V:
+        """Elementwise math on register values; scalars broadcast, size-1 modes broadcast.
+        Only operand number `predicate` (where's first) may be a predicate tensor."""
         tensors = [v for v in operands if isinstance(v, TensorV)]
-        for v, n in zip(operands, nodes, strict=True):
+        for k, (v, n) in enumerate(zip(operands, nodes, strict=True)):
             if isinstance(v, ErrorV):
                 return v
+            if isinstance(v, TensorV) and v.elem == "bool" and k != predicate:
+                return self.error("a predicate tensor only selects: where(pred, a, b)", n.span)
             if isinstance(v, TensorV) and v.space != "register":
                 return self.error(
                     f"elementwise math needs values in registers: load(...) this "
@@ -360,10 +464,7 @@ class ExprChecker:
                     f"{L.tuple_str(result.logical_shape)} do not match",
                     n.span,
                 )
-        # f32 wins; integers meeting a float become f32, as in C.
-        floats = any(is_float_type(t.elem) for t in tensors)
-        widen = any(isinstance(v, FloatV) for v in operands) and not floats
-        elem = "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
+        elem = result_elem(operands)
         return TensorV(elem, "register", result.layout, None, result.block_shape, result.mma)
 
     def cast(self, node: ast.Cast, scope: Scope) -> V:
@@ -382,6 +483,50 @@ class ExprChecker:
         if isinstance(v, ErrorV):
             return v
         return self.error(f"cannot convert a {v.describe()} to {ty.name}", node.span)
+
+
+# Helpers on values ------------------------------------------------------------------------------
+
+
+def result_elem(operands: list[V]) -> str:
+    """The element type elementwise math on `operands` computes in: f32 wins; integers meeting
+    a float become f32, as in C; else the largest tensor's type. Predicates (bool) only select.
+    """
+    tensors = [v for v in operands if isinstance(v, TensorV) and v.elem != "bool"]
+    if not tensors:
+        return "f32" if any(isinstance(v, FloatV) for v in operands) else "i32"
+    result = max(tensors, key=lambda t: L.product(t.logical_shape))
+    floats = any(is_float_type(t.elem) for t in tensors)
+    widen = any(isinstance(v, FloatV) for v in operands) and not floats
+    return "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
+
+
+def assignable(var: V, value: V) -> str | None:
+    """Why `value` cannot be assigned to a var holding `var` (None: it can)."""
+    if isinstance(var, TensorV):
+        if not isinstance(value, TensorV) or value.space != "register":
+            return "a var keeps its kind (a register tensor)"
+        if value.elem != var.elem:
+            return f"its elements are {var.elem} (convert with ': {var.elem}')"
+        if L.tuple_str(value.logical_shape) != L.tuple_str(var.logical_shape):
+            return "a var keeps its shape"
+        if (value.mma, value.block_shape) != (var.mma, var.block_shape):
+            return "it is spread over the threads differently"
+        return None
+    if isinstance(var, IntV):
+        return None if isinstance(value, IntV) else "a var keeps its kind (an integer)"
+    if isinstance(value, IntV | FloatV):
+        return None
+    return "a var keeps its kind (a number)"
+
+
+def inside(scope: Scope | None, outer: Scope) -> bool:
+    """Whether `scope` is `outer` or nested in it."""
+    while scope is not None:
+        if scope is outer:
+            return True
+        scope = scope.parent
+    return False
 
 
 # Helpers on int-tuples and layouts -------------------------------------------------------------

@@ -10,7 +10,7 @@ from tilec.frontend import ast
 from tilec.frontend.expr import static_ints
 from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64, tensor_type
 from tilec.frontend.sema import Checked, CheckedKernel
-from tilec.frontend.values import IterV, TupleV
+from tilec.frontend.values import FloatV, IntV, IterV, TensorV, TupleV
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -156,7 +156,7 @@ class KernelGen(ExprGen):
             if isinstance(it, TupleV):
                 self.bind(stmt.name, self.tuple_values(stmt.value))
                 return
-            value = self.expr(stmt.value)
+            value = self.var_init(stmt) if stmt.mutable else self.expr(stmt.value)
             if stmt.init is not None:
                 init = self.values[id(stmt.init)]
                 t = self.values[id(stmt.value)]
@@ -170,10 +170,40 @@ class KernelGen(ExprGen):
             self.bind(stmt.name, value)
         elif isinstance(stmt, ast.ExprStmt):
             self.expr(stmt.expr)
+        elif isinstance(stmt, ast.Assign):
+            self.owner(stmt.name)[stmt.name] = self.var_update(stmt)
         elif isinstance(stmt, ast.For):
             self.for_stmt(stmt)
         elif isinstance(stmt, ast.WarpSpecialize):
             self.warp_specialize(stmt)
+
+    def var_init(self, stmt: ast.Let) -> ir.Value:
+        """A var's first value; a number becomes a runtime scalar (index or float)."""
+        v = self.values[id(stmt.value)]
+        if isinstance(v, IntV):
+            return self.int_value(v, stmt.value.span, stmt.value)
+        if isinstance(v, FloatV):
+            return self.scalar(stmt.value, v.elem)
+        return self.expr(stmt.value)
+
+    def var_update(self, stmt: ast.Assign) -> ir.Value:
+        """The value assigned to a var, of the var's own type (the checker matched its kind)."""
+        var = self.values[id(stmt)]
+        if isinstance(var, FloatV):
+            return self.scalar(stmt.value, var.elem)
+        value = self.expr(stmt.value)
+        old = self.lookup(stmt.name)
+        if isinstance(var, TensorV) and value.type != old.type:
+            # Register tensors of one shape differ only in their nominal layout: the same data.
+            return self.op("tile.convert", stmt.value.span, [value], [old.type]).result
+        return value
+
+    def owner(self, name: str) -> dict[str, object]:
+        """The innermost scope that binds `name` (the checker resolved it the same way)."""
+        for scope in reversed(self.env):
+            if name in scope:
+                return scope
+        raise KeyError(name)
 
     def for_stmt(self, stmt: ast.For) -> None:
         it: IterV = self.values[id(stmt.iter)]
@@ -183,16 +213,23 @@ class KernelGen(ExprGen):
         call = stmt.iter if isinstance(stmt.iter, ast.Call) else None
         bounds = call.args if call is not None and it.how == "range" else []
         lo, hi, step = self.loop_bounds(it, bounds, call, stmt.span)
-        loop = scf.ForOp(lo, hi, step, loc=self.loc(stmt.span))
+        carried = self.checked.carried.get(id(stmt), [])
+        owners = [self.owner(n) for n in carried]
+        inits = [self.lookup(n) for n in carried]
+        loop = scf.ForOp(lo, hi, step, inits, loc=self.loc(stmt.span))
         if it.how == "pipeline":
             loop.attributes["tile.stages"] = i64(it.stages)
             if it.prefetch is not None:
                 loop.attributes["tile.prefetch_fragments"] = i64(it.prefetch)
         with ir.InsertionPoint(loop.body):
+            for name, scope, arg in zip(carried, owners, loop.inner_iter_args, strict=True):
+                scope[name] = arg
             self.env.append({stmt.var: loop.induction_variable})
             self.block(stmt.body)
             self.env.pop()
-            scf.YieldOp([], loc=self.loc(stmt.span))
+            scf.YieldOp([self.lookup(n) for n in carried], loc=self.loc(stmt.span))
+        for name, scope, result in zip(carried, owners, loop.results, strict=True):
+            scope[name] = result
 
     def loop_bounds(
         self, it: IterV, bounds: list[ast.Node], call: ast.Call | None, span: Span

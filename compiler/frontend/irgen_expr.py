@@ -11,7 +11,7 @@ from tilec import layout as L
 from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
-from tilec.frontend.expr import int_tuple
+from tilec.frontend.expr import int_tuple, result_elem
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
 from tilec.frontend.values import FloatV, IntV, LayoutV, MmaV, TensorV, TupleV, UnderscoreV, V
 
@@ -30,6 +30,7 @@ FLOAT_OPS = {
     "/": arith.DivFOp,
     "%": arith.RemFOp,
 }
+PREDICATES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 DIMS = {"x": 0, "y": 1, "z": 2}
 REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
 
@@ -166,6 +167,8 @@ class ExprGen:
                 [result_type],
                 {"coord": ir.StringAttr.get(coord)},
             ).result
+        if isinstance(node, ast.Binary) and node.op in PREDICATES:
+            return self.compare(node, v)
         if isinstance(node, ast.Binary):
             return self.elementwise(
                 "tile.binary", BINARY[node.op], [node.lhs, node.rhs], v, node.span
@@ -193,6 +196,25 @@ class ExprGen:
         return self.op(
             name, span, operands, [self.result_type(v)], {"op": ir.StringAttr.get(op)}
         ).result
+
+    def compare(self, node: ast.Binary, v: TensorV) -> ir.Value:
+        """Both sides in the type elementwise math on them computes in, then compared."""
+        sides = [node.lhs, node.rhs]
+        like = TensorV(result_elem([self.values[id(n)] for n in sides]), "register", v.layout)
+        operands = [self.operand_as(n, like) for n in sides]
+        return self.op(
+            "tile.compare",
+            node.span,
+            operands,
+            [tensor_type(v)],
+            {"pred": ir.StringAttr.get(PREDICATES[node.op])},
+        ).result
+
+    def operand_as(self, node: ast.Node, result: TensorV) -> ir.Value:
+        """An operand of elementwise math: a tensor or a scalar, of the result's element type."""
+        if isinstance(self.values[id(node)], TensorV):
+            return self.tensor_as(node, result)
+        return self.scalar(node, result.elem)
 
     def tensor_as(self, node: ast.Node, result: TensorV) -> ir.Value:
         """A tensor operand of elementwise math, converted to the result's element type."""
@@ -306,6 +328,14 @@ class ExprGen:
             ).result
         if f in ("max", "min"):
             return self.elementwise("tile.binary", f, node.args, v, span)
+        if f == "where":
+            pred = self.expr(node.args[0])
+            a, b = (self.operand_as(n, v) for n in node.args[1:])
+            return self.op("tile.select", span, [pred, a, b], [rtype]).result
+        if f == "coord":
+            mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
+            x = self.expr(node.args[0])
+            return self.op("tile.coord", span, [x], [rtype], {"mode": i64(mode)}).result
         return self.elementwise("tile.unary", f, node.args, v, span)
 
     def fragment(self, node: ast.Call, v: TensorV, rtype: ir.Type) -> ir.Value:

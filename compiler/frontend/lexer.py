@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Span
 
-KEYWORDS = frozenset({"kernel", "let", "for", "in"})
+KEYWORDS = frozenset({"kernel", "let", "var", "for", "in"})
 # Two-character punctuation first, so `..` wins over `.`.
 PUNCT = ("..", "(", ")", "[", "]", "{", "}", "<", ">", ",", ":", ";", ".", "=", "+", "-", "*")
-PUNCT += ("/", "%")
+PUNCT += ("/", "%", "!")
 # A newline ends a statement only after a token that can end an expression (Go's rule), so an
 # expression continues onto the next line after an operator or a comma.
 ENDERS = frozenset({"ident", "int", "float", "string", ")", "]", "}", ">"})

@@ -18,6 +18,8 @@ MAX_DEPTH = 48
 TEMPLATED = frozenset({"swizzle", "copy", "tiled_mma", "shared", "fragment"})
 ADDITIVE = ("+", "-")
 MULTIPLICATIVE = ("*", "/", "%")
+# Comparisons of elementwise math; two-character ones are two adjacent tokens (`<` `=`).
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 T = TypeVar("T")
 
 
@@ -155,7 +157,7 @@ class Parser:
                     kind_tok.span,
                 )
             kind = kind_tok.text
-        default = self.expr() if self.accept("=") else None
+        default = self.expr(compare=False) if self.accept("=") else None
         if kind is None and default is None:
             self.fail(f"parameter '{name.text}' needs a kind or a default", name.span)
         if kind is None and isinstance(default, ast.Name) and default.id in SCALAR_TYPES:
@@ -236,8 +238,10 @@ class Parser:
             self.advance()
 
     def stmt(self) -> ast.Node:
-        if self.at("let"):
+        if self.at("let", "var"):
             return self.let()
+        if self.at("ident") and self.peek().kind == "=" and not self.adjacent(1, "="):
+            return self.assign()
         if self.at("for"):
             return self.for_stmt()
         if (
@@ -250,12 +254,27 @@ class Parser:
         return ast.ExprStmt(expr.span, expr)
 
     def let(self) -> ast.Let:
-        start = self.advance().span
-        name = self.ident("a name after 'let'")
+        keyword = self.advance()
+        name = self.ident(f"a name after '{keyword.kind}'")
         self.expect("=", "'='")
         value = self.expr()
         init = self.expr() if self.accept("=") else None
-        return ast.Let(start, name.text, name.span, value, init)
+        return ast.Let(keyword.span, name.text, name.span, value, init, keyword.kind == "var")
+
+    def assign(self) -> ast.Assign:
+        name = self.advance()
+        self.advance()  # '='
+        value = self.expr()
+        return ast.Assign(name.span, name.text, name.span, value)
+
+    def adjacent(self, n: int, kind: str) -> bool:
+        """Whether token n ahead is followed, with no space between, by a `kind` token."""
+        first, second = self.peek(n), self.peek(n + 1)
+        return (
+            second.kind == kind
+            and second.span.line == first.span.line
+            and second.span.col == first.span.col + len(first.text)
+        )
 
     def for_stmt(self) -> ast.For:
         start = self.advance().span
@@ -290,11 +309,13 @@ class Parser:
         value = self.expr()
         return ast.Keyword(name.span, name.text, value)
 
-    # Expressions: cast < `o` < .. < + - < * / % < unary < postfix < primary ------------------
+    # Expressions: cast < comparison < `o` < .. < + - < * / % < unary < postfix < primary -----
 
-    def expr(self) -> ast.Node:
+    def expr(self, compare: bool = True) -> ast.Node:
+        """An expression; `compare` False stops before a comparison (a parameter's default,
+        which a `>` may close)."""
         self.nest()
-        node = self.compose()
+        node = self.comparison() if compare else self.compose()
         links = 0
         while self.at(":") and self.is_type_name(self.peek()):
             links = self.link(links)
@@ -306,6 +327,33 @@ class Parser:
 
     def is_type_name(self, tok: Token) -> bool:
         return tok.kind == "ident" and (tok.text in SCALAR_TYPES or tok.text in self.type_params)
+
+    def comparison(self) -> ast.Node:
+        """`a < b`, `a <= b`, ... (not chained: `a < b < c` is an error)."""
+        node = self.compose()
+        op = self.comparison_op()
+        if op is None:
+            return node
+        self.nest()
+        rhs = self.compose()
+        self.depth -= 1
+        node = ast.Binary(self.join(node.span), op, node, rhs)
+        if self.comparison_op(peek=True) is not None:
+            self.fail("comparisons do not chain: write (a < b) and (b < c) apart")
+        return node
+
+    def comparison_op(self, peek: bool = False) -> str | None:
+        if not self.at("<", ">", "=", "!"):
+            return None
+        two = self.adjacent(0, "=")
+        if self.tok.kind in ("=", "!") and not two:
+            return None  # `=` of a keyword argument or statement; a lone `!` fails later
+        op = self.tok.kind + ("=" if two else "")
+        if not peek:
+            self.advance()
+            if two:
+                self.advance()
+        return op
 
     def compose(self) -> ast.Node:
         node = self.range_expr()
@@ -439,7 +487,7 @@ class Parser:
         self.expect("(", "'('")
         self.skip_newlines()
         while not self.at(")"):
-            if self.at("ident") and self.peek().kind == "=":
+            if self.at("ident") and self.peek().kind == "=" and not self.adjacent(1, "="):
                 node.kwargs.append(self.keyword())
             elif node.kwargs:
                 self.fail("positional argument after keyword argument")

@@ -58,6 +58,8 @@ class Checked:
     kernels: list[CheckedKernel]
     values: dict[int, V]
     warnings: list[Diagnostic]  # what checking found that does not stop compilation
+    # Per `for` loop (by node id): the vars it carries (updates, declared outside it), in order.
+    carried: dict[int, list[str]] = field(default_factory=dict)
 
 
 def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
@@ -83,7 +85,9 @@ def check(module: ast.Module, params: dict[str, str] | None = None) -> Checked:
         if checked is not None:
             kernels.append(checked)
     diags.raise_if_errors()
-    return Checked(module, module.span.file, kernels, checker.values, diags.diagnostics)
+    return Checked(
+        module, module.span.file, kernels, checker.values, diags.diagnostics, checker.carried
+    )
 
 
 def _check_overrides(diags: DiagnosticEngine, module: ast.Module, params: dict[str, str]) -> None:

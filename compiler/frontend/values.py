@@ -186,6 +186,7 @@ class Binding:
     value: V
     span: Span
     node: ast.Node | None = None
+    mutable: bool = False  # declared with `var`
 
 
 @dataclass

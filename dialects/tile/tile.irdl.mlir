@@ -240,6 +240,39 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
+  // compare(lhs, rhs) {pred}: lt le gt ge eq ne, elementwise, to a tensor of i1 (a predicate);
+  // a scalar operand broadcasts.
+  irdl.operation @compare {
+    %a = irdl.any
+    %b = irdl.any
+    %pred = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(lhs: %a, rhs: %b)
+    irdl.attributes {"pred" = %pred}
+    irdl.results(result: %r)
+  }
+
+  // select(pred, a, b): where(pred, a, b), elementwise; scalars and size-1 modes broadcast.
+  irdl.operation @select {
+    %p = irdl.base @tile::@tensor
+    %a = irdl.any
+    %b = irdl.any
+    %r = irdl.base @tile::@tensor
+    irdl.operands(pred: %p, a: %a, b: %b)
+    irdl.results(result: %r)
+  }
+
+  // coord(x) {mode}: an i32 register tensor spread as x, each element its coordinate along
+  // `mode` within x's tile (CuTe's identity tensor, partitioned like x).
+  irdl.operation @coord {
+    %t = irdl.base @tile::@tensor
+    %mode = irdl.base "#builtin.integer"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(x: %t)
+    irdl.attributes {"mode" = %mode}
+    irdl.results(result: %r)
+  }
+
   // reduce(x) {kind, mode}: max, min or sum along one mode, which keeps size 1.
   irdl.operation @reduce {
     %t = irdl.base @tile::@tensor

@@ -214,3 +214,45 @@ func.func @holey() attributes {tile.kernel, tile.threads = array<i64: 32, 1, 1>}
   "tile.barrier"() : () -> ()
   return
 }
+
+// -----
+
+// A loop that carries register tensors (a `var` it updates): rebuilt to carry each thread's
+// scalars. 256 f32 over 64 threads: s is one chunk of 4 per thread; m, one element, is a
+// plain f32 that every thread holds (the reduction's result). No tile value or cast is left.
+// CHECK-LABEL: func.func @carry(
+// CHECK: %[[R:.*]]:5 = scf.for %{{.*}} = %{{.*}} to %arg2 step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32, f32)
+// CHECK: gpu.shuffle xor
+// CHECK: arith.maximumf
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32, f32, f32
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+// CHECK-NOT: unrealized_conversion_cast
+// CHECK-NOT: "tile.
+func.func @carry(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {tile.kernel, tile.threads = array<i64: 64, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2) {name = "x"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+  %1 = "tile.make_tensor"(%arg1, %arg2) {name = "y"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
+  %s0 = "tile.fragment"() {block_shape = array<i64: 256>} : () -> !tile.tensor<f32, "register", "(256):(1)">
+  "tile.fill"(%s0) {value = 0.0 : f32} : (!tile.tensor<f32, "register", "(256):(1)">) -> ()
+  %m0 = "tile.fragment"() {block_shape = array<i64: 1>} : () -> !tile.tensor<f32, "register", "(1):(1)">
+  "tile.fill"(%m0) {value = 0xFF800000 : f32} : (!tile.tensor<f32, "register", "(1):(1)">) -> ()
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.for %k = %c0 to %arg2 step %c1 iter_args(%s = %s0, %m = %m0) -> (!tile.tensor<f32, "register", "(256):(1)">, !tile.tensor<f32, "register", "(1):(1)">) {
+    %t = "tile.local_tile"(%0, %k) {coord = "(?)", tile = array<i64: 256>} : (!tile.tensor<f32, "global", "(?):(1)">, index) -> !tile.tensor<f32, "global", "(256):(1)">
+    %x = "tile.load"(%t) {other = 0.0 : f32} : (!tile.tensor<f32, "global", "(256):(1)">) -> !tile.tensor<f32, "register", "(256):(1)">
+    %s1 = "tile.binary"(%s, %x) {op = "add"} : (!tile.tensor<f32, "register", "(256):(1)">, !tile.tensor<f32, "register", "(256):(1)">) -> !tile.tensor<f32, "register", "(256):(1)">
+    %mx = "tile.reduce"(%x) {kind = "max", mode = 0 : i64} : (!tile.tensor<f32, "register", "(256):(1)">) -> !tile.tensor<f32, "register", "(1):(1)">
+    %m1 = "tile.binary"(%m, %mx) {op = "max"} : (!tile.tensor<f32, "register", "(1):(1)">, !tile.tensor<f32, "register", "(1):(1)">) -> !tile.tensor<f32, "register", "(1):(1)">
+    scf.yield %s1, %m1 : !tile.tensor<f32, "register", "(256):(1)">, !tile.tensor<f32, "register", "(1):(1)">
+  }
+  %c = "tile.coord"(%r#0) {mode = 0 : i64} : (!tile.tensor<f32, "register", "(256):(1)">) -> !tile.tensor<i32, "register", "(256):(1)">
+  %n = arith.index_cast %arg2 : index to i32
+  %p = "tile.compare"(%c, %n) {pred = "lt"} : (!tile.tensor<i32, "register", "(256):(1)">, i32) -> !tile.tensor<i1, "register", "(256):(1)">
+  %d = "tile.binary"(%r#0, %r#1) {op = "sub"} : (!tile.tensor<f32, "register", "(256):(1)">, !tile.tensor<f32, "register", "(1):(1)">) -> !tile.tensor<f32, "register", "(256):(1)">
+  %zero = arith.constant 0.0 : f32
+  %v = "tile.select"(%p, %d, %zero) : (!tile.tensor<i1, "register", "(256):(1)">, !tile.tensor<f32, "register", "(256):(1)">, f32) -> !tile.tensor<f32, "register", "(256):(1)">
+  %out = "tile.local_tile"(%1, %c0) {coord = "(?)", tile = array<i64: 256>} : (!tile.tensor<f32, "global", "(?):(1)">, index) -> !tile.tensor<f32, "global", "(256):(1)">
+  "tile.store"(%v, %out) : (!tile.tensor<f32, "register", "(256):(1)">, !tile.tensor<f32, "global", "(256):(1)">) -> ()
+  return
+}

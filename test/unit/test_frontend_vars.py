@@ -1,0 +1,126 @@
+"""Register state in the language: `var`, assignment, loop-carried values, comparisons,
+`where` and `coord`, from the checker's values and errors to the IR each stage holds."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tilec.diagnostics import DiagnosticError
+from tilec.driver import CompileOptions, compile_file
+from tilec.frontend import check, parse_source
+from tilec.frontend.values import FloatV, IntV, TensorV
+
+HEAD = (
+    "kernel k<COLS: int = 256>(X: f16[R, N], Y: f16[R, N], s: f32) grid(R) threads(64) "
+    "target(sm_80)"
+)
+ROW = "let x = load(local_tile(X, (1, COLS), (block.x, 0))) : f32\n"
+
+
+def checked(body: str):  # noqa: ANN201
+    src = HEAD + " {\n" + body + "\n}\n"
+    return check(parse_source(src, "k.tile"), {})
+
+
+def errors(body: str) -> list[str]:
+    with pytest.raises(DiagnosticError) as info:
+        checked(body)
+    return [d.header() for d in info.value.diagnostics]
+
+
+def compiled(tmp_path: Path, body: str, emit: str) -> str:
+    path = tmp_path / "k.tile"
+    path.write_text(HEAD + " {\n" + body + "\n}\n")
+    return str(compile_file(str(path), CompileOptions(emit=emit)).value)
+
+
+def test_a_var_is_a_runtime_value_of_its_kind() -> None:
+    c = checked("var i = 0\nvar f = 1.5\nvar t = fragment<f32>((1, COLS)) = 0")
+    lets = {s.name: s for s in c.module.kernels[0].body}
+    binding = {n: c.values[id(s.value)] for n, s in lets.items()}
+    assert isinstance(binding["t"], TensorV) and binding["t"].space == "register"
+    assert isinstance(binding["i"], IntV) and isinstance(binding["f"], FloatV)
+
+
+def test_only_a_loop_that_assigns_an_outer_var_carries_it() -> None:
+    c = checked(
+        "var a = fragment<f32>((1, COLS)) = 0\nvar b = 0.0\nvar u = 0\n"
+        "for k in range(4) {\n  let x = load(local_tile(X, (1, COLS), (block.x, k))) : f32\n"
+        "  var inner = x\n  inner = inner * 2.0\n  a = a + inner\n  b = b + 1.0\n  a = a * 0.5\n}"
+    )
+    loop = c.module.kernels[0].body[3]
+    assert c.carried[id(loop)] == ["a", "b"]  # in order of first assignment; not `inner`, `u`
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("let a = 1.0\na = 2.0", "'a' is not a var"),
+        ("b = 2.0", "undefined name 'b' (declare it first: var b = ...)"),
+        (ROW + "var t = x\nt = 1.0", "a var keeps its kind (a register tensor)"),
+        (ROW + "var t = x\nt = load(local_tile(X, (1, COLS), (block.x, 1)))", "convert with"),
+        (ROW + "var t = x\nt = reduce_sum(x, mode = 1)", "a var keeps its shape"),
+        ("var i = 0\ni = 1.5", "a var keeps its kind (an integer)"),
+        ("var l = local_tile(X, (1, COLS), (block.x, 0))", "a var holds a register tensor"),
+        (
+            ROW + "var t = x\nfor k in pipeline(4, stages = 2) {\n  t = t + x\n}",
+            "a pipeline(...) loop cannot carry 't' yet",
+        ),
+    ],
+)
+def test_var_errors(body: str, message: str) -> None:
+    assert any(message in e for e in errors(body)), errors(body)
+
+
+def test_comparisons_and_where() -> None:
+    c = checked(ROW + "let p = coord(x, mode = 1) < N\nlet y = where(p, x, 0.0)\nlet z = 3 <= 2")
+    body = {s.name: c.values[id(s.value)] for s in c.module.kernels[0].body}
+    assert body["p"].elem == "bool" and body["y"].elem == "f32"
+    assert isinstance(body["z"], IntV) and body["z"].value == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (ROW + "let p = x < 1.0 < 2.0", "comparisons do not chain"),
+        (ROW + "let p = s < 1.0", "a comparison of runtime scalars is not supported"),
+        (ROW + "let y = where(x, x, 0.0)", "where takes a predicate tensor first"),
+        (ROW + "let y = (x < 0.0) + x", "a predicate tensor only selects"),
+        (ROW + "let c = coord(x, mode = 2)", "mode must be a static mode number below the rank 2"),
+        ("let c = coord(X, mode = 1)", "coord takes a register tensor"),
+    ],
+)
+def test_predicate_errors(body: str, message: str) -> None:
+    assert any(message in e for e in errors(body)), errors(body)
+
+
+LOOP = (
+    "var m = fragment<f32>((1, 1)) = -inf\nvar e = fragment<f32>((1, COLS)) = 0\n"
+    "for k in range(cdiv(N, COLS)) {\n"
+    "  let x = load(local_tile(X, (1, COLS), (block.x, k)), other = -inf) : f32\n"
+    "  m = max(m, reduce_max(x, mode = 1))\n  e = where(k * COLS + coord(x, mode = 1) < N, x, 0.0)\n"
+    "}\nstore(e - m, local_tile(Y, (1, COLS), (block.x, 0)))"
+)
+
+
+def test_tile_stage_carries_register_tensors_as_iter_args(tmp_path: Path) -> None:
+    ir = compiled(tmp_path, LOOP, "tile")
+    loop = re.search(r"scf\.for .* iter_args\((.*)\) -> \((.*)\) \{", ir)
+    assert loop is not None, ir
+    assert loop.group(2).count('!tile.tensor<f32, "register"') == 2
+    assert '"tile.compare"' in ir and '"tile.select"' in ir and '"tile.coord"' in ir
+
+
+def test_gpu_stage_carries_each_threads_scalars(tmp_path: Path) -> None:
+    # 256 columns in 16-byte chunks of 8 (the f16 loads): e is one chunk of 8 f32 per thread
+    # (32 of the 64 threads hold one), m one scalar that every thread holds.
+    ir = compiled(tmp_path, LOOP, "lowered")
+    loop = re.search(r"scf\.for .* iter_args\((.*)\) -> \((.*)\) \{", ir)
+    assert loop is not None, ir
+    assert loop.group(2).split(", ").count("f32") == 9, loop.group(2)
+    assert "tile." not in ir.split("gpu.module")[0] or '"tile.' not in ir
+    assert "arith.cmpi slt" in ir and "arith.select" in ir
+    assert "unrealized_conversion_cast" not in ir
