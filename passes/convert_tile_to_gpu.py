@@ -36,6 +36,7 @@ from tilec.passes.tile_fragments import (
 )
 from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
+from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
 from tilec.passes.tile_views import LoweringError, View, tensor_type
 
 DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
@@ -234,7 +235,10 @@ class KernelLowering:
 
     def coord(self, op: ir.Operation, b: IndexBuilder) -> Frag | ir.Value:
         mode = ir.IntegerAttr(op.attributes["mode"]).value
-        return coordinates(op, self.get(op, op.operands[0]), mode, self.tid)
+        x = self.get(op, op.operands[0])
+        if isinstance(x, Frag) and isinstance(x.part, tile_mma.MmaPartition):
+            return mma_coords(x, mode, self.tid)
+        return coordinates(op, x, mode, self.tid)
 
     def gemm(self, op: ir.Operation, b: IndexBuilder) -> None:
         if tile_pipeline.PREFETCH in op.attributes:
@@ -310,6 +314,8 @@ class KernelLowering:
     def reduce(self, op: ir.Operation, b: IndexBuilder) -> Reduced:
         in_loop = op.parent.name != "func.func"
         frag = self.frag(op, op.operands[0])
+        if isinstance(frag.part, tile_mma.MmaPartition):
+            return reduce_mma(op, frag, self.tid, self.module, self.name, in_loop)
         return reduce(op, frag, self.tid, self.module, self.name, in_loop)
 
 

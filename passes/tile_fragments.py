@@ -130,6 +130,9 @@ class Reduced:
     groups: dict[tuple[int, int], ir.Value]
 
     def at(self, i: int, j: int) -> ir.Value:
+        key = getattr(self.part, "group_key", None)  # an MMA partition keys its own groups
+        if key is not None:
+            return self.groups[key(self.mode, i, j)]
         return self.groups[group_key(self.part, self.mode, i, j)]
 
 

@@ -112,6 +112,13 @@ class MmaPartition:
 
     vec = 4  # values per chunk: c0..c3
 
+    def group_key(self, mode: int, i: int, j: int) -> tuple[int, int]:
+        """The group of value j of chunk i when `mode` is reduced: a row (mi, h) of the
+        thread's pairs for mode 1 (c(2h), c(2h+1) lie in row g + 8h of m-atom mi), a column
+        (ni, e) for mode 0."""
+        tm = self.tiles[0]
+        return (i % tm, j // 2) if mode == 1 else (i // tm, j % 2)
+
 
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)

@@ -216,6 +216,10 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
     sizes[mode.value] = 1
     shape = tuple(sizes) if len(sizes) > 1 else sizes[0]
+    if x.mma is not None:  # rows (columns) of an accumulator: spread as its rows (columns) are
+        if len(sizes) != 2:
+            return c.error(f"{node.func} of an MMA fragment takes a 2-d tile", node.span)
+        return TensorV(x.elem, "register", L.Layout(shape), None, tuple(sizes), x.mma)
     if x.block_shape is not None:
         return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
     return TensorV(x.elem, "register", L.Layout(shape))
@@ -252,8 +256,6 @@ def coord(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     if not (isinstance(mode, IntV) and mode.static and 0 <= mode.value < len(sizes)):
         span = node.kwarg("mode").span if node.kwarg("mode") else node.span
         return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
-    if x.mma is not None:
-        return c.error("coord of an MMA fragment is not supported yet", node.span)
     return TensorV("i32", "register", x.layout, None, x.block_shape, x.mma)
 
 

@@ -444,13 +444,13 @@ class ExprChecker:
             return self.error(
                 "this math applies to register values; on scalars only + - * / are supported", span
             )
-        result = max(tensors, key=lambda t: L.product(t.logical_shape))
+        result = max(tensors, key=lambda t: (L.product(t.logical_shape), t.mma is not None))
         # An MMA fragment holds one thread's part of its tile: it meets only its own kind.
         frag = next((t for t in tensors if t.mma is not None), None)
         for t, n in zip(operands, nodes, strict=True):
             if frag is None or not isinstance(t, TensorV):
                 continue
-            if (t.mma, t.block_shape) != (frag.mma, frag.block_shape):
+            if t.mma != frag.mma or not broadcastable(t.block_shape, frag.block_shape):
                 return self.error(
                     f"this register tensor ({spread(t)}) is spread over the threads differently "
                     f"from the MMA fragment it meets ({spread(frag)}): load it with "

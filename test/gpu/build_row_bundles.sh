@@ -15,3 +15,12 @@ done
 tilec build examples/layernorm.tile -D COLS=4096 -D T=bf16 -o "$out/ln_bf16" --arch "$arch" >/dev/null
 rm -rf "$out/layernorm_c4096bf16_${tag}"
 mv "$out/ln_bf16/layernorm_${tag}" "$out/layernorm_c4096bf16_${tag}" && rm -rf "$out/ln_bf16"
+# test/gpu/scores_softmax.tile: the accumulator's row reductions, with the warps of a row
+# (WN) 1 and 2, and a 128-column tile.
+for cfg in "w41:-D WM=4 -D WN=1" "w22:-D WM=2 -D WN=2" "w22n128:-D WM=2 -D WN=2 -D BN=128"; do
+  name=${cfg%%:*}
+  # shellcheck disable=SC2086
+  tilec build test/gpu/scores_softmax.tile ${cfg#*:} -o "$out/sc_$name" --arch "$arch" >/dev/null
+  rm -rf "$out/scores_${name}_${tag}"
+  mv "$out/sc_$name/scores_${tag}" "$out/scores_${name}_${tag}" && rm -rf "$out/sc_$name"
+done

@@ -101,7 +101,8 @@ LOOP = (
     "var m = fragment<f32>((1, 1)) = -inf\nvar e = fragment<f32>((1, COLS)) = 0\n"
     "for k in range(cdiv(N, COLS)) {\n"
     "  let x = load(local_tile(X, (1, COLS), (block.x, k)), other = -inf) : f32\n"
-    "  m = max(m, reduce_max(x, mode = 1))\n  e = where(k * COLS + coord(x, mode = 1) < N, x, 0.0)\n"
+    "  m = max(m, reduce_max(x, mode = 1))\n"
+    "  e = where(k * COLS + coord(x, mode = 1) < N, x, 0.0)\n"
     "}\nstore(e - m, local_tile(Y, (1, COLS), (block.x, 0)))"
 )
 
@@ -124,3 +125,33 @@ def test_gpu_stage_carries_each_threads_scalars(tmp_path: Path) -> None:
     assert "tile." not in ir.split("gpu.module")[0] or '"tile.' not in ir
     assert "arith.cmpi slt" in ir and "arith.select" in ir
     assert "unrealized_conversion_cast" not in ir
+
+
+def test_accumulator_rows_reduce_over_their_lanes_and_warps() -> None:
+    # test/gpu/scores_softmax.tile: a row of the 64x64 accumulator lies in 4 lanes (xor 1, 2)
+    # of one warp with WN = 1, and also across the 2 warps of a row with WN = 2 (shared memory).
+    tile = Path(__file__).resolve().parents[2] / "test/gpu/scores_softmax.tile"
+    for params, rows_per_thread, scratch in (({}, 2, 0), ({"WM": "2", "WN": "2"}, 4, 2)):
+        opts = CompileOptions(emit="lowered", params=params)
+        ir = str(compile_file(str(tile), opts).value)
+        shuffles = re.findall(r"gpu\.shuffle +xor %\S+, %(\S+),", ir)
+        # max and sum, each over rows_per_thread rows, each by two butterfly steps
+        assert len(shuffles) == 2 * rows_per_thread * 2, len(shuffles)
+        assert all(s.startswith(("c1_i32", "c2_i32")) for s in shuffles), shuffles  # lanes t
+        assert ir.count("__reduce_scores") >= scratch
+        assert "unrealized_conversion_cast" not in ir
+
+
+def test_accumulator_reductions_broadcast_over_it_in_the_checker() -> None:
+    src = (
+        "kernel k(Q: f16[M, 64], K: f16[N, 64], P: f32[M, N]) grid(1) threads(128)\n"
+        "  target(sm_80) {\n"
+        "  let mma = tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (4, 1, 1))\n"
+        "  let s = fragment<f32>(partition_c(mma, (64, 64))) = 0\n"
+        "  let r = reduce_max(s, mode = 1)\n  let e = exp(s - r)\n"
+        "  let c = coord(s, mode = 0)\n}\n"
+    )
+    c = check(parse_source(src, "k.tile"), {})
+    body = {s.name: c.values[id(s.value)] for s in c.module.kernels[0].body}
+    assert body["r"].block_shape == (64, 1) and body["r"].mma is not None
+    assert body["e"].block_shape == (64, 64) and body["c"].elem == "i32"
