@@ -51,6 +51,13 @@ class IndexBuilder:
             return a
         return arith.AddIOp(self.value(a), self.value(b)).result
 
+    def sub(self, a: Term, b: Term) -> Term:
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if b == 0:
+            return a
+        return arith.SubIOp(self.value(a), self.value(b)).result
+
     def mul(self, a: Term, b: Term) -> Term:
         if isinstance(a, int) and isinstance(b, int):
             return a * b
