@@ -16,6 +16,7 @@ from tilec.passes import (
     tile_epilogue,
     tile_memory,
     tile_mma,
+    tile_mma_regs,
     tile_pipeline,
     tile_views,
 )
@@ -248,9 +249,15 @@ class KernelLowering:
             acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
             tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
             return
-        a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
         barriers = tile_pipeline.PIPELINED not in op.attributes
-        tile_mma.gemm(op, a, bv, self.frag(op, op.operands[3]), self.tid, barriers)
+        a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
+        if isinstance(a, Frag):  # an accumulator as A: the FA2 trick
+            acc = self.frag(op, op.operands[3])
+            tile_mma_regs.gemm_register_a(op, a, bv, acc, self.tid, barriers)
+            return
+        tile_mma.gemm(
+            op, self.view(op, op.operands[1]), bv, self.frag(op, op.operands[3]), self.tid, barriers
+        )
 
     def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
         gpu.BarrierOp()

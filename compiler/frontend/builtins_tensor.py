@@ -357,6 +357,14 @@ def gemm(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     acc = tensor_arg(c, args[3], node.args[3], ("register",))
     if a is None or b is None or acc is None:
         return ErrorV()
+    if a.space == "register" and a.mma is None:
+        return c.error(
+            "gemm's a in registers must be an MMA accumulator (P of P @ V, converted to the "
+            "atom's type), not a tile spread by the compiler",
+            node.args[1].span,
+        )
+    if b.space == "register":
+        return c.error("gemm's b comes from shared memory", node.args[2].span)
     for t, n, want in (
         (a, node.args[1], atom.ab),
         (b, node.args[2], atom.ab),

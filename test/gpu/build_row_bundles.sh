@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# Bundles for test/gpu/test_rows.py and bench/bench_rows.py: examples/softmax.tile and
-# examples/layernorm.tile at several tile widths (COLS), into build/rows (or $1).
+# Bundles for test/gpu/test_rows.py, test_scores_softmax.py, test_attention_step.py and
+# bench/bench_rows.py, into build/rows (or $1): examples/softmax.tile and layernorm.tile at
+# several tile widths (COLS), test/gpu/scores_softmax.tile, examples/attention_step.tile.
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
 tag=${arch//_/}
+# one FILE KERNEL NAME [-D ...]: build FILE's KERNEL into $out/NAME_<arch>, replacing it.
+one() {
+  file=$1; kernel=$2; name=$3; shift 3
+  tmp=$(mktemp -d)
+  tilec build "$file" "$@" -o "$tmp" --arch "$arch" >/dev/null
+  rm -rf "$out/${name}_${tag}" && mkdir -p "$out" && mv "$tmp/${kernel}_${tag}" "$out/${name}_${tag}"
+  rm -rf "$tmp"
+}
 for cols in 1024 4096 8192; do
-  for k in softmax layernorm; do
-    tilec build "examples/$k.tile" -D COLS=$cols -o "$out/${k}_c${cols}" --arch "$arch" >/dev/null
-    mv "$out/${k}_c${cols}/${k}_${tag}" "$out/${k}_c${cols}_${tag}.tmp"
-    rm -rf "$out/${k}_c${cols}" && mv "$out/${k}_c${cols}_${tag}.tmp" "$out/${k}_c${cols}_${tag}"
-  done
+  for k in softmax layernorm; do one "examples/$k.tile" $k "${k}_c${cols}" -D COLS=$cols; done
 done
-tilec build examples/layernorm.tile -D COLS=4096 -D T=bf16 -o "$out/ln_bf16" --arch "$arch" >/dev/null
-rm -rf "$out/layernorm_c4096bf16_${tag}"
-mv "$out/ln_bf16/layernorm_${tag}" "$out/layernorm_c4096bf16_${tag}" && rm -rf "$out/ln_bf16"
+one examples/layernorm.tile layernorm layernorm_c4096bf16 -D COLS=4096 -D T=bf16
 # test/gpu/scores_softmax.tile: the accumulator's row reductions, with the warps of a row
 # (WN) 1 and 2, and a 128-column tile.
-for cfg in "w41:-D WM=4 -D WN=1" "w22:-D WM=2 -D WN=2" "w22n128:-D WM=2 -D WN=2 -D BN=128"; do
-  name=${cfg%%:*}
-  # shellcheck disable=SC2086
-  tilec build test/gpu/scores_softmax.tile ${cfg#*:} -o "$out/sc_$name" --arch "$arch" >/dev/null
-  rm -rf "$out/scores_${name}_${tag}"
-  mv "$out/sc_$name/scores_${tag}" "$out/scores_${name}_${tag}" && rm -rf "$out/sc_$name"
-done
+one test/gpu/scores_softmax.tile scores scores_w41 -D WM=4 -D WN=1
+one test/gpu/scores_softmax.tile scores scores_w22 -D WM=2 -D WN=2
+one test/gpu/scores_softmax.tile scores scores_w22n128 -D WM=2 -D WN=2 -D BN=128
+# examples/attention_step.tile: P = softmax(Q Kᵀ) fed to P V from registers, at the defaults,
+# with two m-atoms a warp (WM = 2), with a 128-column K/V tile, and in bf16.
+one examples/attention_step.tile attention_step attention_default
+one examples/attention_step.tile attention_step attention_wm2 -D WM=2
+one examples/attention_step.tile attention_step attention_n128 -D BN=128
+one examples/attention_step.tile attention_step attention_bf16 -D T=bf16

@@ -155,3 +155,19 @@ def test_accumulator_reductions_broadcast_over_it_in_the_checker() -> None:
     body = {s.name: c.values[id(s.value)] for s in c.module.kernels[0].body}
     assert body["r"].block_shape == (64, 1) and body["r"].mma is not None
     assert body["e"].block_shape == (64, 64) and body["c"].elem == "i32"
+
+
+def test_gemm_a_in_registers_must_be_an_accumulator() -> None:
+    src = (
+        "kernel k(Q: f16[M, 64], V: f16[N, 64]) grid(1) threads(128) target(sm_80) {\n"
+        "  let sV = shared<f16>((64, 64):(64, 1))\n"
+        "  let mma = tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (4, 1, 1))\n"
+        "  let o = fragment<f32>(partition_c(mma, (64, 64))) = 0\n"
+        "  let q = load(local_tile(Q, (64, 64), (0, 0)))\n"
+        "  gemm(mma, q, permute(sV, (1, 0)), o)\n}\n"
+    )
+    with pytest.raises(DiagnosticError) as info:
+        check(parse_source(src, "k.tile"), {})
+    (d,) = info.value.diagnostics
+    assert "gemm's a in registers must be an MMA accumulator" in d.header()
+    assert d.span.line == 6 and d.span.col == 13
