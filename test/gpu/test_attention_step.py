@@ -16,9 +16,7 @@ if not torch.cuda.is_available():
 
 from tilec.runtime import load  # noqa: E402  (after the skips)
 
-ROWS = Path(
-    os.environ.get("TILEC_ROW_BUNDLES", Path(__file__).resolve().parents[2] / "build/rows")
-)
+ROWS = Path(os.environ.get("TILEC_ROW_BUNDLES", Path(__file__).resolve().parents[2] / "build/rows"))
 BUNDLES = sorted(p.name for p in ROWS.glob("attention_*") if (p / "manifest.json").is_file())
 if not BUNDLES:
     pytest.skip(f"no attention bundles in {ROWS}", allow_module_level=True)
