@@ -37,7 +37,8 @@ def manifests() -> list[Manifest]:
         if path.stem == "gemm_sm90":
             continue  # does not lower yet: no bundle to launch
         params = PARAMS.get(path.stem, {})
-        tile = compile_file(str(path), CompileOptions(emit="tile", arch="sm_80", params=params))
+        # The kernel's own target: --arch older than it is refused (the tile IR is the same).
+        tile = compile_file(str(path), CompileOptions(emit="tile", params=params))
         for info in kernels_of(tile.value):
             found.append(
                 Manifest(
@@ -165,7 +166,10 @@ def test_the_fuzzed_manifests_cover_what_they_should(manifests: list[Manifest]) 
     entries = {m.entry for m in manifests}
     assert entries >= {"vadd", "softmax", "transpose", "gemm", "gemm_batched", "gemm_bias_act"}
     assert entries >= {"gemm_splitk", "gemm_splitk_sum"}
+    # The online softmax handles any N; attention_step's one K/V tile bounds N (a `requires`).
     softmax = next(m for m in manifests if m.entry == "softmax")
-    assert [(r.value, r.at_most) for r in softmax.requires] == [("N", 256)]
+    assert softmax.requires == ()
+    step = next(m for m in manifests if m.entry == "attention_step")
+    assert [(r.value, r.at_most) for r in step.requires] == [("N", 64)]
     batched = next(m for m in manifests if m.entry == "gemm_batched")
     assert any(t.strides and any(isinstance(s, str) for s in t.strides) for t in batched.tensors())
