@@ -29,12 +29,17 @@
 
 // softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
 // thread at word t (banks 0-31 once per warp), then every thread reads words lane + 32*w for
-// w = 0..3 (32 consecutive words per instruction): all conflict-free.
-// SOFTMAX:      softmax.tile:9:19: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:9:19: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:10:13: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:10:13: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax: 4 shared accesses, 4 conflict-free, worst 1-way
+// w = 0..3 (32 consecutive words per instruction): all conflict-free. Four reductions: the
+// loop over whole tiles (max, sum) and the last tile's (max, sum).
+// SOFTMAX:      softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax: 8 shared accesses, 8 conflict-free, worst 1-way
 
 // LATE: error: --report banks reads the 'gpu' stage, which this compile never produced
 // LATE-NEXT: note: give it a .tile file or a stage at or before gpu (k.gpu.mlir)
