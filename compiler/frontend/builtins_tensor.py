@@ -229,6 +229,12 @@ def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     t = tensor_arg(c, args[1], node.args[1], ("global", "shared"))
     if v is None or t is None or not _same_size(c, v, t, node):
         return ErrorV()
+    if v.elem == "bool" and t.elem != "bool":
+        return c.error(
+            f"storing a predicate tensor into {t.elem}: make numbers of it first, e.g. "
+            "where(p, 1.0, 0.0)",
+            node.args[0].span,
+        )
     return UnitV()
 
 

@@ -332,9 +332,10 @@ def check_requirements(m: Manifest, symbols: dict[str, int]) -> None:
         value, bound = evaluate(r.value, symbols), evaluate(r.at_most, symbols)
         if value > bound:
             why = f": {r.why}" if r.why else ""
+            limit = r.at_most if str(r.at_most) == str(bound) else f"{r.at_most} = {bound}"
             raise ValueError(
-                f"{m.entry}: {r.value} = {value}, but this build handles {r.value} <= {r.at_most}"
-                f" = {bound} only{why}"
+                f"{m.entry}: {r.value} = {value}, but this build handles {r.value} <= {limit} "
+                f"only{why}"
             )
 
 

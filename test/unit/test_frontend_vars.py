@@ -91,6 +91,10 @@ def test_comparisons_and_where() -> None:
         (ROW + "let y = (x < 0.0) + x", "a predicate tensor only selects"),
         (ROW + "let c = coord(x, mode = 2)", "mode must be a static mode number below the rank 2"),
         ("let c = coord(X, mode = 1)", "coord takes a register tensor"),
+        (
+            ROW + "store(x < 0.0, local_tile(Y, (1, COLS), (block.x, 0)))",
+            "storing a predicate tensor into f16: make numbers of it first",
+        ),
     ],
 )
 def test_predicate_errors(body: str, message: str) -> None:

@@ -636,6 +636,10 @@ def test_a_size_past_what_the_build_handles_is_refused_with_the_reason() -> None
         bind(m, (FakeCuda((3, 4097), "<f2"), FakeCuda((3, 4097), "<f2")))
     with pytest.raises(ManifestError, match=r"requires\[0\].at_most"):
         softmax_manifest((Requirement("N", "ROWS"),))
+    # A literal bound is not repeated ("N <= 64 = 64" before).
+    m = softmax_manifest((Requirement("N", "64"),))
+    with pytest.raises(ValueError, match=r"N = 65, but this build handles N <= 64 only$"):
+        bind(m, (FakeCuda((3, 65), "<f2"), FakeCuda((3, 65), "<f2")))
 
 
 def test_a_written_tensor_may_not_overlap_itself_or_another() -> None:
