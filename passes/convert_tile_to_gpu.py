@@ -251,13 +251,11 @@ class KernelLowering:
             return
         barriers = tile_pipeline.PIPELINED not in op.attributes
         a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
+        acc = self.frag(op, op.operands[3])
         if isinstance(a, Frag):  # an accumulator as A: the FA2 trick
-            acc = self.frag(op, op.operands[3])
             tile_mma_regs.gemm_register_a(op, a, bv, acc, self.tid, barriers)
-            return
-        tile_mma.gemm(
-            op, self.view(op, op.operands[1]), bv, self.frag(op, op.operands[3]), self.tid, barriers
-        )
+        else:
+            tile_mma.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
 
     def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
         gpu.BarrierOp()

@@ -30,6 +30,7 @@ from mlir.dialects import scf
 from tilec.dialects.layout import algebra as A
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_memory import VECTOR_BYTES, choose_partition, largest_pow2_dividing
+from tilec.passes.tile_mma import moved_loop
 from tilec.passes.tile_views import LoweringError, elem_bytes, tensor_type
 
 Lowered = Frag | Reduced | ir.Value
@@ -105,22 +106,13 @@ class CarriedLoop:
                 raise LoweringError(loop, "a loop's initial value was not lowered")
             self.likes.append(like)
             inits += [v] if like is None else flatten(loop, like, like)
-        with ir.InsertionPoint(loop), loop.location:
-            new = scf.ForOp(loop.operands[0], loop.operands[1], loop.operands[2], inits)
-        with ir.InsertionPoint(new.body), loop.location:
-            placeholder = scf.YieldOp([])
-        old = loop.regions[0].blocks[0]
-        for o in list(old.operations):
-            o.move_before(placeholder)
-        placeholder.operation.erase()
-        old.arguments[0].replace_all_uses_with(new.induction_variable)
+        new = moved_loop(loop, inits, keep_yield=True)
         first = list(new.body.operations)[0]
         with ir.InsertionPoint(first), loop.location:
-            self.bind(list(old.arguments)[1:], list(new.inner_iter_args), lowered, casts)
+            old_args = list(loop.regions[0].blocks[0].arguments)[1:]
+            self.bind(old_args, list(new.inner_iter_args), lowered, casts)
         with ir.InsertionPoint(loop), loop.location:
             self.bind(list(loop.results), list(new.results), lowered, casts)
-        for name in list(loop.attributes):
-            new.operation.attributes[name] = loop.attributes[name]
         loop.erase()
         self.loop = new.operation
 

@@ -88,6 +88,10 @@ class Partition:
             rest = rest if last else b.div(rest, self.shape[k])
         return coords
 
+    def group_key(self, mode: int, i: int, j: int) -> tuple[int, int]:
+        """The group of element j of chunk i when `mode` is reduced (see `group_key`)."""
+        return group_key(self, mode, i, j)
+
     def thread_bits(self, mode: int) -> tuple[int, int]:
         """The bit range [lo, hi) of the thread number t that holds part of `mode`'s
         coordinate (empty when the mode lies in the chunk number or the vector alone)."""
@@ -130,10 +134,7 @@ class Reduced:
     groups: dict[tuple[int, int], ir.Value]
 
     def at(self, i: int, j: int) -> ir.Value:
-        key = getattr(self.part, "group_key", None)  # an MMA partition keys its own groups
-        if key is not None:
-            return self.groups[key(self.mode, i, j)]
-        return self.groups[group_key(self.part, self.mode, i, j)]
+        return self.groups[self.part.group_key(self.mode, i, j)]  # a Partition or MMA's own
 
 
 @dataclass

@@ -30,6 +30,7 @@ from tilec.passes.tile_views import (
     gep,
     in_bounds,
     less_than,
+    position,
 )
 
 VECTOR_BYTES = 16
@@ -187,9 +188,7 @@ class Run:
         self.rooms: list[Term] = []
         self.linear = True
         for x in view.bounds:
-            pos = x.origin if x.mode is None else b.add(x.origin, at[x.mode])
-            if x.outer is not None:
-                pos = b.add(pos, b.mul(at[x.outer[0]], x.outer[1]))
+            pos = position(x, at, b)
             grows = (x.mode == m) + (x.outer[1] if x.outer is not None and x.outer[0] == m else 0)
             if grows == 0:
                 self.rest.append(less_than(b, pos, x.extent))

@@ -390,16 +390,30 @@ def gemm(
     """acc += a @ bᵀ, between two barriers (the copies before, the next copies after) unless
     a pipelined loop's wait + barrier orders the shared tiles already."""
     part, k, majors = check_gemm(op, a, bv, acc)
+    gemm_steps(acc, majors, tid, k, lambda feed, ks: feed.load_a(a, ks), bv, barriers)
+
+
+def gemm_steps(
+    acc: Frag,
+    majors: tuple[bool, bool],
+    tid: ir.Value,
+    k: int,
+    a_frags: Callable[[Feed, int], list[ir.Value]],
+    bv: View,
+    barriers: bool,
+) -> None:
+    """acc += A @ bᵀ over K = k, the A fragments of each k-step from `a_frags(feed, ks)`
+    (ldmatrix from shared memory, or registers: `tile_mma_regs`), B by ldmatrix."""
     if barriers:
         gpu.BarrierOp()
+    part = acc.part
     feed = Feed(part, majors, tid, IndexBuilder())
     values = [list(row) for row in acc.values]
-    tm, tn = part.tiles
     for ks in range(0, k, AK):
         # B one ldmatrix at a time: 4 B registers live instead of 2 TN (fewer registers than
         # the prefetching form, which keeps a whole k-step of both operands ahead).
-        afr = feed.load_a(a, ks)
-        for p in range(tn // 2):
+        afr = a_frags(feed, ks)
+        for p in range(part.tiles[1] // 2):
             feed.mma(afr + feed.load_b(bv, ks, p), values, [p])
     acc.values = values
     if barriers:
@@ -589,15 +603,27 @@ def with_iter_args(loop: ir.Operation, inits: list[ir.Value]) -> tuple[ir.Operat
     still yields nothing; the caller yields the carried values."""
     if len(loop.operands) != 3:
         raise LoweringError(loop, "a loop around gemm cannot carry values of its own yet")
+    new = moved_loop(loop, inits, keep_yield=False)
+    loop.erase()
+    return new.operation, list(new.inner_iter_args)
+
+
+def moved_loop(loop: ir.Operation, inits: list[ir.Value], keep_yield: bool) -> scf.ForOp:
+    """A new scf.for before `loop` with its bounds, `inits` as iter_args, its attributes and
+    its body's ops (its yield too when `keep_yield`, else the new body has no terminator yet);
+    the induction variable is replaced, the old loop (its iter_args and results still in use)
+    left for the caller to erase."""
     with ir.InsertionPoint(loop), loop.location:
         new = scf.ForOp(loop.operands[0], loop.operands[1], loop.operands[2], inits)
     with ir.InsertionPoint(new.body), loop.location:
         placeholder = scf.YieldOp([])
     old = loop.regions[0].blocks[0]
-    for o in list(old.operations)[:-1]:
+    ops = list(old.operations)
+    for o in ops if keep_yield else ops[:-1]:
         o.move_before(placeholder)
+    if keep_yield:
+        placeholder.operation.erase()
     old.arguments[0].replace_all_uses_with(new.induction_variable)
     for name in list(loop.attributes):
         new.operation.attributes[name] = loop.attributes[name]
-    loop.erase()
-    return new.operation, list(new.inner_iter_args)
+    return new

@@ -18,11 +18,10 @@ shared memory.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import gpu, llvm
+from mlir.dialects import llvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import Frag, constant
-from tilec.passes.tile_mma import AK, Feed, MmaPartition, check_operand
+from tilec.passes.tile_mma import AK, MmaPartition, check_operand, gemm_steps
 from tilec.passes.tile_views import LoweringError, View
 
 
@@ -81,15 +80,4 @@ def gemm_register_a(
 ) -> None:
     """acc += p @ bᵀ with p an accumulator in registers, b a shared tile (see the module)."""
     k, b_major = check_register_a(op, p, bv, acc)
-    if barriers:
-        gpu.BarrierOp()
-    part = acc.part
-    feed = Feed(part, (True, b_major), tid, IndexBuilder())
-    values = [list(row) for row in acc.values]
-    for ks in range(0, k, AK):
-        afr = a_registers(p, ks)
-        for pair in range(part.tiles[1] // 2):
-            feed.mma(afr + feed.load_b(bv, ks, pair), values, [pair])
-    acc.values = values
-    if barriers:
-        gpu.BarrierOp()
+    gemm_steps(acc, (True, b_major), tid, k, lambda feed, ks: a_registers(p, ks), bv, barriers)

@@ -25,7 +25,7 @@ from mlir.dialects import arith, gpu, llvm
 from tilec.binding import is_float_type
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import REDUCE_OP, Frag, Reduced, combine, constant
-from tilec.passes.tile_mma import WARP, Lanes, MmaPartition
+from tilec.passes.tile_mma import WARP, Lanes, MmaPartition, PairCoords
 from tilec.passes.tile_views import LoweringError, gep, shared_global, shared_pointer
 
 LANE_MASKS = {1: (1, 2), 0: (4, 8, 16)}  # xor distances of the lanes that share a row/column
@@ -83,11 +83,14 @@ def across_warps(
     for n, key in enumerate(keys):
         llvm.StoreOp(groups[key], gep(base, b.add(t, n * threads), elem, b))
     gpu.BarrierOp()
+    # Thread t = lane + WARP * (wm + WM * wn): the warps sharing a row differ in wn (a step of
+    # WM warps), those sharing a column in wm (a step of one warp).
     at = Lanes.of(t, part, b)
-    lane_and_other = b.add(at.lane, b.mul(at.wm, WARP)) if mode == 1 else at.lane
-    step = part.warps[0] * WARP if mode == 1 else WARP  # thread distance between the warps
-    count = part.warps[1] if mode == 1 else part.warps[0]
-    first = lane_and_other if mode == 1 else b.add(at.lane, b.mul(at.wn, part.warps[0] * WARP))
+    wm_count = part.warps[0]
+    if mode == 1:
+        first, step, count = b.add(at.lane, b.mul(at.wm, WARP)), wm_count * WARP, part.warps[1]
+    else:
+        first, step, count = b.add(at.lane, b.mul(at.wn, wm_count * WARP)), WARP, wm_count
     out = {}
     for n, key in enumerate(keys):
         acc = None
@@ -101,8 +104,6 @@ def across_warps(
 
 def mma_coords(frag: Frag, mode: int, t: ir.Value) -> Frag:
     """coord(x, mode) of an accumulator: each value's row (mode 0) or column (mode 1)."""
-    from tilec.passes.tile_mma import PairCoords  # noqa: PLC0415 - kept beside its user
-
     b = IndexBuilder()
     pc = PairCoords(frag.part, t, b)
     i32 = ir.IntegerType.get_signless(32)

@@ -336,13 +336,15 @@ def less_than(b: IndexBuilder, lhs: Term, rhs: Term) -> ir.Value | bool:
 
 def in_bounds(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value | bool:
     """Whether the element at `coords` lies inside every bound of the view."""
-    conds = []
-    for x in view.bounds:
-        pos = x.origin if x.mode is None else b.add(x.origin, coords[x.mode])
-        if x.outer is not None:
-            pos = b.add(pos, b.mul(coords[x.outer[0]], x.outer[1]))
-        conds.append(less_than(b, pos, x.extent))
-    return all_of(conds)
+    return all_of([less_than(b, position(x, coords, b), x.extent) for x in view.bounds])
+
+
+def position(bound: Bound, coords: list[Term], b: IndexBuilder) -> Term:
+    """Where the element at `coords` lies along `bound` (inside when below its extent)."""
+    pos = bound.origin if bound.mode is None else b.add(bound.origin, coords[bound.mode])
+    if bound.outer is not None:
+        pos = b.add(pos, b.mul(coords[bound.outer[0]], bound.outer[1]))
+    return pos
 
 
 def row_step(view: View, rows: int) -> int | None:

@@ -202,6 +202,17 @@ for _name in UNARY_MATH:
     builtin(_name, 1, 1)(_unary)
 
 
+def mode_arg(c: ExprChecker, node: ast.Call, kw: dict[str, V], rank: int) -> int | None:
+    """The call's `mode =` (0 when absent): a static mode number below `rank`, else None after
+    a located error."""
+    mode = kw.get("mode", IntV(0, "0"))
+    if isinstance(mode, IntV) and mode.static and 0 <= mode.value < rank:
+        return mode.value
+    span = node.kwarg("mode").span if node.kwarg("mode") else node.span
+    c.error(f"mode must be a static mode number below the rank {rank}", span)
+    return None
+
+
 @builtin("reduce_max", 1, 1, ("mode",))
 @builtin("reduce_min", 1, 1, ("mode",))
 @builtin("reduce_sum", 1, 1, ("mode",))
@@ -210,11 +221,10 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     if not isinstance(x, TensorV) or x.space != "register":
         return c.error(f"{node.func} reduces register values: load(...) first", node.args[0].span)
     sizes = mode_sizes(x.logical_shape)
-    mode = kw.get("mode", IntV(0, "0"))
-    if not (isinstance(mode, IntV) and mode.static and 0 <= mode.value < len(sizes)):
-        span = node.kwarg("mode").span if node.kwarg("mode") else node.span
-        return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
-    sizes[mode.value] = 1
+    mode = mode_arg(c, node, kw, len(sizes))
+    if mode is None:
+        return ErrorV()
+    sizes[mode] = 1
     shape = tuple(sizes) if len(sizes) > 1 else sizes[0]
     if x.mma is not None:  # rows (columns) of an accumulator: spread as its rows (columns) are
         if len(sizes) != 2:
@@ -251,11 +261,8 @@ def coord(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             f"coord takes a register tensor, not a {x.describe()}: load(...) first",
             node.args[0].span,
         )
-    sizes = mode_sizes(x.logical_shape)
-    mode = kw.get("mode", IntV(0, "0"))
-    if not (isinstance(mode, IntV) and mode.static and 0 <= mode.value < len(sizes)):
-        span = node.kwarg("mode").span if node.kwarg("mode") else node.span
-        return c.error(f"mode must be a static mode number below the rank {len(sizes)}", span)
+    if mode_arg(c, node, kw, len(mode_sizes(x.logical_shape))) is None:
+        return ErrorV()
     return TensorV("i32", "register", x.layout, None, x.block_shape, x.mma)
 
 
