@@ -27,13 +27,14 @@ def compile(path: str, arch: str | None = None, kernel: str | None = None, **par
     text = Path(path).read_text(errors="replace")
     overrides = {k: str(v) for k, v in params.items()}
 
-    def compile_fn(source: str, p: dict[str, Any], target: str) -> tuple[Any, str, str]:
+    def compile_fn(source: str, p: dict[str, Any], target: str) -> tuple[Any, str, str, str]:
         compiled = compile_tile(path, overrides, arch)
         manifests = [m for m in compiled.manifests if kernel in (None, m.entry)]
         if len(manifests) != 1:
             names = ", ".join(m.entry for m in compiled.manifests)
             raise ValueError(f"{path} has kernels {names}: pick one with kernel=NAME")
-        return manifests[0], compiled.ptx, compiled.wide_ptx
+        special = compiled.special_ptx if manifests[0].special_ptx_file else ""
+        return manifests[0], compiled.ptx, compiled.wide_ptx, special
 
     key_params = {**overrides, "__kernel__": kernel or ""}
     return load(cached_compile(text, key_params, arch or "default", compile_fn))

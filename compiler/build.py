@@ -32,7 +32,7 @@ from tilec.runtime.bundle import (
     TmaParam,
     write_bundle,
 )
-from tilec.stages import WIDE_GPU_PIPELINE
+from tilec.stages import BY_KEY, SPECIALIZE_PREFIX, WIDE_GPU_PIPELINE
 
 _BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
 SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
@@ -49,6 +49,7 @@ class KernelInfo:
     params: tuple[Param, ...]
     constants: dict[str, Any]
     requires: tuple[Requirement, ...] = ()
+    special: tuple[Requirement, ...] = ()  # specialize(...): when the special variant runs
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -219,6 +220,18 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         params=tuple(params),
         constants=constants,
         requires=requirements(func),
+        special=specialisation(func),
+    )
+
+
+def specialisation(func: ir.Operation) -> tuple[Requirement, ...]:
+    """`specialize(N <= 4096)` (the `tile.specialize` attribute): the conditions under which
+    the runtime launches the specialised variant (each size also at least 1)."""
+    if "tile.specialize" not in func.attributes:
+        return ()
+    named = list(ir.DictAttr(func.attributes["tile.specialize"]))
+    return tuple(
+        Requirement(n.name, str(ir.IntegerAttr(n.attr).value), "specialize(...)") for n in named
     )
 
 
@@ -265,6 +278,7 @@ class Compiled:
     ptx: str
     manifests: list[Manifest]
     wide_ptx: str = ""
+    special_ptx: str = ""  # with tile-specialize: for the kernels that have specialize(...)
 
 
 def compile_tile(
@@ -294,6 +308,8 @@ def compile_tile(
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
     target = ptx.arch or (infos[0].target if infos else None)
     wide = _compile_wide(path, lowered[0], target, smem) if infos else ""
+    special = any(info.special for info in infos)
+    special_ptx = _compile_special(path, params, arch, contracts, smem) if special else ""
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
     for info in infos:
@@ -313,9 +329,33 @@ def compile_tile(
                 tilec_version=__version__,
                 requires=info.requires,
                 wide_ptx_file=f"{info.name}.wide.ptx",
+                special=info.special,
+                special_ptx_file=f"{info.name}.special.ptx" if info.special else "",
             )
         )
-    return Compiled(str(ptx.value), manifests, wide)
+    return Compiled(str(ptx.value), manifests, wide, special_ptx)
+
+
+def _compile_special(
+    path: str, params: dict[str, str], arch: str | None, contracts: bool, smem: dict[str, int]
+) -> str:
+    """The PTX of `path` with `tile-specialize` (and the folding it enables) before lowering:
+    each kernel with specialize(...) as the launches it names see it. The frontend runs again,
+    so the variant is held to the kernels' contracts too."""
+    lowered = f"{SPECIALIZE_PREFIX}{BY_KEY['lowered'].pipeline}"
+    options = CompileOptions(
+        emit="ptx", arch=arch, params=params, pipelines={"lowered": lowered}, contracts=contracts
+    )
+    special_smem: dict[str, int] = {}
+
+    def read(artifact: Artifact) -> None:
+        if artifact.stage == "gpu":
+            special_smem.update(dynamic_smem(artifact.value))
+
+    special = compile_file(path, options, on_stage=read)
+    # One manifest launches both: a specialisation must not change the dynamic shared memory.
+    assert special_smem == smem, f"specialised dynamic smem {special_smem} != {smem}"
+    return str(special.value)
 
 
 def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int]) -> str:
@@ -351,6 +391,8 @@ def build(
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""
         target = Path(out_dir) / f"{manifest.entry}{suffix}"
-        write_bundle(target, replace(manifest), compiled.ptx, compiled.wide_ptx)
+        write_bundle(
+            target, replace(manifest), compiled.ptx, compiled.wide_ptx, compiled.special_ptx
+        )
         written.append(target)
     return written

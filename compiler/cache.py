@@ -16,7 +16,7 @@ from tilec import __version__
 from tilec.runtime.bundle import MANIFEST_NAME, Manifest, write_bundle
 
 # (manifest, PTX, wide PTX: "" when the manifest names none)
-CompileFn = Callable[[str, dict[str, Any], str], tuple[Manifest, str, str]]
+CompileFn = Callable[[str, dict[str, Any], str], tuple[Manifest, str, str, str]]
 
 
 def cache_dir() -> Path:
@@ -44,7 +44,7 @@ def cached_compile(
 ) -> Path:
     """The bundle directory for (source, params, target), compiling it on a miss.
 
-    `compile_fn(source, params, target)` returns (manifest, ptx, wide ptx). Safe across
+    `compile_fn(source, params, target)` returns (manifest, ptx, wide ptx, special ptx). Safe across
     processes: each writes its bundle into a private temp directory and renames it into place;
     a rename that loses the race leaves the winner's (identical) bundle and discards its own.
     """
@@ -53,7 +53,7 @@ def cached_compile(
     final = root / key
     if (final / MANIFEST_NAME).is_file():
         return final
-    manifest, ptx, wide_ptx = compile_fn(source, dict(params), target)
+    manifest, ptx, wide_ptx, special_ptx = compile_fn(source, dict(params), target)
     manifest = dataclasses.replace(
         manifest,
         source_hash=manifest.source_hash or f"sha256:{key}",
@@ -62,7 +62,7 @@ def cached_compile(
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.", dir=root))
     try:
-        write_bundle(staging / "bundle", manifest, ptx, wide_ptx)
+        write_bundle(staging / "bundle", manifest, ptx, wide_ptx, special_ptx)
         try:
             os.rename(staging / "bundle", final)
         except OSError:

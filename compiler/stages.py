@@ -46,6 +46,9 @@ GPU_PIPELINE = f"outline-tile-kernels,{CANONICALIZE},cse"
 # The `gpu` stage of a bundle's wide variant: 64-bit `index`, for tensors of 2^31 elements or
 # more (the runtime launches it only then; docs/runtime.md).
 WIDE_GPU_PIPELINE = f"outline-tile-kernels{{index-bitwidth=64}},{CANONICALIZE},cse"
+# The `lowered` stage of a kernel's specialised variant (`specialize(N <= B)`): its sizes
+# clamped to their ranges, and what the ranges decide folded, before the tile ops lower.
+SPECIALIZE_PREFIX = f"tile-specialize,func.func(int-range-optimizations),{CANONICALIZE},cse,"
 STAGES: tuple[Stage, ...] = (
     Stage("ast", "ast", "text", summary="the parsed and checked program, as a tree"),
     Stage("tile", "tile.mlir", "mlir", summary="tile + layout dialects, straight from the source"),

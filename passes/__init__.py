@@ -13,10 +13,12 @@ from tilec.passes.layout_fold import LayoutFold
 from tilec.passes.outline_tile_kernels import OutlineTileKernels
 from tilec.passes.pipeline_steady_state import PipelineSteadyState
 from tilec.passes.tile_pipeline import TilePipeline
+from tilec.passes.tile_specialize import TileSpecialize
 from tilec.passes.tile_verify import TileVerify
 
 BUILTIN_PASSES = (
     TileVerify,
+    TileSpecialize,
     TilePipeline,
     LayoutFold,
     ConvertLayoutToArith,

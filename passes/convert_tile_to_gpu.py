@@ -195,7 +195,7 @@ class KernelLowering:
     def tiled_mma(self, op: ir.Operation, b: IndexBuilder) -> None:
         pass  # its type says it all; fragment and gemm read it
 
-    def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag | ir.Value:
+    def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
         if op.operands:
             return tile_mma.fragment(op, op.operands[0].type, self.threads)
         elem = tensor_type(op.results[0].type).elem
@@ -203,14 +203,23 @@ class KernelLowering:
         if tile_carry.single(op.results[0].type):
             return undef
         part = tile_carry.spread_of(op, self.threads)
+        if isinstance(part, tuple):  # spread as a reduction's result: one value per group
+            part, mode = part
+            keys = {part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)}
+            return Reduced(part, mode, elem, dict.fromkeys(sorted(keys), undef))
         return Frag(part, elem, [[undef] * part.vec for _ in range(part.iters)])
 
     def fill(self, op: ir.Operation, b: IndexBuilder) -> None:
         attr = op.attributes["value"]
         kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
         target = op.operands[0]
-        if isinstance(self.get(op, target), ir.Value):  # a one-element tensor
+        value = self.get(op, target)
+        if isinstance(value, ir.Value):  # a one-element tensor
             self.lowered[target] = constant(tensor_type(target.type).elem, kind(attr).value)
+            return
+        if isinstance(value, Reduced):
+            c = constant(value.elem, kind(attr).value)
+            value.groups = dict.fromkeys(value.groups, c)
             return
         tile_mma.fill(self.frag(op, target), kind(attr).value)
 
@@ -267,19 +276,29 @@ class KernelLowering:
         other = constant(view.elem, kind(attr).value)
         like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
         loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
+        if "masked" in op.attributes:  # `like` is the mask: its false elements read `other`
+            keep = lambda p, v: arith.SelectOp(p, v, other).result  # noqa: E731
+            loaded = elementwise(op, [like, loaded], keep)
         elem = tensor_type(op.results[0].type).elem
         return elementwise(op, [loaded], lambda x: convert(x, elem))
 
     def store(self, op: ir.Operation, b: IndexBuilder) -> None:
         dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
+        mask = self.frag(op, op.operands[2]) if len(op.operands) > 2 else None
         if isinstance(value, ir.Value):
             raise LoweringError(op, "storing a one-element register tensor is not lowered yet")
+        if mask is not None and (isinstance(value, Reduced) or mask.part != value.part):
+            raise LoweringError(
+                op,
+                "the mask is spread over the threads differently from the value stored (hint: "
+                "make the mask from the value, e.g. coord(v, mode = 1) < n)",
+            )
         if isinstance(value, Reduced):
             tile_memory.store_reduced(op, value, dst, self.tid)
         elif isinstance(value.part, tile_mma.MmaPartition):
-            tile_mma.store(op, value, dst, self.tid, self.threads)
+            tile_mma.store(op, value, dst, self.tid, self.threads, mask)
         else:
-            tile_memory.store(op, self.frag(op, op.operands[0]), dst, self.tid)
+            tile_memory.store(op, value, dst, self.tid, mask)
 
     def copy(self, op: ir.Operation, b: IndexBuilder) -> None:
         """By the copy atom's family (COPY_FAMILIES); one without a lowering is an error."""

@@ -147,13 +147,19 @@ class CarriedLoop:
 # How a fragment is spread -----------------------------------------------------------------------
 
 
-def spread_of(op: ir.Operation, threads: int) -> Partition:
+def spread_of(op: ir.Operation, threads: int) -> Partition | tuple[Partition, int]:
     """The partition of a `tile.fragment` without an MMA: that of a load it meets (see the
-    module docstring), else along its last mode in 16-byte chunks."""
-    t = tensor_type(op.results[0].type)
+    module docstring), else along its last mode in 16-byte chunks. A fragment that meets a
+    reduction's result (a running max of several rows, `fragment<f32>((ROWS, 1))`) is spread as
+    that result: (the reduced tensor's partition, the mode), lowered to a `Reduced`."""
+    return spread_of_value(op.results[0], threads)
+
+
+def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partition, int]:
+    t = tensor_type(value.type)
     shape = tuple(A.flatten(A.shape(t.layout)))
     seen: set[ir.Value] = set()
-    todo = [op.results[0]]
+    todo = [value]
     while todo:
         v = todo.pop()
         if v in seen or tensor_type(v.type) is None:
@@ -162,6 +168,11 @@ def spread_of(op: ir.Operation, threads: int) -> Partition:
         found = anchor(v, shape, threads)
         if found is not None:
             return found
+        owner = v.owner
+        if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce":
+            source = spread_of_value(owner.operands[0], threads)
+            if isinstance(source, Partition):
+                return source, ir.IntegerAttr(owner.attributes["mode"]).value
         todo += neighbours(v, shape)
     m = max((k for k, s in enumerate(shape) if s > 1), default=len(shape) - 1)
     vec = largest_pow2_dividing(shape[m], max(1, VECTOR_BYTES // elem_bytes(t.elem)))

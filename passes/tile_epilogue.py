@@ -33,7 +33,7 @@ from mlir import ir
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
-from tilec.passes.tile_memory import Side, if_else, read_chunk
+from tilec.passes.tile_memory import Side, deferred_load, if_else, read_chunk
 from tilec.passes.tile_memory import load as load_tile
 from tilec.passes.tile_mma import MmaPartition, PairCoords
 from tilec.passes.tile_views import LoweringError, View
@@ -58,6 +58,8 @@ def load(
         return reader.deferred() if stored_later(op) else reader.now()
     if shape != like.part.shape:
         raise LoweringError(op, f"loading a {shape} tile like a {like.part.shape} tensor")
+    if stored_later(op):
+        return deferred_load(view, other, like.part, tid)
     return load_tile(op, view, other, tid, threads, like.part)
 
 

@@ -20,7 +20,18 @@ from mlir.dialects import arith, llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, known_multiple
-from tilec.passes.tile_fragments import Frag, Partition, Reduced, constant, convert, group_key
+from tilec.passes.tile_fragments import (
+    Deferred,
+    Evaluation,
+    Frag,
+    Partition,
+    Reduced,
+    chunk_values,
+    constant,
+    convert,
+    fast_path,
+    group_key,
+)
 from tilec.passes.tile_views import (
     LoweringError,
     View,
@@ -109,6 +120,16 @@ class Side:
         if self.width > 1 and (self.view.space == "global" or dynamic):
             conds.append(self.aligned(part, b))
         return all_of(conds)
+
+    def edge_vectors(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
+        """Whether the edge version may still load whole runs as vectors: the view aligned
+        for the width (a global or runtime-offset side is tested; a static shared one is)."""
+        if self.width == 1:
+            return False
+        dynamic = not isinstance(self.view.offset, int) or any(
+            not isinstance(d, int) for k, d in enumerate(self.view.stride) if k != part.m
+        )
+        return self.aligned(part, b) if self.view.space == "global" or dynamic else True
 
     def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value:
         i64 = ir.IntegerType.get_signless(64)
@@ -209,16 +230,32 @@ class Run:
 
 
 def read_chunk(
-    side: Side, part: Partition, coords: list[Term], other: ir.Value | None, b: IndexBuilder
+    side: Side,
+    part: Partition,
+    coords: list[Term],
+    other: ir.Value | None,
+    b: IndexBuilder,
+    aligned: ir.Value | bool = False,
 ) -> list[ir.Value]:
-    """The V values of the chunk at `coords`: vectors of side.width, or predicated scalars."""
+    """The V values of the chunk at `coords`: vectors of side.width, or predicated scalars.
+    With `other` (the edge version) and `aligned` (the view is aligned for the width), a run
+    wholly inside the bounds still loads as one vector: only the runs a bound cuts go element
+    by element (a ragged row's last tile, not all of it)."""
     view, w, out = side.view, side.width, []
     for s in range(0, part.vec, w):
         at = shifted(coords, part.m, s, b)
         if other is None and w > 1:
             out += read_vector(view, element_address(view, at, b), w)
             continue
-        out += read_scalars(view, Run(view, at, part.m, b), other, w)
+        run = Run(view, at, part.m, b)
+        edge = aligned is not False and w > 1 and run.linear
+        whole = all_of([aligned, run.inside(w - 1)]) if edge else False
+        out += if_else(
+            whole,
+            [view.elem] * w,
+            lambda run=run: read_vector(view, run.address(0), w),
+            lambda run=run: read_scalars(view, run, other, w),
+        )
     return out
 
 
@@ -249,17 +286,34 @@ def write_chunk(
     values: list[ir.Value],
     guarded: bool,
     b: IndexBuilder,
+    aligned: ir.Value | bool = False,
+    mask: list[ir.Value] | None = None,
 ) -> None:
-    """Store a chunk: vectors of side.width, or scalars (predicated when `guarded`)."""
+    """Store a chunk: vectors of side.width, or scalars (predicated when `guarded`); guarded
+    and `aligned`, a run wholly inside the bounds still stores as one vector. With `mask` (an
+    i1 per value), an element whose mask is false is not written; a run whose mask is all
+    true (and, guarded, wholly inside) still stores as one vector."""
     view, w = side.view, side.width
     values = [convert(v, view.elem) for v in values]
     for s in range(0, part.vec, w):
         at = shifted(coords, part.m, s, b)
         run_values = values[s : s + w]
-        if not guarded and w > 1:
+        run_mask = None if mask is None else mask[s : s + w]
+        if not guarded and w > 1 and run_mask is None:
             write_vector(view, lambda at=at: element_address(view, at, b), run_values)
             continue
-        write_scalars(Run(view, at, part.m, b), run_values, guarded)
+        run = Run(view, at, part.m, b)
+        if guarded:
+            edge = aligned is not False and w > 1 and run.linear
+            whole = all_of([aligned, run.inside(w - 1), *(run_mask or [])]) if edge else False
+        else:
+            whole = all_of(run_mask or []) if w > 1 else False
+        if_else(
+            whole,
+            [],
+            lambda run=run, vals=run_values: write_vector(view, lambda: run.address(0), vals),
+            lambda run=run, vals=run_values, m=run_mask: write_scalars(run, vals, guarded, m),
+        )
 
 
 def write_vector(view: View, address: Callable[[], ir.Value], values: list[ir.Value]) -> list:
@@ -274,13 +328,16 @@ def write_vector(view: View, address: Callable[[], ir.Value], values: list[ir.Va
     return []
 
 
-def write_scalars(run: Run, values: list[ir.Value], guarded: bool) -> list:
+def write_scalars(
+    run: Run, values: list[ir.Value], guarded: bool, mask: list[ir.Value] | None = None
+) -> list:
     for e, value in enumerate(values):
 
         def store(e: int = e, value: ir.Value = value) -> None:
             llvm.StoreOp(value, run.address(e))
 
-        when(run.inside(e) if guarded else True, store)
+        inside = run.inside(e) if guarded else True
+        when(all_of([inside, mask[e]]) if mask is not None else inside, store)
     return []
 
 
@@ -311,28 +368,100 @@ def load(
     b = IndexBuilder()
     part = part or choose_partition(view, view.static_shape(op), threads)
     side = Side.of(view, part)
-    types = [view.elem] * (part.vec * part.iters)
+    words = Words.of(view.elem, part.vec)
 
     def version(fallback: ir.Value | None) -> list[ir.Value]:
+        aligned = side.edge_vectors(part, b) if fallback is not None else False
         vals: list[ir.Value] = []
         for i in range(part.iters):
             vals += per_chunk(
                 part,
                 t,
                 b,
-                [view.elem] * part.vec,
-                lambda c: read_chunk(side, part, c, fallback, b),
-                lambda: [other] * part.vec,
+                words.types(part.vec),
+                lambda c: words.pack(read_chunk(side, part, c, fallback, b, aligned)),
+                lambda: words.pack([other] * part.vec),
                 i,
             )
         return vals
 
-    flat = if_else(side.fast(part, b), types, lambda: version(None), lambda: version(other))
+    flat = if_else(
+        side.fast(part, b),
+        words.types(part.vec * part.iters),
+        lambda: version(None),
+        lambda: version(other),
+    )
+    flat = words.unpack(flat)
     rows = [flat[i * part.vec : (i + 1) * part.vec] for i in range(part.iters)]
     return Frag(part, view.elem, rows)
 
 
-def store(op: ir.Operation, frag: Frag, view: View, t: ir.Value) -> None:
+@dataclass(frozen=True)
+class Words:
+    """How a load's versions hand their values to the join: 16-bit elements two to an i32
+    word. Joined one by one, each f16 took a 32-bit register of its own until it was used
+    (examples/layernorm.tile at COLS = 8192: x, w and b as 96 such registers, 127 in all and
+    two blocks an SM); joined as words they stay packed as they were loaded."""
+
+    elem: ir.Type
+    pairs: bool
+
+    @staticmethod
+    def of(elem: ir.Type, vec: int) -> Words:
+        return Words(elem, elem_bytes(elem) == 2 and vec % 2 == 0)
+
+    def types(self, n: int) -> list[ir.Type]:
+        if not self.pairs:
+            return [self.elem] * n
+        return [ir.IntegerType.get_signless(32)] * (n // 2)
+
+    def pack(self, values: list[ir.Value]) -> list[ir.Value]:
+        if not self.pairs:
+            return values
+        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
+        out = []
+        for lo, hi in zip(values[0::2], values[1::2], strict=True):
+            vec = llvm.UndefOp(pair).result
+            vec = llvm.InsertElementOp(vec, lo, constant(i32, 0)).result
+            vec = llvm.InsertElementOp(vec, hi, constant(i32, 1)).result
+            out.append(llvm.BitcastOp(i32, vec).result)
+        return out
+
+    def unpack(self, words: list[ir.Value]) -> list[ir.Value]:
+        if not self.pairs:
+            return words
+        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
+        out = []
+        for w in words:
+            vec = llvm.BitcastOp(pair, w).result
+            out += [llvm.ExtractElementOp(vec, constant(i32, e)).result for e in (0, 1)]
+        return out
+
+
+def deferred_load(view: View, other: ir.Value, part: Partition, t: ir.Value) -> Deferred:
+    """The tile at `view` spread as `part`, each chunk read where a store writes it (see
+    tile_epilogue): loaded at the `load`, a LayerNorm's weights and biases were whole tiles
+    live at once beside x (and, joined from two versions, all of them at the join)."""
+    b = IndexBuilder()
+    side = Side.of(view, part)
+    key = id(side)
+
+    def value(i: int, j: int, ev: Evaluation) -> ir.Value:
+        if (key, i, 0) not in ev.loaded:
+            coords = part.chunk_coords(i, t, b)
+            fallback = other if ev.guarded else None
+            aligned = side.edge_vectors(part, b) if ev.guarded else False
+            ev.loaded[(key, i, 0)] = read_chunk(side, part, coords, fallback, b, aligned)
+        return ev.loaded[(key, i, 0)][j]
+
+    return Deferred(part, (lambda b: side.fast(part, b),), value)
+
+
+def store(
+    op: ir.Operation, frag: Frag | Deferred, view: View, t: ir.Value, mask: Frag | None = None
+) -> None:
+    """Store a register tensor; a deferred one is computed chunk by chunk as it is stored.
+    With `mask` (a predicate tensor spread as `frag`), its false elements are not written."""
     b = IndexBuilder()
     part = frag.part
     if view.static_shape(op) != part.shape:
@@ -340,16 +469,21 @@ def store(op: ir.Operation, frag: Frag, view: View, t: ir.Value) -> None:
     side = Side.of(view, part)
 
     def version(guarded: bool) -> list[ir.Value]:
+        ev = Evaluation(guarded)
+        aligned = side.edge_vectors(part, b) if guarded else False
         for i in range(part.iters):
 
             def body(c: list[Term], i: int = i) -> list[ir.Value]:
-                write_chunk(side, part, c, frag.values[i], guarded, b)
+                masks = None if mask is None else mask.values[i]
+                values = chunk_values(frag, i, ev)
+                write_chunk(side, part, c, values, guarded, b, aligned, masks)
                 return []
 
             per_chunk(part, t, b, [], body, list, i)
         return []
 
-    if_else(side.fast(part, b), [], lambda: version(False), lambda: version(True))
+    fast = fast_path(frag, side.fast(part, b), b)
+    if_else(fast, [], lambda: version(False), lambda: version(True))
 
 
 def store_reduced(op: ir.Operation, red: Reduced, view: View, t: ir.Value) -> None:

@@ -49,6 +49,7 @@ from tilec.passes.tile_pipeline import PREFETCH
 from tilec.passes.tile_views import (
     LoweringError,
     View,
+    all_of,
     element_address,
     in_bounds,
     rows_from,
@@ -462,9 +463,17 @@ def gemm_prefetch(
     ahead.values = [current]
 
 
-def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, threads: int) -> None:
+def store(
+    op: ir.Operation,
+    acc: Frag | Deferred,
+    view: View,
+    tid: ir.Value,
+    threads: int,
+    mask: Frag | None = None,
+) -> None:
     """Store the accumulator (converted) into a global tile: pairs c(2i), c(2i+1) are adjacent.
-    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored."""
+    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored;
+    with `mask` (a predicate tensor spread as the accumulator) its false elements are not."""
     part = acc.part
     assert isinstance(part, MmaPartition)
     if view.static_shape(op) != part.block:
@@ -479,9 +488,9 @@ def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, thr
         for i in range(part.iters):
             values = [convert(v, view.elem) for v in chunk_values(acc, i, ev)]
             for h in range(2):
-                write_pair(
-                    view, coords(i, h), values[2 * h : 2 * h + 2], side.width == 2, guarded, b
-                )
+                pair_mask = None if mask is None else mask.values[i][2 * h : 2 * h + 2]
+                vals = values[2 * h : 2 * h + 2]
+                write_pair(view, coords(i, h), vals, side.width == 2, guarded, b, pair_mask)
         return []
 
     if_else(
@@ -493,19 +502,37 @@ def store(op: ir.Operation, acc: Frag | Deferred, view: View, tid: ir.Value, thr
 
 
 def write_pair(
-    view: View, at: list[Term], vals: list[ir.Value], paired: bool, guarded: bool, b: IndexBuilder
+    view: View,
+    at: list[Term],
+    vals: list[ir.Value],
+    paired: bool,
+    guarded: bool,
+    b: IndexBuilder,
+    mask: list[ir.Value] | None = None,
 ) -> None:
-    if not guarded and paired:
+    """One pair of the accumulator: a 2-element vector in the fast path (under both masks, if
+    masked), else element by element, each under its bounds (guarded) and its mask."""
+
+    def both() -> list:
         width = 2 * vals[0].type.width // 8  # the pair's bytes: the fast path checked them
         llvm.StoreOp(pair(vals[0], vals[1]), element_address(view, at, b), alignment=width)
+        return []
+
+    def each() -> list:
+        for e, v in enumerate(vals):
+            here = [at[0], b.add(at[1], e)]
+
+            def put(here: list[Term] = here, v: ir.Value = v) -> None:
+                llvm.StoreOp(v, element_address(view, here, b))
+
+            inside = in_bounds(view, here, b) if guarded else True
+            when(all_of([inside, mask[e]]) if mask is not None else inside, put)
+        return []
+
+    if not guarded and paired:
+        if_else(True if mask is None else all_of(mask), [], both, each)
         return
-    for e, v in enumerate(vals):
-        here = [at[0], b.add(at[1], e)]
-
-        def put(here: list[Term] = here, v: ir.Value = v) -> None:
-            llvm.StoreOp(v, element_address(view, here, b))
-
-        when(in_bounds(view, here, b) if guarded else True, put)
+    each()
 
 
 class CarriedLoops:

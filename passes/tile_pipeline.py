@@ -259,6 +259,16 @@ class Pipeline:
             nvvm.CpAsyncWaitGroupOp(0)
 
 
+def warp_specialized(op: ir.Operation) -> bool:
+    """Whether `op` sits in a kernel's `warp_specialize` region (lowered by convert-tile-sm90)."""
+    parent = op.parent
+    while parent is not None:
+        if "tile.warp_specialize" in parent.attributes:
+            return True
+        parent = parent.parent
+    return False
+
+
 def target_smem_limit(loop: ir.Operation) -> int:
     """The opt-in shared memory limit (tilec.targets) of the target of the func.func around
     `loop`; targets not in the table, or kernels without one, keep to what every one allows."""
@@ -346,11 +356,18 @@ class TilePipeline(Pass):
         stages = ir.IntegerAttr(attr).value
         if stages < 1:
             raise LoweringError(loop, f"tile.stages = {stages}: a pipeline needs at least 1 stage")
-        if stages == 1 or len(loop.operands) != 3:
+        if stages == 1 or len(loop.operands) < 3:  # lb, ub, step, then any loop-carried values
             return
         p = Pipeline(loop, stages)
         if not p.copies:
-            return
+            if warp_specialized(loop):  # its roles' loops are convert-tile-sm90's mbarrier ring
+                return
+            raise LoweringError(
+                loop,
+                f"pipeline(..., stages = {stages}) multi-buffers the cp.async copies into shared "
+                "buffers in its body, and this loop has none: copy(...) without an atom is "
+                "synchronous (write copy<cp_async.cg.16>(...))",
+            )
         if "tile.prefetch_fragments" in loop.attributes:  # the source's pipeline(prefetch = ...)
             prefetch = ir.IntegerAttr(loop.attributes["tile.prefetch_fragments"]).value != 0
         fits = p.fitting_stages(smem_limit)

@@ -86,11 +86,15 @@ def reduce(
     gpu.BarrierOp()
     warp_mask = ((1 << thi) - 1) ^ ((1 << warp_lo) - 1)
     others = arith.AndIOp(t, b.value(~warp_mask & (part.threads - 1))).result
+    # One pointer to this thread's first partner, then constant offsets: built as one index
+    # each, the slots became or-ed indices that LLVM hoists out of a loop as one register each
+    # (8 warps: 8 registers a reduction, live across the whole loop).
+    row = gep(base, others, elem, b)
     for n, key in enumerate(keys):
         acc = None
         for combo in range(1 << (thi - warp_lo)):
-            slot = b.add(b.add(others, combo << warp_lo), n * part.threads)
-            v = llvm.LoadOp(elem, gep(base, slot, elem, b)).result
+            slot = (combo << warp_lo) + n * part.threads
+            v = llvm.LoadOp(elem, gep(row, slot, elem, b)).result
             acc = v if acc is None else combine(kind, acc, v)
         groups[key] = acc
     if reuse_guard:

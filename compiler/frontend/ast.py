@@ -186,7 +186,7 @@ class Arg(Node):
 
 @dataclass
 class Clause(Node):
-    name: str  # grid | threads | target | contract
+    name: str  # grid | threads | target | contract | specialize
     args: list[Node]
 
 

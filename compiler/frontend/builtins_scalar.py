@@ -174,6 +174,8 @@ def cdiv(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
         return c.error(f"cdiv by {b.value}", node.args[1].span)
     if a.static and b.static:
         return IntV(-(-a.value // b.value), str(-(-a.value // b.value)))
+    if b.static and b.value == 1:  # grid(cdiv(R, ROWS)) at ROWS = 1: the manifest reads R
+        return IntV(None, a.text)
     return IntV(None, f"cdiv({a.text}, {b.text})")
 
 

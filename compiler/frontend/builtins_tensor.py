@@ -174,7 +174,7 @@ def permute(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> 
     return TensorV(t.elem, t.space, with_modes(t.layout, [modes[p] for p in perm]), t.alloc)
 
 
-@builtin("load", 1, 1, ("other", "like"))
+@builtin("load", 1, 1, ("other", "like", "mask"))
 def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     t = tensor_arg(c, args[0], node.args[0], ("global", "shared"))
     other = kw.get("other")
@@ -188,16 +188,44 @@ def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             f"{L.tuple_str(L.shape(t.layout))}: local_tile(...) it first",
             node.span,
         )
+    if "mask" in kw:
+        if "like" in kw:
+            return c.error(
+                "load takes like = or mask = (a mask already spreads the load as it is spread)",
+                node.kwarg("mask").span,
+            )
+        mask = _mask(c, node, t, kw["mask"])
+        return ErrorV() if mask is None else _load_like(c, node, t, mask, "mask")
     if "like" in kw:
         return _load_like(c, node, t, kw["like"])
     return TensorV(t.elem, "register", L.Layout(L.shape(t.layout)))
 
 
-def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
+def _mask(c: ExprChecker, node: ast.Call, t: TensorV, mask: V) -> TensorV | None:
+    """`mask = p` of a load or store: a predicate tensor in registers, shaped as the tile."""
+    arg = node.kwarg("mask")
+    p = tensor_arg(c, mask, arg, ("register",))
+    if p is None:
+        return None
+    if p.elem != "bool":
+        c.error(f"mask = takes a predicate tensor (a comparison), not {p.elem} values", arg.span)
+        return None
+    shape, want = L.shape(t.layout), p.logical_shape
+    if mode_sizes(shape) != mode_sizes(want):
+        c.error(
+            f"a {L.tuple_str(want)} mask for a {L.tuple_str(shape)} tile: the shapes must be equal",
+            arg.span,
+        )
+        return None
+    return p
+
+
+def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V, key: str = "like") -> V:
     """`load(t, like = x)`: t's elements spread over the threads as x's are (an MMA
-    accumulator's partition, say), so the result combines elementwise with x."""
-    span = node.kwarg("like").span
-    x = tensor_arg(c, like, node.kwarg("like"), ("register",))
+    accumulator's partition, say), so the result combines elementwise with x; `mask = p`
+    spreads it as p."""
+    span = node.kwarg(key).span
+    x = tensor_arg(c, like, node.kwarg(key), ("register",))
     if x is None:
         return ErrorV()
     shape, want = L.shape(t.layout), x.logical_shape
@@ -223,11 +251,13 @@ def _same_size(c: ExprChecker, a: TensorV, b: TensorV, node: ast.Node) -> bool:
     return False
 
 
-@builtin("store", 2, 2)
+@builtin("store", 2, 2, ("mask",))
 def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     v = tensor_arg(c, args[0], node.args[0], ("register",))
     t = tensor_arg(c, args[1], node.args[1], ("global", "shared"))
     if v is None or t is None or not _same_size(c, v, t, node):
+        return ErrorV()
+    if "mask" in kw and _mask(c, node, t, kw["mask"]) is None:
         return ErrorV()
     if v.elem == "bool" and t.elem != "bool":
         return c.error(

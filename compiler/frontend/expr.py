@@ -176,10 +176,10 @@ class ExprChecker:
         for loop, inner, how in self.loops:
             if inside(owner, inner):
                 continue
-            if how != "range":
+            if how not in ("range", "pipeline"):
                 self.error(
-                    f"a {how}(...) loop cannot carry '{stmt.name}' yet: only a range(...) loop "
-                    "updates a var declared outside it",
+                    f"a {how}(...) loop cannot carry '{stmt.name}' yet: only a range(...) or "
+                    "pipeline(...) loop updates a var declared outside it",
                     stmt.span,
                 )
                 return
@@ -493,11 +493,13 @@ def result_elem(operands: list[V]) -> str:
     a float become f32, as in C; else the largest tensor's type. Predicates (bool) only select.
     """
     tensors = [v for v in operands if isinstance(v, TensorV) and v.elem != "bool"]
+    # A FloatV is a number or a scalar argument; an `i32`/`i64` argument is an integer.
+    float_scalar = any(isinstance(v, FloatV) and is_float_type(v.elem) for v in operands)
     if not tensors:
-        return "f32" if any(isinstance(v, FloatV) for v in operands) else "i32"
+        return "f32" if float_scalar else "i32"
     result = max(tensors, key=lambda t: L.product(t.logical_shape))
     floats = any(is_float_type(t.elem) for t in tensors)
-    widen = any(isinstance(v, FloatV) for v in operands) and not floats
+    widen = float_scalar and not floats
     return "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
 
 

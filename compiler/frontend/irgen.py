@@ -114,6 +114,11 @@ class KernelGen(ExprGen):
             "tile.arg_names": ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names]),
             "tile.bindings": ir.DictAttr.get(bindings),
             "tile.smem_bytes": i64(k.smem_bytes),
+            **(
+                {"tile.specialize": ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})}
+                if k.specialize
+                else {}
+            ),
         }
 
     def make_tensor(self, a: ast.Arg) -> None:

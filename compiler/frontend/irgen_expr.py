@@ -307,13 +307,13 @@ class ExprGen:
         if f == "load":
             other = self.values.get(id(node.kwarg("other"))) if node.kwarg("other") else None
             src = self.values[id(node.args[0])]
-            like = [self.expr(node.kwarg("like"))] if node.kwarg("like") else []
+            spread = node.kwarg("like") or node.kwarg("mask")
+            like = [self.expr(spread)] if spread else []
+            attrs = {"other": constant_attr(other, src.elem)}
+            if node.kwarg("mask"):
+                attrs["masked"] = ir.UnitAttr.get()  # the `like` operand is the mask
             return self.op(
-                "tile.load",
-                span,
-                [self.expr(node.args[0]), *like],
-                [rtype],
-                {"other": constant_attr(other, src.elem)},
+                "tile.load", span, [self.expr(node.args[0]), *like], [rtype], attrs
             ).result
         if f == "tiled_mma":
             return self.op("tile.tiled_mma", span, [], [rtype]).result
@@ -358,7 +358,9 @@ class ExprGen:
         if f == "barrier":
             self.op("tile.barrier", span, [], [])
         elif f == "store":
-            self.op("tile.store", span, [self.expr(node.args[0]), self.expr(node.args[1])], [])
+            mask = [self.expr(node.kwarg("mask"))] if node.kwarg("mask") else []
+            operands = [self.expr(node.args[0]), self.expr(node.args[1]), *mask]
+            self.op("tile.store", span, operands, [])
         elif f == "copy":
             atom = node.targs[0] if node.targs else None
             name = (atom.text if isinstance(atom, ast.AtomName) else atom.id) if atom else "auto"

@@ -187,9 +187,10 @@ class Parser:
         name = self.ident()
         if name.text == "contract":
             return parse_contract(self, name)
-        if name.text not in ("grid", "threads", "target"):
+        if name.text not in ("grid", "threads", "target", "specialize"):
             self.fail(
-                f"expected 'grid', 'threads', 'target', 'contract' or '{{', found '{name.text}'",
+                "expected 'grid', 'threads', 'target', 'contract', 'specialize' or '{', found "
+                f"'{name.text}'",
                 name.span,
             )
         self.expect("(", "'('")

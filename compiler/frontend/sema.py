@@ -47,6 +47,8 @@ class CheckedKernel:
     allocs: list[Alloc]
     smem_bytes: int
     contract: list[Promise] = field(default_factory=list)  # the contract(...) clause's terms
+    # specialize(N <= 4096, ...): size -> the largest value the specialised build is for
+    specialize: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,6 +122,7 @@ class KernelChecker:
             self.arg(a)
         target, threads, grid = self.clauses()
         contract = check_contract(self, self.node.clause("contract"))
+        specialize = self.specialize(self.node.clause("specialize"))
         self.c.target, self.c.threads = target, threads
         self.c.header = False
         self.c.block(self.node.body, self.scope)
@@ -142,6 +145,7 @@ class KernelChecker:
             allocs,
             total,
             contract,
+            specialize,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:
@@ -299,6 +303,50 @@ class KernelChecker:
         threads = self.threads(seen.get("threads"))
         grid = self.grid(seen.get("grid"))
         return target, threads, grid
+
+    def specialize(self, cl: ast.Clause | None) -> dict[str, int]:
+        """`specialize(N <= 4096, M < 64)`: each a runtime size, `<=` or `<`, and a positive
+        static bound; the build adds a variant compiled for the launches where all hold."""
+        out: dict[str, int] = {}
+        if cl is None:
+            return out
+        if not cl.args:
+            self.diags.error("specialize(...) takes conditions such as N <= COLS", cl.span)
+        for a in cl.args:
+            if not (isinstance(a, ast.Binary) and a.op in ("<=", "<")):
+                self.diags.error(
+                    "a specialisation is a runtime size, '<=' or '<', and a static bound "
+                    "(e.g. N <= COLS)",
+                    a.span,
+                )
+                continue
+            if not isinstance(a.lhs, ast.Name) or a.lhs.id not in self.sizes:
+                sizes = ", ".join(sorted(self.sizes)) or "none"
+                self.diags.error(
+                    f"specialize(...) names a runtime size of the kernel's arguments (sizes: "
+                    f"{sizes})",
+                    a.lhs.span,
+                )
+                continue
+            bound = self.c.expr(a.rhs, self.scope)
+            if isinstance(bound, ErrorV):
+                continue
+            if not (isinstance(bound, IntV) and bound.static):
+                self.diags.error("a specialisation's bound must be a static integer", a.rhs.span)
+                continue
+            at_most = bound.value - (a.op == "<")
+            if at_most < 1:
+                self.diags.error(
+                    f"{a.lhs.id} {a.op} {bound.value} leaves no size of at least 1 to specialise "
+                    "for",
+                    a.span,
+                )
+                continue
+            if a.lhs.id in out:
+                self.diags.error(f"{a.lhs.id} is specialised twice", a.span)
+                continue
+            out[a.lhs.id] = at_most
+        return out
 
     def target(self, cl: ast.Clause | None) -> str | None:
         if cl is None:

@@ -55,6 +55,7 @@ class Binding:
     slots: list[ctypes._SimpleCData | tuple[str, str]] = field(default_factory=list)
     tma: dict[str, dict[str, Any]] = field(default_factory=dict)
     wide: bool = False  # launch the manifest's wide (64-bit index) variant
+    special: bool = False  # launch its specialised variant (`specialize(...)` holds)
 
 
 def user_params(m: Manifest) -> list[TensorParam | ScalarParam]:
@@ -265,7 +266,16 @@ def bind(
         if isinstance(p, TensorParam):
             wide = _needs_wide(m, p.name, views[p.name]) or wide
     _check_outputs(m, views)
-    return Binding(views, symbols, grid, block, smem, slots, tma, wide)  # type: ignore[arg-type]
+    special = not wide and specialised(m, symbols)
+    return Binding(views, symbols, grid, block, smem, slots, tma, wide, special)  # type: ignore[arg-type]
+
+
+def specialised(m: Manifest, symbols: dict[str, int]) -> bool:
+    """Whether this launch is one the manifest's specialised variant serves: every condition
+    `1 <= value <= at_most` holds."""
+    if not m.special_ptx_file:
+        return False
+    return all(1 <= evaluate(r.value, symbols) <= evaluate(r.at_most, symbols) for r in m.special)
 
 
 def _self_overlap(view: TensorView) -> int | None:

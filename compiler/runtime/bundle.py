@@ -143,16 +143,30 @@ class Manifest:
     # The 64-bit-index variant's PTX file ("" when the bundle has none): launched when a tensor
     # spans 2^31 elements or more, which the ordinary PTX's 32-bit index cannot address.
     wide_ptx_file: str = ""
+    # The specialised variant (the kernel's specialize(...) clause): launched instead of the
+    # ordinary PTX when 1 <= value <= at_most holds for every entry of `special` (and the
+    # launch does not need the wide variant).
+    special: tuple[Requirement, ...] = ()
+    special_ptx_file: str = ""
 
     def __post_init__(self) -> None:
         validate(self)
         if not self.ptx_file:
             object.__setattr__(self, "ptx_file", f"{self.entry}.ptx")  # frozen dataclass
-        for key, name in (("ptx", self.ptx_file), ("wide_ptx", self.wide_ptx_file)):
+        files = (
+            ("ptx", self.ptx_file),
+            ("wide_ptx", self.wide_ptx_file),
+            ("special_ptx", self.special_ptx_file),
+        )
+        for key, name in files:
             if name and (Path(name).name != name or name.startswith(".")):
                 raise ManifestError(f"{key}: {name!r} must be a file name inside the bundle")
         if self.wide_ptx_file == self.ptx_file:
             raise ManifestError(f"wide_ptx: {self.wide_ptx_file!r} is the ordinary PTX file")
+        if bool(self.special) != bool(self.special_ptx_file):
+            raise ManifestError("special and special_ptx: one names no variant the other does")
+        if self.special_ptx_file and self.special_ptx_file in (self.ptx_file, self.wide_ptx_file):
+            raise ManifestError(f"special_ptx: {self.special_ptx_file!r} is another variant's")
 
     def tensors(self) -> list[TensorParam]:
         return [p for p in self.params if isinstance(p, TensorParam)]
@@ -223,6 +237,9 @@ class Manifest:
         }
         if self.wide_ptx_file:  # optional: a manifest without it reads as before
             data["wide_ptx"] = self.wide_ptx_file
+        if self.special_ptx_file:  # optional, as wide_ptx
+            data["special_ptx"] = self.special_ptx_file
+            data["special"] = [{"value": r.value, "at_most": r.at_most} for r in self.special]
         return data
 
     @classmethod
@@ -328,6 +345,11 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         tilec_version=data.get("tilec_version", ""),
         ptx_file=data.get("ptx", ""),
         wide_ptx_file=data.get("wide_ptx") or "",
+        special_ptx_file=data.get("special_ptx") or "",
+        special=tuple(
+            Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
+            for i, r in enumerate(data.get("special", []))
+        ),
         requires=tuple(
             Requirement(
                 _req(r, "value", f"requires[{i}]"),
@@ -399,9 +421,10 @@ def validate(m: Manifest) -> None:
     for axis, f in zip("xyz", m.block, strict=True):
         _check_formula(f, symbols, f"block.{axis}")
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
-    for i, r in enumerate(m.requires):
-        _check_formula(r.value, symbols, f"requires[{i}].value")
-        _check_formula(r.at_most, symbols, f"requires[{i}].at_most")
+    for key, reqs in (("requires", m.requires), ("special", m.special)):
+        for i, r in enumerate(reqs):
+            _check_formula(r.value, symbols, f"{key}[{i}].value")
+            _check_formula(r.at_most, symbols, f"{key}[{i}].at_most")
     for d in m.tma:
         if d.tensor not in tensors:
             raise ManifestError(f"tma {d.name!r}: unknown tensor {d.tensor!r}")
@@ -430,6 +453,12 @@ def read_wide_ptx(path: str | os.PathLike[str], manifest: Manifest) -> str:
     return _read_ptx(Path(path), manifest.wide_ptx_file) if manifest.wide_ptx_file else ""
 
 
+def read_special_ptx(path: str | os.PathLike[str], manifest: Manifest) -> str:
+    """The specialised variant's PTX of the bundle at `path` ("" when it has none)."""
+    name = manifest.special_ptx_file
+    return _read_ptx(Path(path), name) if name else ""
+
+
 def _read_ptx(root: Path, name: str) -> str:
     ptx_path = root / name
     if not ptx_path.is_file():
@@ -438,17 +467,25 @@ def _read_ptx(root: Path, name: str) -> str:
 
 
 def write_bundle(
-    path: str | os.PathLike[str], manifest: Manifest, ptx: str, wide_ptx: str = ""
+    path: str | os.PathLike[str],
+    manifest: Manifest,
+    ptx: str,
+    wide_ptx: str = "",
+    special_ptx: str = "",
 ) -> Path:
     """Writes a bundle directory at `path`; an existing bundle there is replaced atomically.
 
     `wide_ptx` is the 64-bit-index variant, written as the manifest's `wide_ptx` file (given
-    exactly when the manifest names one). The files go to a sibling temp directory first and
+    exactly when the manifest names one), `special_ptx` its `special_ptx` file (likewise; a
+    module's kernels share it, so it is dropped for a manifest that names none). The files go
+    to a sibling temp directory first and
     are renamed into place, so a reader never sees a half-written bundle.
     """
     if bool(wide_ptx) != bool(manifest.wide_ptx_file):
         have = "a wide PTX" if wide_ptx else "no wide PTX"
         raise ManifestError(f"{manifest.entry}: {have}, but wide_ptx is {manifest.wide_ptx_file!r}")
+    if manifest.special_ptx_file and not special_ptx:
+        raise ManifestError(f"{manifest.entry}: no special PTX, but special_ptx is named")
     root = Path(path)
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
@@ -460,6 +497,8 @@ def write_bundle(
     (tmp / data["ptx"]).write_text(ptx)
     if wide_ptx:
         (tmp / manifest.wide_ptx_file).write_text(wide_ptx)
+    if manifest.special_ptx_file:
+        (tmp / manifest.special_ptx_file).write_text(special_ptx)
     (tmp / MANIFEST_NAME).write_text(json.dumps(data, indent=2) + "\n")
     if root.exists():
         # A directory cannot be renamed over a non-empty one: move the old one aside first.

@@ -22,6 +22,7 @@ from tilec.runtime.bundle import (
     ScalarParam,
     TensorParam,
     read_bundle,
+    read_special_ptx,
     read_wide_ptx,
     write_bundle,
 )
@@ -72,8 +73,9 @@ class _Plan:
     def __init__(self, m: Manifest, b: Binding, names: list[str]) -> None:
         index = {name: i for i, name in enumerate(names)}
         self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
-        # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule).
-        self.wide = b.wide
+        # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule,
+        # then the specialisation's sizes).
+        self.variant = "wide" if b.wide else "special" if b.special else ""
         self.framework, self.stream_device = _framework(b)
         self.device = next((v.device for v in b.views.values() if v.device is not None), None)
         # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
@@ -114,23 +116,30 @@ class Kernel:
     that plan and only read the pointers and scalars (`Kernel.plans` counts them).
     """
 
-    def __init__(self, manifest: Manifest, ptx: str, wide_ptx: str = "") -> None:
-        if bool(wide_ptx) != bool(manifest.wide_ptx_file):
-            raise ValueError(
-                f"{manifest.entry}: the manifest names wide PTX {manifest.wide_ptx_file!r}; "
-                f"{'got' if wide_ptx else 'no'} wide PTX text"
-            )
+    def __init__(
+        self, manifest: Manifest, ptx: str, wide_ptx: str = "", special_ptx: str = ""
+    ) -> None:
+        for kind, text, name in (
+            ("wide", wide_ptx, manifest.wide_ptx_file),
+            ("special", special_ptx, manifest.special_ptx_file),
+        ):
+            if bool(text) != bool(name):
+                raise ValueError(
+                    f"{manifest.entry}: the manifest names {kind} PTX {name!r}; "
+                    f"{'got' if text else 'no'} {kind} PTX text"
+                )
         self.manifest = manifest
         self.ptx = ptx
         self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
-        # (context, wide) → CUfunction; modules live as long.
-        self._functions: dict[tuple[int, bool], Any] = {}
-        self._modules: dict[tuple[int, bool], Any] = {}
+        self.special_ptx = special_ptx  # the specialize(...) variant, for the launches it names
+        # (context, variant) → CUfunction; modules live as long.
+        self._functions: dict[tuple[int, str], Any] = {}
+        self._modules: dict[tuple[int, str], Any] = {}
         self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
         self._params = user_params(manifest)
         self._plans: dict[tuple[Any, ...], _Plan] = {}
-        # (context, wide) → the dynamic smem that function allows (an attribute per function).
-        self._smem_set: dict[tuple[int, bool], int] = {}
+        # (context, variant) → the dynamic smem that function allows (an attribute per function).
+        self._smem_set: dict[tuple[int, str], int] = {}
 
     @property
     def plans(self) -> int:
@@ -143,25 +152,26 @@ class Kernel:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes this kernel as a bundle directory at `path`."""
-        return write_bundle(path, self.manifest, self.ptx, self.wide_ptx)
+        return write_bundle(path, self.manifest, self.ptx, self.wide_ptx, self.special_ptx)
 
     def bind(self, *args: Any) -> Binding:
         """Checks the arguments and computes sizes and launch shape; needs no GPU."""
         return bind(self.manifest, args)
 
-    def _function(self, ctx: int, wide: bool) -> Any:
-        """The entry of the ordinary or (`wide`) the 64-bit-index PTX, loaded once per context."""
-        key = (ctx, wide)
+    def _function(self, ctx: int, variant: str) -> Any:
+        """The entry of the ordinary PTX, or of the `variant` ("wide": 64-bit index,
+        "special": specialize(...)), loaded once per context."""
+        key = (ctx, variant)
         if key not in self._functions:
-            ptx = self.wide_ptx if wide else self.ptx
+            ptx = {"wide": self.wide_ptx, "special": self.special_ptx}.get(variant, self.ptx)
             try:
                 module, function = driver.load_function(
                     ptx, self.manifest.entry, self._max_smem_hint()
                 )
             except driver.CudaError as err:
-                variant = "wide variant of " if wide else ""
+                which = f"{variant} variant of " if variant else ""
                 raise driver.CudaError(
-                    f"{err} (loading {variant}{self.manifest.entry!r}, built for "
+                    f"{err} (loading {which}{self.manifest.entry!r}, built for "
                     f"{self.manifest.target})"
                 ) from None
             self._modules[key], self._functions[key] = module, function
@@ -218,8 +228,8 @@ class Kernel:
         if plan.written:
             check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
         ctx = driver.current_context(plan.device)
-        function = self._function(ctx, plan.wide)
-        self._allow_smem((ctx, plan.wide), function, plan.dynamic_smem)
+        function = self._function(ctx, plan.variant)
+        self._allow_smem((ctx, plan.variant), function, plan.dynamic_smem)
         if stream is not None:
             handle = _stream_handle(stream)
         else:
@@ -239,7 +249,7 @@ class Kernel:
         driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
         return None
 
-    def _allow_smem(self, key: tuple[int, bool], function: Any, nbytes: int) -> None:
+    def _allow_smem(self, key: tuple[int, str], function: Any, nbytes: int) -> None:
         if nbytes > max(self._max_smem_hint(), self._smem_set.get(key, 0)):
             driver.set_max_dynamic_smem(function, nbytes)
             self._smem_set[key] = nbytes
@@ -252,8 +262,9 @@ class Kernel:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
         ctx = driver.current_context(device)
-        function = self._function(ctx, b.wide)
-        self._allow_smem((ctx, b.wide), function, b.dynamic_smem)
+        variant = "wide" if b.wide else "special" if b.special else ""
+        function = self._function(ctx, variant)
+        self._allow_smem((ctx, variant), function, b.dynamic_smem)
         handle = _current_stream(*_framework(b)) if stream is None else _stream_handle(stream)
         staged: list[int] = []
         try:
@@ -323,4 +334,4 @@ def _device_symbols(device: int | None) -> dict[str, int]:
 def load(path: str | os.PathLike[str]) -> Kernel:
     """The kernel in the bundle directory at `path` (the GPU is touched at the first launch)."""
     manifest, ptx = read_bundle(path)
-    return Kernel(manifest, ptx, read_wide_ptx(path, manifest))
+    return Kernel(manifest, ptx, read_wide_ptx(path, manifest), read_special_ptx(path, manifest))

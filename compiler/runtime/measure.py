@@ -39,8 +39,9 @@ def stored(p: TensorParam, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> list[Any]:
-    """torch tensors with standard-normal values (never zeros) and scalars of 1.5; a broadcast
-    argument (stride 0) is its data expanded, as `bias.expand(M, N)`."""
+    """torch tensors with standard-normal values (never zeros), float scalars of 1.5 and
+    integer scalars of `sizes[name]` (3 when not given); a broadcast argument (stride 0) is its
+    data expanded, as `bias.expand(M, N)`."""
     torch = _torch()
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dims = shapes(manifest, sizes)
@@ -52,7 +53,8 @@ def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> lis
             t = torch.randn(data, generator=gen, device="cuda", dtype=torch.float32)
             args.append(t.to(dtype).expand(dims[p.name]))
         elif isinstance(p, ScalarParam):
-            args.append(1.5)
+            integer = p.dtype.startswith(("i", "u"))
+            args.append(sizes.get(p.name, 3) if integer else 1.5)
     return args
 
 

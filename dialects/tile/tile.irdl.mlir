@@ -159,10 +159,12 @@ irdl.dialect @tile {
 
   // --- Data movement -----------------------------------------------------------------------
 
-  // load(src[, like]) {other}: the block-level tile into registers; elements past the source
-  // tensor's bounds (ragged edges) read as `other`. With `like` (a register tensor of the same
-  // block shape), the result is spread over the threads as `like` is: an MMA fragment's
-  // partition, so an epilogue combines it elementwise with the accumulator.
+  // load(src[, like]) {other[, masked]}: the block-level tile into registers; elements past
+  // the source tensor's bounds (ragged edges) read as `other`. With `like` (a register tensor
+  // of the same block shape), the result is spread over the threads as `like` is: an MMA
+  // fragment's partition, so an epilogue combines it elementwise with the accumulator. With
+  // the unit attribute `masked` (not declared: IRDL has no optional attributes here), `like` is
+  // a predicate tensor (i1) and its false elements read `other` too.
   irdl.operation @load {
     %t = irdl.base @tile::@tensor
     %like = irdl.base @tile::@tensor
@@ -173,12 +175,13 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
-  // store(value, dst): registers to memory, converting the element type; out-of-bounds
-  // elements are not written.
+  // store(value, dst[, mask]): registers to memory, converting the element type; out-of-bounds
+  // elements, and those where the predicate tensor `mask` is false, are not written.
   irdl.operation @store {
     %v = irdl.base @tile::@tensor
     %t = irdl.base @tile::@tensor
-    irdl.operands(value: %v, dst: %t)
+    %mask = irdl.base @tile::@tensor
+    irdl.operands(value: %v, dst: %t, mask: optional %mask)
   }
 
   // copy(src, dst) {atom}: a block-level copy; atom "auto" lets the compiler choose.

@@ -27,18 +27,18 @@
 // TRANSPOSE-NEXT: transpose.tile:14:3: shared load, 4 bytes/lane, 16 instructions: 1-way (conflict-free)
 // TRANSPOSE-NEXT: transpose: 2 shared accesses, 2 conflict-free, worst 1-way
 
-// softmax: the cross-warp step of each reduction (128 threads, 4 warps) writes one f32 per
-// thread at word t (banks 0-31 once per warp), then every thread reads words lane + 32*w for
-// w = 0..3 (32 consecutive words per instruction): all conflict-free. Four reductions: the
+// softmax: the cross-warp step of each reduction (256 threads at COLS = 4096, 8 warps) writes
+// one f32 per thread at word t (banks 0-31 once per warp), then every thread reads words
+// lane + 32*w for w = 0..7 (32 consecutive words per instruction): all conflict-free. Four reductions: the
 // loop over whole tiles (max, sum) and the last tile's (max, sum).
 // SOFTMAX:      softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 8 instructions: 1-way (conflict-free)
 // SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 8 instructions: 1-way (conflict-free)
 // SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 8 instructions: 1-way (conflict-free)
 // SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared store, 4 bytes/lane, 1 instruction: 1-way (conflict-free)
-// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 4 instructions: 1-way (conflict-free)
+// SOFTMAX-NEXT: softmax.tile:{{[0-9]+}}:{{[0-9]+}}: shared load, 4 bytes/lane, 8 instructions: 1-way (conflict-free)
 // SOFTMAX-NEXT: softmax: 8 shared accesses, 8 conflict-free, worst 1-way
 
 // LATE: error: --report banks reads the 'gpu' stage, which this compile never produced

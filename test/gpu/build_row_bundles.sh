@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Bundles for test/gpu/test_rows.py, test_scores_softmax.py, test_attention_step.py and
-# bench/bench_rows.py, into build/rows (or $1): examples/softmax.tile and layernorm.tile at
-# several tile widths (COLS), test/gpu/scores_softmax.tile, examples/attention_step.tile.
+# Bundles for test/gpu/test_rows.py, test_scores_softmax.py, test_attention_step.py,
+# test_masks.py, test_pipelined_rows.py and bench/bench_rows.py, into build/rows (or $1):
+# examples/softmax.tile and layernorm.tile at several tile widths (COLS),
+# test/gpu/scores_softmax.tile, test/gpu/masks.tile, test/gpu/pipelined_rows.tile,
+# examples/attention_step.tile.
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
@@ -18,11 +20,20 @@ for cols in 1024 4096 8192; do
   for k in softmax layernorm; do one "examples/$k.tile" $k "${k}_c${cols}" -D COLS=$cols; done
 done
 one examples/layernorm.tile layernorm layernorm_c4096bf16 -D COLS=4096 -D T=bf16
+# softmax two rows a block (its m and l a value per row), and the widest rows.
+one examples/softmax.tile softmax softmax_c1024r2 -D COLS=1024 -D ROWS=2
+for cols in 16384 32768; do one examples/softmax.tile softmax "softmax_c${cols}" -D COLS=$cols; done
 # test/gpu/scores_softmax.tile: the accumulator's row reductions, with the warps of a row
 # (WN) 1 and 2, and a 128-column tile.
 one test/gpu/scores_softmax.tile scores scores_w41 -D WM=4 -D WN=1
 one test/gpu/scores_softmax.tile scores scores_w22 -D WM=2 -D WN=2
 one test/gpu/scores_softmax.tile scores scores_w22n128 -D WM=2 -D WN=2 -D BN=128
+# test/gpu/pipelined_rows.tile: a pipeline(...) loop carrying vars, 3 and 2 stages deep.
+one test/gpu/pipelined_rows.tile softmax_pipelined pipelined_s3 -D S=3
+one test/gpu/pipelined_rows.tile softmax_pipelined pipelined_s2 -D S=2
+# test/gpu/masks.tile: loads and stores with mask = (a row tile; an accumulator, causal).
+one test/gpu/masks.tile rows_masked masks_rows
+one test/gpu/masks.tile causal masks_causal
 # examples/attention_step.tile: P = softmax(Q Kᵀ) fed to P V from registers, at the defaults,
 # with two m-atoms a warp (WM = 2), with a 128-column K/V tile, and in bf16.
 one examples/attention_step.tile attention_step attention_default

@@ -4,7 +4,9 @@ carry running sums (`var`), against float64 torch on random data with NaN-poison
 Bundles: `test/gpu/build_row_bundles.sh` builds build/rows/{softmax,layernorm}_c{COLS}_{arch}
 (COLS 1024, 4096, 8192; layernorm also in bf16) on a machine with MLIR; this file needs only
 the runtime, torch and a GPU. Row lengths cover one tile, one tile and one column, many tiles
-and a ragged last tile, for each COLS.
+and a ragged last tile, for each COLS. Both kernels have `specialize(N <= COLS)`: a row of one
+tile launches the specialised variant (no loops), a longer one the general PTX; each test
+checks which one ran.
 """
 
 from __future__ import annotations
@@ -28,11 +30,15 @@ if not BUNDLES:
 EPS = 1e-5
 
 
+def cols_of(bundle: str) -> int:
+    return int(re.match(r"c(\d+)", bundle.split("_")[1]).group(1))
+
+
 def cases(kernel: str) -> list[tuple[str, int, int]]:
     """(bundle, rows, N) for every bundle of `kernel`: N around and across its tile width."""
     out = []
     for name in (b for b in BUNDLES if b.startswith(kernel + "_")):
-        cols = int(re.match(r"c(\d+)", name.split("_")[1]).group(1))
+        cols = cols_of(name)
         for n in sorted({1, 7, 1000, cols - 1, cols, cols + 1, 2 * cols + 3, 3 * cols}):
             out.append((name, 3 if n > 4 * cols else 37, n))
     return out
@@ -56,6 +62,7 @@ def test_softmax_any_n(bundle: str, rows: int, n: int) -> None:
     kernel = load(ROWS / bundle)
     x = (rand(rows, n, seed=rows * n) * 4).to(dtype_of(bundle))
     y = torch.full_like(x, float("nan"))
+    assert kernel.bind(x, y).special == (n <= cols_of(bundle)), "the wrong variant launches"
     kernel(x, y)
     torch.cuda.synchronize()
     ref = torch.softmax(x.double(), dim=1)
@@ -73,7 +80,9 @@ def test_layernorm_any_n(bundle: str, rows: int, n: int) -> None:
     w = (1 + 0.1 * rand(n, seed=n + 1)).to(dt)
     b = (0.1 * rand(n, seed=n + 2)).to(dt)
     y = torch.full_like(x, float("nan"))
-    kernel(x, w.expand(rows, n), b.expand(rows, n), y, EPS)
+    args = (x, w.expand(rows, n), b.expand(rows, n), y, EPS)
+    assert kernel.bind(*args).special == (n <= cols_of(bundle)), "the wrong variant launches"
+    kernel(*args)
     torch.cuda.synchronize()
     ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double(), EPS)
     assert not torch.isnan(y).any(), "unwritten or NaN outputs"

@@ -235,3 +235,22 @@ def test_contract_clause_fuzz(ctx: object, pieces: list[str]) -> None:
         f"  contract({' '.join(pieces)})\n{{\n  barrier()\n}}\n"
     )
     compile_or_diagnose(text, ctx)
+
+
+SPECIALIZE_PIECES = [
+    *("N", "M", "S", "x", "S - 1", "2 * S", "cdiv(N, S)", "0", "1", "-1", "99999999999999999999"),
+    *("<=", "<", ">", "==", "=", "< =", ",", "(", ")", "f32", "block.x", "\n", "{"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(SPECIALIZE_PIECES), max_size=10))
+def test_specialize_clause_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any specialize(...) text: a specialised build or located errors, never a traceback."""
+    text = (
+        "kernel k<S: int = 64>(x: f32[N]) grid(1) threads(32) target(sm_80)\n"
+        f"  specialize({' '.join(pieces)})\n{{\n"
+        "  for k in range(cdiv(N, S) - 1) {\n"
+        "    store(load(local_tile(x, S, k)) * 2.0, local_tile(x, S, k))\n  }\n}\n"
+    )
+    compile_or_diagnose(text, ctx)

@@ -66,13 +66,31 @@ def test_only_a_loop_that_assigns_an_outer_var_carries_it() -> None:
         ("var i = 0\ni = 1.5", "a var keeps its kind (an integer)"),
         ("var l = local_tile(X, (1, COLS), (block.x, 0))", "a var holds a register tensor"),
         (
-            ROW + "var t = x\nfor k in pipeline(4, stages = 2) {\n  t = t + x\n}",
-            "a pipeline(...) loop cannot carry 't' yet",
+            "var i = 0\nfor t in persistent((4, 4)) {\n  i = i + 1\n}",
+            "a persistent(...) loop cannot carry 'i' yet",
         ),
     ],
 )
 def test_var_errors(body: str, message: str) -> None:
     assert any(message in e for e in errors(body)), errors(body)
+
+
+def test_a_pipeline_loop_carries_too(tmp_path: Path) -> None:
+    body = (
+        "let sX = shared<f16>((1, 512))\nvar m = fragment<f32>((1, 1)) = -inf\n"
+        "for k in pipeline(cdiv(N, 512), stages = 3) {\n"  # 64 threads: a 16-byte chunk each
+        "  copy<cp_async.cg.16>(local_tile(X, (1, 512), (block.x, k)), sX)\n"
+        "  m = max(m, reduce_max(load(sX) : f32, mode = 1))\n}\n"
+        "store(load(local_tile(X, (1, COLS), (block.x, 0))) - m, "
+        "local_tile(Y, (1, COLS), (block.x, 0)))"
+    )
+    lowered = compiled(tmp_path, body, "lowered")
+    # tile-pipeline keeps the loop's iter_arg (each thread's max) and stages its copy 3 deep:
+    # the prologue's two groups, then one a trip, each waited for down to one pending.
+    loop = re.search(r"scf\.for .* iter_args\((.*)\) -> \((.*)\) \{", lowered)
+    assert loop is not None and loop.group(2) == "f32", lowered
+    assert lowered.count("nvvm.cp.async.commit.group") == 3
+    assert "nvvm.cp.async.wait.group 1" in lowered
 
 
 def test_comparisons_and_where() -> None:
@@ -175,3 +193,55 @@ def test_gemm_a_in_registers_must_be_an_accumulator() -> None:
     (d,) = info.value.diagnostics
     assert "gemm's a in registers must be an MMA accumulator" in d.header()
     assert d.span.line == 6 and d.span.col == 13
+
+
+TILE = "local_tile(Y, (1, COLS), (block.x, 0))"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (ROW + f"let z = load({TILE}, mask = x)", "mask = takes a predicate tensor (a comparison)"),
+        (ROW + f"store(x, {TILE}, mask = 1)", "3:57: error: expected a tensor, found int"),
+        (
+            ROW + f"let z = load({TILE}, like = x, mask = x < 0.0)",
+            "load takes like = or mask =",
+        ),
+        (
+            ROW + "let z = load(local_tile(Y, (1, 128), (block.x, 0)), mask = x < 0.0)",
+            "a (1,256) mask for a (1,128) tile: the shapes must be equal",
+        ),
+    ],
+)
+def test_mask_errors(body: str, message: str) -> None:
+    assert any(message in e for e in errors(body)), errors(body)
+
+
+def test_masked_load_and_store_lower_to_selects_and_predicated_stores(tmp_path: Path) -> None:
+    body = (
+        ROW + "let c = coord(x, mode = 1)\n"
+        f"let z = load({TILE}, mask = c >= 3, other = 7.0)\n"
+        f"store(z, {TILE}, mask = c < N - 5)"
+    )
+    tile = compiled(tmp_path, body, "tile")
+    assert re.search(r'"tile.load"\(%\w+, %\w+\) \{masked, other = 7', tile), tile
+    assert re.search(r'"tile.store"\(%\w+, %\w+, %\w+\)', tile), tile
+    lowered = compiled(tmp_path, body, "lowered")
+    # 256 columns in chunks of 8 (16 bytes of f16) over 32 of the 64 threads: 8 values each,
+    # kept or replaced by 7 (a select each), each stored under its mask; where a chunk's mask is
+    # all true the store is still one vector.
+    assert lowered.count("arith.select") >= 8
+    assert lowered.count("llvm.store") > lowered.count("vector<8xf16>, !llvm.ptr<1>") > 0
+    unmasked = compiled(tmp_path, ROW + f"store(x, {TILE})", "lowered")
+    assert lowered.count("scf.if") > unmasked.count("scf.if") + 4
+
+
+def test_a_running_value_per_row_is_carried_as_a_reduction() -> None:
+    # examples/softmax.tile two rows a block: `fragment<f32>((ROWS, 1))` meets reduce_max's
+    # result, so it is spread as that result: 2 x 1024 over 128 threads in 8-wide chunks puts
+    # one chunk of each row in every thread, so m and l are a value per row, 4 scalars in all.
+    src = str(Path(__file__).resolve().parents[2] / "examples/softmax.tile")
+    options = CompileOptions(emit="lowered", params={"COLS": "1024", "ROWS": "2"})
+    lowered = str(compile_file(src, options).value)
+    loops = re.findall(r"scf\.for .* iter_args\(.*\) -> \((.*)\) \{", lowered)
+    assert loops == ["f32, f32, f32, f32"], loops

@@ -25,7 +25,7 @@ RACER = textwrap.dedent(
             f.write(f"{os.getpid()}\\n")
         time.sleep(0.5)  # both processes are inside the compile at the same time
         m = Manifest("k", target, (TensorParam("X", "f32", ("N",)),), ("N", 1, 1), (1, 1, 1))
-        return m, f"// built by {os.getpid()}\\n", ""
+        return m, f"// built by {os.getpid()}\\n", "", ""
 
     print(cache.cached_compile("src", {"B": 1}, "sm_90a", compile_fn))
     """
@@ -33,7 +33,9 @@ RACER = textwrap.dedent(
 
 
 def fake_compile(calls: list[Any]) -> cache.CompileFn:
-    def compile_fn(source: str, params: dict[str, Any], target: str) -> tuple[Manifest, str, str]:
+    def compile_fn(
+        source: str, params: dict[str, Any], target: str
+    ) -> tuple[Manifest, str, str, str]:
         calls.append((source, params, target))
         m = Manifest(
             "k",
@@ -42,7 +44,7 @@ def fake_compile(calls: list[Any]) -> cache.CompileFn:
             ("cdiv(N, 128)", 1, 1),
             (128, 1, 1),
         )
-        return m, f"// {source} {sorted(params.items())}\n", ""
+        return m, f"// {source} {sorted(params.items())}\n", "", ""
 
     return compile_fn
 
