@@ -198,30 +198,18 @@ class KernelLowering:
     def fragment(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
         if op.operands:
             return tile_mma.fragment(op, op.operands[0].type, self.threads)
-        elem = tensor_type(op.results[0].type).elem
-        undef = llvm.UndefOp(elem).result  # until a fill; keeps the values out of local memory
-        if tile_carry.single(op.results[0].type):
-            return undef
-        part = tile_carry.spread_of(op, self.threads)
-        if isinstance(part, tuple):  # spread as a reduction's result: one value per group
-            part, mode = part
-            keys = {part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)}
-            return Reduced(part, mode, elem, dict.fromkeys(sorted(keys), undef))
-        return Frag(part, elem, [[undef] * part.vec for _ in range(part.iters)])
+        return tile_carry.fresh(op, self.threads)
 
     def fill(self, op: ir.Operation, b: IndexBuilder) -> None:
         attr = op.attributes["value"]
-        kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
+        number = (ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr)(attr).value
         target = op.operands[0]
         value = self.get(op, target)
-        if isinstance(value, ir.Value):  # a one-element tensor
-            self.lowered[target] = constant(tensor_type(target.type).elem, kind(attr).value)
-            return
-        if isinstance(value, Reduced):
-            c = constant(value.elem, kind(attr).value)
-            value.groups = dict.fromkeys(value.groups, c)
-            return
-        tile_mma.fill(self.frag(op, target), kind(attr).value)
+        if isinstance(value, Frag):
+            tile_mma.fill(value, number)
+        else:  # one element, or one per group of a reduction's spread: the number each
+            c = constant(tensor_type(target.type).elem, number)
+            self.lowered[target] = tile_carry.filled(value, c)
 
     def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
         """A loop that carries register tensors: rebuilt to carry their scalars."""

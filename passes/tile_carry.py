@@ -25,7 +25,7 @@ import math
 from types import SimpleNamespace
 
 from mlir import ir
-from mlir.dialects import scf
+from mlir.dialects import llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
@@ -145,6 +145,29 @@ class CarriedLoop:
 
 
 # How a fragment is spread -----------------------------------------------------------------------
+
+
+def fresh(op: ir.Operation, threads: int) -> Lowered:
+    """A `tile.fragment` without an MMA, its values undefined until a fill (undef keeps them
+    out of local memory): a plain value (one element), a `Reduced` (spread as a reduction's
+    result, one value per group) or a `Frag`."""
+    elem = tensor_type(op.results[0].type).elem
+    undef = llvm.UndefOp(elem).result
+    if single(op.results[0].type):
+        return undef
+    part = spread_of(op, threads)
+    if isinstance(part, tuple):
+        part, mode = part
+        keys = {part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)}
+        return Reduced(part, mode, elem, dict.fromkeys(sorted(keys), undef))
+    return Frag(part, elem, [[undef] * part.vec for _ in range(part.iters)])
+
+
+def filled(value: ir.Value | Reduced, c: ir.Value) -> ir.Value | Reduced:
+    """A one-element tensor, or a reduction-spread fragment, with every value `c`."""
+    if isinstance(value, Reduced):
+        return Reduced(value.part, value.mode, value.elem, dict.fromkeys(value.groups, c))
+    return c
 
 
 def spread_of(op: ir.Operation, threads: int) -> Partition | tuple[Partition, int]:
