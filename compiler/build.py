@@ -21,6 +21,7 @@ from tilec.binding import walk
 from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
+from tilec.passes.tile_specialize import SPECIALIZE
 from tilec.runtime.bundle import (
     Manifest,
     Param,
@@ -227,12 +228,10 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
 def specialisation(func: ir.Operation) -> tuple[Requirement, ...]:
     """`specialize(N <= 4096)` (the `tile.specialize` attribute): the conditions under which
     the runtime launches the specialised variant (each size also at least 1)."""
-    if "tile.specialize" not in func.attributes:
+    if SPECIALIZE not in func.attributes:
         return ()
-    named = list(ir.DictAttr(func.attributes["tile.specialize"]))
-    return tuple(
-        Requirement(n.name, str(ir.IntegerAttr(n.attr).value), "specialize(...)") for n in named
-    )
+    named = list(ir.DictAttr(func.attributes[SPECIALIZE]))
+    return tuple(Requirement(n.name, str(ir.IntegerAttr(n.attr).value)) for n in named)
 
 
 def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...]]:
@@ -346,16 +345,7 @@ def _compile_special(
     options = CompileOptions(
         emit="ptx", arch=arch, params=params, pipelines={"lowered": lowered}, contracts=contracts
     )
-    special_smem: dict[str, int] = {}
-
-    def read(artifact: Artifact) -> None:
-        if artifact.stage == "gpu":
-            special_smem.update(dynamic_smem(artifact.value))
-
-    special = compile_file(path, options, on_stage=read)
-    # One manifest launches both: a specialisation must not change the dynamic shared memory.
-    assert special_smem == smem, f"specialised dynamic smem {special_smem} != {smem}"
-    return str(special.value)
+    return _variant(path, options, smem, "specialised")
 
 
 def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int]) -> str:
@@ -363,19 +353,24 @@ def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int
     options = CompileOptions(
         emit="ptx", arch=arch, start="lowered", pipelines={"gpu": WIDE_GPU_PIPELINE}
     )
-    wide_smem: dict[str, int] = {}
-
-    def read(artifact: Artifact) -> None:
-        if artifact.stage == "gpu":
-            wide_smem.update(dynamic_smem(artifact.value))
-
     with tempfile.TemporaryDirectory(prefix="tilec-wide-") as tmp:
         copy = Path(tmp) / f"{Path(path).name.split('.')[0]}.lowered.mlir"
         copy.write_text(lowered)
-        wide = compile_file(str(copy), options, on_stage=read)
-    # Both variants launch with one manifest: the index width must not change shared memory.
-    assert wide_smem == smem, f"wide variant's dynamic smem {wide_smem} != {smem}"
-    return str(wide.value)
+        return _variant(str(copy), options, smem, "wide")
+
+
+def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str) -> str:
+    """The PTX of one variant of the kernels. One manifest launches every variant, so none may
+    change a kernel's dynamic shared memory (`smem`, the ordinary build's)."""
+    variant_smem: dict[str, int] = {}
+
+    def read(artifact: Artifact) -> None:
+        if artifact.stage == "gpu":
+            variant_smem.update(dynamic_smem(artifact.value))
+
+    compiled = compile_file(path, options, on_stage=read)
+    assert variant_smem == smem, f"{what} variant's dynamic smem {variant_smem} != {smem}"
+    return str(compiled.value)
 
 
 def build(

@@ -15,7 +15,7 @@ from typing import Any
 from tilec import __version__
 from tilec.runtime.bundle import MANIFEST_NAME, Manifest, write_bundle
 
-# (manifest, PTX, wide PTX: "" when the manifest names none)
+# (manifest, PTX, wide PTX, special PTX: each variant "" when the manifest names none)
 CompileFn = Callable[[str, dict[str, Any], str], tuple[Manifest, str, str, str]]
 
 
@@ -44,9 +44,10 @@ def cached_compile(
 ) -> Path:
     """The bundle directory for (source, params, target), compiling it on a miss.
 
-    `compile_fn(source, params, target)` returns (manifest, ptx, wide ptx, special ptx). Safe across
-    processes: each writes its bundle into a private temp directory and renames it into place;
-    a rename that loses the race leaves the winner's (identical) bundle and discards its own.
+    `compile_fn(source, params, target)` returns (manifest, ptx, wide ptx, special ptx). Safe
+    across processes: each writes its bundle into a private temp directory and renames it into
+    place; a rename that loses the race leaves the winner's (identical) bundle and discards its
+    own.
     """
     key = cache_key(source, params, target)
     root = cache_dir() / key[:2]

@@ -113,23 +113,19 @@ class Side:
         A shared buffer's base is a 16-byte aligned global: only its runtime parts need a test.
         """
         last = [s - 1 for s in part.shape]
-        conds = [in_bounds(self.view, last, b)]
-        dynamic = not isinstance(self.view.offset, int) or any(
-            not isinstance(d, int) for k, d in enumerate(self.view.stride) if k != part.m
-        )
-        if self.width > 1 and (self.view.space == "global" or dynamic):
-            conds.append(self.aligned(part, b))
-        return all_of(conds)
+        return all_of([in_bounds(self.view, last, b), self.vectors(part, b)])
 
-    def edge_vectors(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
-        """Whether the edge version may still load whole runs as vectors: the view aligned
-        for the width (a global or runtime-offset side is tested; a static shared one is)."""
+    def vectors(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
+        """Whether runs may move as vectors of the width: base, offset and `?` strides aligned
+        for it (tested for a global side or runtime parts; a static shared one is; a width of
+        1 needs nothing)."""
         if self.width == 1:
-            return False
-        dynamic = not isinstance(self.view.offset, int) or any(
-            not isinstance(d, int) for k, d in enumerate(self.view.stride) if k != part.m
+            return True
+        view = self.view
+        dynamic = not isinstance(view.offset, int) or any(
+            not isinstance(d, int) for k, d in enumerate(view.stride) if k != part.m
         )
-        return self.aligned(part, b) if self.view.space == "global" or dynamic else True
+        return self.aligned(part, b) if view.space == "global" or dynamic else True
 
     def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value:
         i64 = ir.IntegerType.get_signless(64)
@@ -228,6 +224,13 @@ class Run:
             return in_bounds(self.view, shifted(self.at, self.m, e, self.b), self.b)
         return all_of([*self.rest, *(less_than(self.b, e, room) for room in self.rooms)])
 
+    def whole(self, vectors: ir.Value | bool, w: int) -> ir.Value | bool:
+        """Whether the run's w elements move as one vector in the edge version: the view
+        aligned for it (`vectors`) and the run wholly inside the bounds."""
+        if vectors is False or w == 1 or not self.linear:
+            return False
+        return all_of([vectors, self.inside(w - 1)])
+
 
 def read_chunk(
     side: Side,
@@ -248,10 +251,8 @@ def read_chunk(
             out += read_vector(view, element_address(view, at, b), w)
             continue
         run = Run(view, at, part.m, b)
-        edge = aligned is not False and w > 1 and run.linear
-        whole = all_of([aligned, run.inside(w - 1)]) if edge else False
         out += if_else(
-            whole,
+            run.whole(aligned, w),
             [view.elem] * w,
             lambda run=run: read_vector(view, run.address(0), w),
             lambda run=run: read_scalars(view, run, other, w),
@@ -303,11 +304,8 @@ def write_chunk(
             write_vector(view, lambda at=at: element_address(view, at, b), run_values)
             continue
         run = Run(view, at, part.m, b)
-        if guarded:
-            edge = aligned is not False and w > 1 and run.linear
-            whole = all_of([aligned, run.inside(w - 1), *(run_mask or [])]) if edge else False
-        else:
-            whole = all_of(run_mask or []) if w > 1 else False
+        whole = run.whole(aligned, w) if guarded else w > 1
+        whole = all_of([whole, *(run_mask or [])]) if whole is not False else False
         if_else(
             whole,
             [],
@@ -371,7 +369,7 @@ def load(
     words = Words.of(view.elem, part.vec)
 
     def version(fallback: ir.Value | None) -> list[ir.Value]:
-        aligned = side.edge_vectors(part, b) if fallback is not None else False
+        aligned = side.vectors(part, b) if fallback is not None else False
         vals: list[ir.Value] = []
         for i in range(part.iters):
             vals += per_chunk(
@@ -450,7 +448,7 @@ def deferred_load(view: View, other: ir.Value, part: Partition, t: ir.Value) -> 
         if (key, i, 0) not in ev.loaded:
             coords = part.chunk_coords(i, t, b)
             fallback = other if ev.guarded else None
-            aligned = side.edge_vectors(part, b) if ev.guarded else False
+            aligned = side.vectors(part, b) if ev.guarded else False
             ev.loaded[(key, i, 0)] = read_chunk(side, part, coords, fallback, b, aligned)
         return ev.loaded[(key, i, 0)][j]
 
@@ -470,7 +468,7 @@ def store(
 
     def version(guarded: bool) -> list[ir.Value]:
         ev = Evaluation(guarded)
-        aligned = side.edge_vectors(part, b) if guarded else False
+        aligned = side.vectors(part, b) if guarded else False
         for i in range(part.iters):
 
             def body(c: list[Term], i: int = i) -> list[ir.Value]:

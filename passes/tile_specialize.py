@@ -12,8 +12,8 @@ with it and `canonicalize`, what the range decides folds: `cdiv(N, COLS) - 1` is
 over that many whole tiles has no iteration and is gone before lowering, so ptxas allocates no
 registers for its body (examples/layernorm.tile: 104 -> 64 registers at COLS = 8192).
 
-Only the variant's pipeline runs it (`SPECIALIZED_PIPELINE` in tilec.stages); kernels without
-the attribute are left as they are.
+Only the variant's pipeline runs it (`SPECIALIZE_PREFIX` in tilec.stages, ahead of the
+`lowered` stage); kernels without the attribute are left as they are.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
                 node.kwarg("mask").span,
             )
         mask = _mask(c, node, t, kw["mask"])
-        return ErrorV() if mask is None else _load_like(c, node, t, mask, "mask")
+        return ErrorV() if mask is None else _spread_as(t, mask)
     if "like" in kw:
         return _load_like(c, node, t, kw["like"])
     return TensorV(t.elem, "register", L.Layout(L.shape(t.layout)))
@@ -220,12 +220,11 @@ def _mask(c: ExprChecker, node: ast.Call, t: TensorV, mask: V) -> TensorV | None
     return p
 
 
-def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V, key: str = "like") -> V:
+def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
     """`load(t, like = x)`: t's elements spread over the threads as x's are (an MMA
-    accumulator's partition, say), so the result combines elementwise with x; `mask = p`
-    spreads it as p."""
-    span = node.kwarg(key).span
-    x = tensor_arg(c, like, node.kwarg(key), ("register",))
+    accumulator's partition, say), so the result combines elementwise with x."""
+    span = node.kwarg("like").span
+    x = tensor_arg(c, like, node.kwarg("like"), ("register",))
     if x is None:
         return ErrorV()
     shape, want = L.shape(t.layout), x.logical_shape
@@ -236,6 +235,11 @@ def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V, key: str = "
             node.span,
             [note("the register tensor is here", span)],
         )
+    return _spread_as(t, x)
+
+
+def _spread_as(t: TensorV, x: TensorV) -> TensorV:
+    """t's elements in registers, spread over the threads as the register tensor x."""
     return TensorV(t.elem, "register", x.layout, block_shape=x.block_shape, mma=x.mma)
 
 

@@ -105,7 +105,7 @@ class KernelGen(ExprGen):
             for s in k.sizes.values()
         }
         threads = [*k.threads, 1, 1][:3]
-        return {
+        attrs = {
             "tile.kernel": ir.UnitAttr.get(),
             "tile.target": ir.StringAttr.get(k.target),
             "tile.grid": ir.ArrayAttr.get([ir.StringAttr.get(g.text) for g in k.grid]),
@@ -114,12 +114,10 @@ class KernelGen(ExprGen):
             "tile.arg_names": ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names]),
             "tile.bindings": ir.DictAttr.get(bindings),
             "tile.smem_bytes": i64(k.smem_bytes),
-            **(
-                {"tile.specialize": ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})}
-                if k.specialize
-                else {}
-            ),
         }
+        if k.specialize:  # specialize(N <= 4096): {N = 4096}, for tile-specialize
+            attrs["tile.specialize"] = ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})
+        return attrs
 
     def make_tensor(self, a: ast.Arg) -> None:
         t = self.k.tensors[a.name]

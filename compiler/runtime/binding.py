@@ -57,6 +57,11 @@ class Binding:
     wide: bool = False  # launch the manifest's wide (64-bit index) variant
     special: bool = False  # launch its specialised variant (`specialize(...)` holds)
 
+    @property
+    def variant(self) -> str:
+        """The PTX this launch runs: "wide", "special" or "" (the ordinary one)."""
+        return "wide" if self.wide else "special" if self.special else ""
+
 
 def user_params(m: Manifest) -> list[TensorParam | ScalarParam]:
     """The parameters a caller passes, in launch order (sizes and TMA maps are derived)."""

@@ -476,10 +476,10 @@ def write_bundle(
     """Writes a bundle directory at `path`; an existing bundle there is replaced atomically.
 
     `wide_ptx` is the 64-bit-index variant, written as the manifest's `wide_ptx` file (given
-    exactly when the manifest names one), `special_ptx` its `special_ptx` file (likewise; a
-    module's kernels share it, so it is dropped for a manifest that names none). The files go
-    to a sibling temp directory first and
-    are renamed into place, so a reader never sees a half-written bundle.
+    exactly when the manifest names one), `special_ptx` its `special_ptx` file (needed when the
+    manifest names one; a module's kernels share it, so it is dropped for a manifest that names
+    none). The files go to a sibling temp directory first and are renamed into place, so a
+    reader never sees a half-written bundle.
     """
     if bool(wide_ptx) != bool(manifest.wide_ptx_file):
         have = "a wide PTX" if wide_ptx else "no wide PTX"

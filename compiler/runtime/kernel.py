@@ -75,7 +75,7 @@ class _Plan:
         self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
         # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule,
         # then the specialisation's sizes).
-        self.variant = "wide" if b.wide else "special" if b.special else ""
+        self.variant = b.variant
         self.framework, self.stream_device = _framework(b)
         self.device = next((v.device for v in b.views.values() if v.device is not None), None)
         # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
@@ -132,6 +132,7 @@ class Kernel:
         self.ptx = ptx
         self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
         self.special_ptx = special_ptx  # the specialize(...) variant, for the launches it names
+        self._variants = {"": ptx, "wide": wide_ptx, "special": special_ptx}
         # (context, variant) → CUfunction; modules live as long.
         self._functions: dict[tuple[int, str], Any] = {}
         self._modules: dict[tuple[int, str], Any] = {}
@@ -163,7 +164,7 @@ class Kernel:
         "special": specialize(...)), loaded once per context."""
         key = (ctx, variant)
         if key not in self._functions:
-            ptx = {"wide": self.wide_ptx, "special": self.special_ptx}.get(variant, self.ptx)
+            ptx = self._variants[variant]
             try:
                 module, function = driver.load_function(
                     ptx, self.manifest.entry, self._max_smem_hint()
@@ -262,9 +263,8 @@ class Kernel:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
         ctx = driver.current_context(device)
-        variant = "wide" if b.wide else "special" if b.special else ""
-        function = self._function(ctx, variant)
-        self._allow_smem((ctx, variant), function, b.dynamic_smem)
+        function = self._function(ctx, b.variant)
+        self._allow_smem((ctx, b.variant), function, b.dynamic_smem)
         handle = _current_stream(*_framework(b)) if stream is None else _stream_handle(stream)
         staged: list[int] = []
         try:
