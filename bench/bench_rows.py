@@ -43,7 +43,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilec.runtime import Kernel, load
+from tilec.runtime import load
 from tilec.runtime.measure import time_graph_ms, time_ms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -174,20 +174,13 @@ def to_row(kernel: str, shape: str, nbytes: int, ms: dict[str, float]) -> Row:
     return Row(kernel, shape, ours, theirs, gbs(nbytes, ms[best]), best)
 
 
-def row_input(root: Path, name: str, r: int, n: int) -> tuple[str, Kernel, torch.Tensor] | None:
-    """The shape's label, the bundle's kernel and an R x N f16 randn input (None: no bundle)."""
-    bundle = bundle_for(root, name, r, n)
+def layernorm_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
+    bundle = bundle_for(root, "layernorm", r, n)
     if bundle is None:
         return None
     shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
-    return shape, load(bundle), torch.randn(r, n, device="cuda", dtype=torch.float16)
-
-
-def layernorm_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
-    found = row_input(root, "layernorm", r, n)
-    if found is None:
-        return None
-    shape, kernel, x = found
+    kernel = load(bundle)
+    x = torch.randn(r, n, device="cuda", dtype=torch.float16)
     w = (1 + 0.1 * torch.randn(n, device="cuda")).half()
     b = (0.1 * torch.randn(n, device="cuda")).half()
     ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), EPS)
@@ -217,10 +210,12 @@ def layernorm_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
 
 
 def softmax_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
-    found = row_input(root, "softmax", r, n)
-    if found is None:
+    bundle = bundle_for(root, "softmax", r, n)
+    if bundle is None:
         return None
-    shape, kernel, x = found
+    shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
+    kernel = load(bundle)
+    x = torch.randn(r, n, device="cuda", dtype=torch.float16)
     ref = torch.softmax(x.double(), 1)
     y = torch.full_like(x, float("nan"))
     kernel(x, y)

@@ -150,3 +150,26 @@ def test_manifest_round_trip_and_mismatches(tmp_path: Path) -> None:
         replace(m, special=(Requirement("K", "COLS"),))
     with pytest.raises(ValueError, match="names special PTX 'rows.special.ptx'; no special PTX"):
         Kernel(m, "// general", "// wide")
+
+
+def test_each_launch_loads_and_runs_its_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_runtime import Launches
+
+    from tilec.runtime import driver
+
+    seen = Launches(monkeypatch)
+    loads: list[str] = []
+    used: list[str] = []
+    monkeypatch.setattr(
+        driver, "load_function", lambda ptx, entry, smem: loads.append(ptx) or ("m", ptx)
+    )
+    monkeypatch.setattr(
+        driver, "launch", lambda fn, *rest: (used.append(fn), seen.launch(fn, *rest))
+    )
+    k = Kernel(rows_manifest(), "// general", "// wide", "// special")
+    huge = (INDEX_LIMIT // 512 + 1, 512)
+    for shape in ((3, 1000), (3, 1025), huge, (3, 1024), (3, 2000)):
+        k(FakeCuda(shape, "<f4"))
+    assert loads == ["// special", "// general", "// wide"]  # each once, at its first launch
+    assert used == ["// special", "// general", "// wide", "// special", "// general"]
+    assert k.plans == 5 and len(seen.calls) == 5
