@@ -19,8 +19,8 @@ from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.sm90_loops import counter_of, index, trips
 from tilec.passes.sm90_sources import box_origin, tensor_of
 from tilec.passes.sm90_tma import SwizzledRows
+from tilec.passes.tile_access import if_else
 from tilec.passes.tile_fragments import constant
-from tilec.passes.tile_memory import if_else
 from tilec.passes.tile_views import LoweringError, elem_bytes, gep, tensor_type
 
 

@@ -20,8 +20,8 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_access import when
 from tilec.passes.tile_fragments import constant
-from tilec.passes.tile_memory import when
 from tilec.passes.tile_views import gep
 
 BARRIER_BYTES = 8

@@ -24,8 +24,8 @@ from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_access import Side, if_else
 from tilec.passes.tile_fragments import Partition, constant
-from tilec.passes.tile_memory import Side, if_else
 from tilec.passes.tile_views import (
     LoweringError,
     View,

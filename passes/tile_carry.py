@@ -28,8 +28,8 @@ from mlir import ir
 from mlir.dialects import llvm, scf
 
 from tilec.dialects.layout import algebra as A
+from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
-from tilec.passes.tile_memory import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.passes.tile_mma import moved_loop
 from tilec.passes.tile_views import LoweringError, elem_bytes, tensor_type
 

@@ -34,6 +34,7 @@ from tilec.binding import defined_inside
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
 from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.passes.tile_access import Side, if_else, when
 from tilec.passes.tile_fragments import (
     Deferred,
     Evaluation,
@@ -44,7 +45,6 @@ from tilec.passes.tile_fragments import (
     convert,
     fast_path,
 )
-from tilec.passes.tile_memory import Side, if_else, when
 from tilec.passes.tile_pipeline import PREFETCH
 from tilec.passes.tile_views import (
     LoweringError,

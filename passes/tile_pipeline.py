@@ -8,7 +8,7 @@ from mlir.dialects import arith, nvvm
 from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_memory import when
+from tilec.passes.tile_access import when
 from tilec.passes.tile_views import LoweringError, buffer_extent, tensor_type
 from tilec.targets import smem_optin
 

@@ -39,7 +39,10 @@ def cases(kernel: str) -> list[tuple[str, int, int]]:
     out = []
     for name in (b for b in BUNDLES if b.startswith(kernel + "_")):
         cols = cols_of(name)
-        for n in sorted({1, 7, 1000, cols - 1, cols, cols + 1, 2 * cols + 3, 3 * cols}):
+        # 1000, 3 * cols: whole 16-byte runs at the edge; 998, 1020, cols + 2: 4-byte runs
+        # (or single elements, past 16 runs a thread); odd N: element by element.
+        ns = {1, 7, 998, 1000, 1020, cols - 1, cols, cols + 1, cols + 2, 2 * cols + 3, 3 * cols}
+        for n in sorted(ns):
             out.append((name, 3 if n > 4 * cols else 37, n))
     return out
 

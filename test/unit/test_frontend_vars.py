@@ -232,8 +232,10 @@ def test_masked_load_and_store_lower_to_selects_and_predicated_stores(tmp_path: 
     # all true the store is still one vector.
     assert lowered.count("arith.select") >= 8
     assert lowered.count("llvm.store") > lowered.count("vector<8xf16>, !llvm.ptr<1>") > 0
+    # The mask adds a scalar store per value to the fast version (each under its mask).
     unmasked = compiled(tmp_path, ROW + f"store(x, {TILE})", "lowered")
-    assert lowered.count("scf.if") > unmasked.count("scf.if") + 4
+    scalar = re.compile(r"llvm.store %\w+, %\w+ : f16, !llvm.ptr<1>")
+    assert len(scalar.findall(lowered)) >= len(scalar.findall(unmasked)) + 8
 
 
 def test_a_running_value_per_row_is_carried_as_a_reduction() -> None:
