@@ -4,7 +4,8 @@
 
 DIR holds the bundles `layernorm_c{COLS}_sm90a` and `softmax_c{COLS}_sm90a`: a shape of N columns
 runs the bundle whose COLS is the smallest of 1024, 2048, 4096, 8192, 16384, 32768 that is >= N;
-a missing bundle skips that shape's row, with a note.
+a missing bundle skips that shape's row, with a note. `--split S` runs the bundles
+`*_c{COLS}s{S}_sm90a` instead (rows split over clusters of S blocks), COLS * S >= N.
 
 LayerNorm: y = (x - mean) / sqrt(var + 1e-5) * w + b over each row of an R×N f16 x (f32 math),
 w = 1 + 0.1·randn and b = 0.1·randn f16 vectors of N; tilec is `k(x, w, b, y, eps)`, torch is
@@ -106,12 +107,18 @@ class Row:
     config: str
 
 
+SPLIT = [1]  # --split: rows over clusters of this many blocks (bundles `_c{COLS}s{SPLIT}_`)
+
+
 def bundle_for(root: Path, kernel: str, r: int, n: int) -> Path | None:
-    """The bundle of the narrowest COLS >= n among those built, else the widest (it loops over
-    the row in tiles), or None (with a note) when there is none."""
-    built = [c for c in COLS if (root / f"{kernel}_c{c}_{ARCH}").is_dir()]
-    cols = next((c for c in built if c >= n), built[-1] if built else None)
-    bundle = root / f"{kernel}_c{cols}_{ARCH}"
+    """The bundle of the narrowest COLS >= n among those built (COLS * SPLIT with --split),
+    else the widest (it loops over the row in tiles), or None (with a note) when there is
+    none."""
+    split = SPLIT[0]
+    tag = "" if split == 1 else f"s{split}"
+    built = [c for c in COLS if (root / f"{kernel}_c{c}{tag}_{ARCH}").is_dir()]
+    cols = next((c for c in built if c * split >= n), built[-1] if built else None)
+    bundle = root / f"{kernel}_c{cols}{tag}_{ARCH}"
     if cols is None or not bundle.is_dir():
         print(f"{kernel} {r}x{n}: no bundle {bundle}: row skipped", flush=True)
         return None
@@ -303,7 +310,11 @@ def main() -> None:
     parser.add_argument("--out", help="also write the markdown table here")
     parser.add_argument("--only", choices=tuple(KERNELS), help="bench one kernel only")
     parser.add_argument("--graph", action="store_true", help="time with time_graph_ms")
+    parser.add_argument(
+        "--split", type=int, default=1, help="run the bundles of rows split over S-block clusters"
+    )
     args = parser.parse_args()
+    SPLIT[0] = args.split
     timer: Timer = time_graph_ms if args.graph else time_ms
     torch.manual_seed(0)
     ceiling = ceiling_gbs()

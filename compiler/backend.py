@@ -96,11 +96,15 @@ def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> s
     Kernels keep their `ptx_kernel` calling convention from `nvvm.kernel`, so PTX gets `.entry`.
     """
     op = _single_gpu_module(module, gpu_module)
+    clusters: dict[str, int] = {}
     with module.context:
         # "target-cpu" on each kernel names the target in the .ll, so it compiles on alone.
         for f in op.regions[0].blocks[0].operations:
             if f.operation.name == "llvm.func" and len(f.regions[0].blocks):
                 f.attributes["target_cpu"] = ir.StringAttr.get(arch)
+                if "tile.cluster" in f.attributes:
+                    name = ir.StringAttr(f.attributes["sym_name"]).value
+                    clusters[name] = ir.IntegerAttr(f.attributes["tile.cluster"]).value
         try:
             text = mlir_llvm.translate_module_to_llvmir(op)
         except Exception as err:  # the binding raises a bare Exception with MLIR's diagnostic
@@ -110,7 +114,28 @@ def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> s
     # Keep the ModuleID/source_filename lines first, as LLVM prints them.
     lines = text.splitlines(keepends=True)
     cut = next((i for i, line in enumerate(lines) if not line.startswith(("; ", "source_"))), 0)
-    return "".join(lines[:cut]) + header + "".join(lines[cut:])
+    return (
+        "".join(lines[:cut]) + header + "".join(lines[cut:]) + cluster_annotations(text, clusters)
+    )
+
+
+def cluster_annotations(text: str, clusters: dict[str, int]) -> str:
+    """`!nvvm.annotations` giving each kernel of `cluster(S)` its cluster shape (S, 1, 1), for
+    `.reqnctapercluster S, 1, 1` in the PTX: launched as it is, its blocks form clusters.
+    MLIR's gpu-to-nvvm drops a gpu.func's `nvvm.cluster_dim`, and llvmlite's NVPTX backend
+    reads these annotations, not the newer function attribute."""
+    if not clusters:
+        return ""
+    if "!nvvm.annotations" in text:
+        raise BackendError("the LLVM IR has nvvm.annotations already; cluster shapes not added")
+    first = max((int(n) for n in re.findall(r"^!(\d+) =", text, re.M)), default=-1) + 1
+    nodes, lines = [], []
+    for kernel, size in sorted(clusters.items()):
+        for axis, extent in zip("xyz", (size, 1, 1), strict=True):
+            n = first + len(nodes)
+            nodes.append(f"!{n}")
+            lines.append(f'!{n} = !{{ptr @{kernel}, !"cluster_dim_{axis}", i32 {extent}}}\n')
+    return f"!nvvm.annotations = !{{{', '.join(nodes)}}}\n" + "".join(lines)
 
 
 def libdevice_path() -> Path | None:

@@ -51,6 +51,7 @@ class KernelInfo:
     constants: dict[str, Any]
     requires: tuple[Requirement, ...] = ()
     special: tuple[Requirement, ...] = ()  # specialize(...): when the special variant runs
+    cluster: int = 1  # cluster(S): blocks per cluster along x
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -222,6 +223,7 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         constants=constants,
         requires=requirements(func),
         special=specialisation(func),
+        cluster=ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1,
     )
 
 
@@ -321,6 +323,7 @@ def compile_tile(
                 tma=tma.get(info.name, ()),
                 grid=info.grid,
                 block=info.threads,
+                cluster=info.cluster,
                 dynamic_smem=smem.get(info.name, 0),
                 constants=info.constants,
                 source_hash=digest,

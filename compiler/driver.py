@@ -17,7 +17,7 @@ from tilec.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError
 from tilec.options import asm_flags, flag
 from tilec.pipeline import PipelineError, run_pipeline
 from tilec.stages import BY_KEY, STAGES, position, stage_of_input
-from tilec.targets import TARGETS
+from tilec.targets import TARGETS, has_clusters
 
 ARCHES = TARGETS
 
@@ -123,12 +123,19 @@ def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context
 
 def _check_arch_override(checked: object, arch: str | None) -> None:
     """`--arch` may build a kernel for a newer target than its target(...), never an older
-    one: an sm_90a kernel's TMA, mbarrier and wgmma do not exist on sm_80 (LLVM would abort)."""
-    if arch is None:
-        return
+    one: an sm_90a kernel's TMA, mbarrier and wgmma do not exist on sm_80 (LLVM would abort).
+    A kernel of `cluster(S)`, S > 1, needs a target with clusters (its own, or --arch's)."""
     diags = DiagnosticEngine()
     for k in checked.kernels:
-        if TARGETS.index(arch) < TARGETS.index(k.target):
+        built = arch or k.target
+        if k.cluster > 1 and not has_clusters(built):
+            having = " or ".join(t for t in TARGETS if has_clusters(t))
+            diags.error(
+                f"cluster({k.cluster}) needs target {having}; kernel '{k.node.name}' is built "
+                f"for {built}" + ("" if arch else " (pass --arch, or change its target(...))"),
+                k.node.clause("cluster").span,
+            )
+        if arch is not None and TARGETS.index(arch) < TARGETS.index(k.target):
             clause = k.node.clause("target")
             diags.error(
                 f"kernel '{k.node.name}' targets {k.target}, which --arch {arch} predates: "

@@ -21,6 +21,7 @@ class Target:
     max_blocks_sm: int = 32
     smem_sm: int = 164 * 1024
     setmaxnreg: bool = False  # per-warp-group register budgets (`registers = N` of a role)
+    clusters: bool = False  # thread-block clusters and distributed shared memory (cluster(S))
 
 
 # PTX ISA 8.0 is what MLIR's NVVM target declares too; driver 580 and ptxas 13 accept it. The
@@ -31,8 +32,8 @@ TABLE: dict[str, Target] = {
         Target("sm_80", "+ptx80", 163 * 1024),
         Target("sm_86", "+ptx80", 99 * 1024, 1536, 16, 100 * 1024),
         Target("sm_89", "+ptx80", 99 * 1024, 1536, 24, 100 * 1024),
-        Target("sm_90", "+ptx80", 227 * 1024, smem_sm=228 * 1024),
-        Target("sm_90a", "+ptx80", 227 * 1024, setmaxnreg=True, smem_sm=228 * 1024),
+        Target("sm_90", "+ptx80", 227 * 1024, smem_sm=228 * 1024, clusters=True),
+        Target("sm_90a", "+ptx80", 227 * 1024, setmaxnreg=True, smem_sm=228 * 1024, clusters=True),
     )
 }
 # What `target(...)` and `--arch` accept: the targets the compiler is tested for.
@@ -47,6 +48,16 @@ def smem_optin(target: str | None) -> int:
     """The opt-in shared-memory limit of `target`; STATIC_SMEM for one not in the table."""
     known = TABLE.get(target or "")
     return known.smem_optin if known is not None else STATIC_SMEM
+
+
+# Blocks a cluster may hold on every SM90 part without opting in (cudaFuncAttribute
+# NonPortableClusterSizeAllowed would allow 16 on some).
+MAX_CLUSTER = 8
+
+
+def has_clusters(target: str | None) -> bool:
+    known = TABLE.get(target or "")
+    return known is not None and known.clusters
 
 
 def has_setmaxnreg(target: str | None) -> bool:

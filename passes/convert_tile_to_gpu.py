@@ -13,6 +13,7 @@ from tilec.binding import is_float_attr, walk
 from tilec.passes import (
     tile_async,
     tile_carry,
+    tile_cluster,
     tile_epilogue,
     tile_memory,
     tile_mma,
@@ -48,7 +49,15 @@ ID_OPS = {
 }
 
 # Ops that read or write memory a cp.async copy may still be filling.
-MEMORY_OPS = ("tile.gemm", "tile.barrier", "tile.load", "tile.store", "tile.copy", "tile.reduce")
+MEMORY_OPS = (
+    "tile.gemm",
+    "tile.barrier",
+    "tile.load",
+    "tile.store",
+    "tile.copy",
+    "tile.reduce",
+    "tile.cluster_reduce",
+)
 
 
 class KernelLowering:
@@ -330,6 +339,17 @@ class KernelLowering:
             return reduce_mma(op, frag, self.tid, self.module, self.name, in_loop)
         return reduce(op, frag, self.tid, self.module, self.name, in_loop)
 
+    def cluster_reduce(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
+        attr = (
+            self.func.attributes["tile.cluster"] if "tile.cluster" in self.func.attributes else None
+        )
+        size = ir.IntegerAttr(attr).value if attr is not None else 1
+        value = self.operand(op, op.operands[0])
+        in_loop = op.parent.name != "func.func"
+        return tile_cluster.cluster_reduce(
+            op, value, self.tid, self.threads, self.module, self.name, size, in_loop
+        )
+
 
 Lowering = Callable[[KernelLowering, ir.Operation, IndexBuilder], "View | Frag | Reduced | None"]
 # Every tile op convert-tile-to-gpu lowers, by name; `KernelLowering.lower` refuses the rest.
@@ -356,6 +376,7 @@ LOWERINGS: dict[str, Lowering] = {
             "unary",
             "convert",
             "reduce",
+            "cluster_reduce",
             "compare",
             "select",
             "coord",

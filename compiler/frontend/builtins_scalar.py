@@ -3,6 +3,8 @@ reductions and iteration spaces."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
@@ -235,6 +237,23 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     if x.block_shape is not None:
         return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
     return TensorV(x.elem, "register", L.Layout(shape))
+
+
+@builtin("cluster_max", 1, 1)
+@builtin("cluster_min", 1, 1)
+@builtin("cluster_sum", 1, 1)
+def cluster_reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`cluster_sum(x)`: x combined over the blocks of the kernel's `cluster(S)`, element by
+    element, through distributed shared memory; every block of the cluster gets the same
+    values. Each block holds its own x (the same tile shape, spread alike); with cluster(1)
+    it is x."""
+    x = args[0]
+    if not isinstance(x, TensorV) or x.space != "register":
+        what = x.describe()
+        return c.error(f"{node.func} combines register tensors, not a {what}", node.args[0].span)
+    if x.elem == "bool":
+        return c.error(f"{node.func} combines numbers, not predicates", node.args[0].span)
+    return replace(x)
 
 
 @builtin("where", 3, 3)

@@ -29,7 +29,7 @@ from tilec.frontend.values import (
 )
 from tilec.targets import TARGETS, has_setmaxnreg
 
-NAMESPACES = ("block", "thread")
+NAMESPACES = ("block", "thread", "cluster")
 MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 STATIC_COMPARE = {
@@ -48,6 +48,7 @@ class ExprChecker:
         self.values: dict[int, V] = {}
         self.target: str | None = None
         self.threads: tuple[int, ...] = (1,)
+        self.cluster = 1  # the kernel's cluster(S)
         self.header = True
         self.allocs: list[Alloc] = []
         self.pipelines: list[IterV] = []
@@ -62,7 +63,7 @@ class ExprChecker:
     def begin_kernel(self) -> None:
         self.header, self.allocs, self.pipelines = True, [], []
         self.type_params = {}
-        self.target, self.threads = None, (1,)
+        self.target, self.threads, self.cluster = None, (1,), 1
 
     def error(self, message: str, span: Span, notes: list | None = None) -> ErrorV:
         self.diags.error(message, span, notes or [])
@@ -317,6 +318,10 @@ class ExprChecker:
 
     def attr(self, node: ast.Attr, scope: Scope) -> V:
         base = self.expr(node.value, scope)
+        if isinstance(base, BuiltinNamespaceV) and base.name == "cluster":
+            if node.attr == "rank":  # the block's place in its cluster: block.x mod S
+                return IntV(None, "cluster.rank") if self.cluster > 1 else IntV(0, "0")
+            return self.error(f"cluster has 'rank', not '{node.attr}'", node.span)
         if isinstance(base, BuiltinNamespaceV) and node.attr in ("x", "y", "z"):
             return IntV(None, f"{base.name}.{node.attr}")
         if isinstance(base, TileCoordV) and node.attr in ("m", "n"):
@@ -410,6 +415,13 @@ class ExprChecker:
     def int_arith(self, node: ast.Binary, lhs: IntV, rhs: IntV) -> V:
         text = f"({lhs.text} {node.op} {rhs.text})"
         if not (lhs.static and rhs.static):
+            # x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 are x: a grid of `cdiv(R, ROWS) * SPLIT`
+            # at SPLIT = 1 reads R in the manifest, as it did before SPLIT.
+            unit = {"*": 1, "/": 1, "+": 0, "-": 0}.get(node.op)
+            if rhs.static and rhs.value == unit:
+                return IntV(None, lhs.text)
+            if lhs.static and lhs.value == unit and node.op in "*+":
+                return IntV(None, rhs.text)
             return IntV(None, text)
         if node.op in "/%" and rhs.value == 0:
             return self.error("division by zero", node.span)

@@ -115,6 +115,8 @@ class KernelGen(ExprGen):
             "tile.bindings": ir.DictAttr.get(bindings),
             "tile.smem_bytes": i64(k.smem_bytes),
         }
+        if k.cluster > 1:  # cluster(S): the backend's .reqnctapercluster, the runtime's check
+            attrs["tile.cluster"] = i64(k.cluster)
         if k.specialize:  # specialize(N <= 4096): {N = 4096}, for tile-specialize
             attrs["tile.specialize"] = ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})
         return attrs

@@ -33,6 +33,7 @@ FLOAT_OPS = {
 PREDICATES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 DIMS = {"x": 0, "y": 1, "z": 2}
 REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
+CLUSTER_REDUCE = {"cluster_max": "max", "cluster_min": "min", "cluster_sum": "sum"}
 
 
 class ExprGen:
@@ -83,6 +84,14 @@ class ExprGen:
 
     def attr_index(self, node: ast.Attr) -> ir.Value:
         base = node.value
+        if isinstance(base, ast.Name) and base.id == "cluster":  # cluster.rank: block.x mod S
+            if self.k.cluster == 1:
+                return self.const(0, node.span)
+            block = self.op(
+                "tile.block_id", node.span, [], [ir.IndexType.get()], {"dim": i64(0)}
+            ).result
+            size = self.const(self.k.cluster, node.span)
+            return arith.RemUIOp(block, size, loc=self.loc(node.span)).result
         if isinstance(base, ast.Name) and base.id in ("block", "thread"):
             name = "tile.block_id" if base.id == "block" else "tile.thread_id"
             return self.op(
@@ -326,6 +335,12 @@ class ExprGen:
                 [rtype],
                 {"kind": ir.StringAttr.get(REDUCE[f]), "mode": i64(mode)},
             ).result
+        if f in CLUSTER_REDUCE:
+            kind = {"kind": ir.StringAttr.get(CLUSTER_REDUCE[f])}
+            x = self.expr(node.args[0])
+            if self.k.cluster == 1:
+                return x
+            return self.op("tile.cluster_reduce", span, [x], [rtype], kind).result
         if f in ("max", "min"):
             return self.elementwise("tile.binary", f, node.args, v, span)
         if f == "where":

@@ -187,9 +187,10 @@ class Parser:
         name = self.ident()
         if name.text == "contract":
             return parse_contract(self, name)
-        if name.text not in ("grid", "threads", "target", "specialize"):
+        if name.text not in ("grid", "threads", "cluster", "target", "specialize"):
             self.fail(
-                "expected 'grid', 'threads', 'target', 'contract', 'specialize' or '{', found "
+                "expected 'grid', 'threads', 'cluster', 'target', 'contract', 'specialize' or "
+                "'{', found "
                 f"'{name.text}'",
                 name.span,
             )

@@ -21,7 +21,7 @@ from tilec.frontend.values import (
     TypeV,
     V,
 )
-from tilec.targets import MAX_THREADS, TARGETS, smem_optin
+from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS, smem_optin
 
 
 @dataclass
@@ -49,6 +49,7 @@ class CheckedKernel:
     contract: list[Promise] = field(default_factory=list)  # the contract(...) clause's terms
     # specialize(N <= 4096, ...): size -> the largest value the specialised build is for
     specialize: dict[str, int] = field(default_factory=dict)
+    cluster: int = 1  # cluster(S): blocks per thread-block cluster, along x
 
 
 @dataclass
@@ -123,7 +124,8 @@ class KernelChecker:
         target, threads, grid = self.clauses()
         contract = check_contract(self, self.node.clause("contract"))
         specialize = self.specialize(self.node.clause("specialize"))
-        self.c.target, self.c.threads = target, threads
+        cluster = self.cluster(self.node.clause("cluster"))
+        self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
         self.c.header = False
         self.c.block(self.node.body, self.scope)
         allocs = [a for a in self.c.allocs if not a.aliased]
@@ -146,6 +148,7 @@ class KernelChecker:
             total,
             contract,
             specialize,
+            cluster,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:
@@ -384,6 +387,30 @@ class KernelChecker:
         if dims and math.prod(dims) > MAX_THREADS:
             self.diags.error(f"{math.prod(dims)} threads per block, at most {MAX_THREADS}", cl.span)
         return tuple(dims) or (1,)
+
+    def cluster(self, cl: ast.Clause | None) -> int:
+        """`cluster(S)`: S consecutive blocks along x form a thread-block cluster (a power of
+        two up to MAX_CLUSTER; 1, the default, is no cluster). Whether the target has clusters
+        is the driver's check, which knows `--arch`."""
+        if cl is None:
+            return 1
+        if len(cl.args) != 1:
+            self.diags.error(
+                "cluster(...) takes one size: the blocks of a cluster along x", cl.span
+            )
+            return 1
+        v = self.c.expr(cl.args[0], self.scope)
+        if isinstance(v, ErrorV):
+            return 1
+        size = v.value if isinstance(v, IntV) and v.static else None
+        if size is None or size < 1 or size > MAX_CLUSTER or size & (size - 1):
+            found = str(size) if size is not None else f"a runtime {v.describe()}"
+            self.diags.error(
+                f"cluster(...) takes a static power of two up to {MAX_CLUSTER}, found {found}",
+                cl.args[0].span,
+            )
+            return 1
+        return size
 
     def grid(self, cl: ast.Clause | None) -> list[IntV]:
         if cl is None:

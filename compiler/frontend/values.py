@@ -168,7 +168,7 @@ class TileCoordV(V):
 
 @dataclass
 class BuiltinNamespaceV(V):
-    """`block` and `thread`: `.x`, `.y`, `.z` are runtime indices."""
+    """`block` and `thread`: `.x`, `.y`, `.z` are runtime indices; `cluster.rank` is one."""
 
     name: str
     kind = "builtin"

@@ -264,6 +264,11 @@ def bind(
     block = tuple(evaluate(b, symbols) for b in m.block)
     if any(b <= 0 for b in block) or any(g < 0 for g in grid):
         raise ValueError(f"{m.entry}: invalid launch shape grid={grid} block={block}")
+    if grid[0] % m.cluster:
+        raise ValueError(
+            f"{m.entry}: grid {list(grid)} along x is not a multiple of its cluster of "
+            f"{m.cluster} blocks"
+        )
     smem = evaluate(m.dynamic_smem, symbols)
     tma = {d.name: _encode_or_skip(d, views[d.tensor], symbols) for d in m.tma}
     wide = False

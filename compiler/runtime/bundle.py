@@ -148,6 +148,9 @@ class Manifest:
     # launch does not need the wide variant).
     special: tuple[Requirement, ...] = ()
     special_ptx_file: str = ""
+    # cluster(S): the PTX asks for clusters of S blocks along x (.reqnctapercluster), so a
+    # launch's grid along x must be a multiple of S.
+    cluster: int = 1
 
     def __post_init__(self) -> None:
         validate(self)
@@ -237,6 +240,8 @@ class Manifest:
         }
         if self.wide_ptx_file:  # optional: a manifest without it reads as before
             data["wide_ptx"] = self.wide_ptx_file
+        if self.cluster > 1:  # optional, as wide_ptx
+            data["cluster"] = self.cluster
         if self.special_ptx_file:  # optional, as wide_ptx
             data["special_ptx"] = self.special_ptx_file
             data["special"] = [{"value": r.value, "at_most": r.at_most} for r in self.special]
@@ -346,6 +351,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         ptx_file=data.get("ptx", ""),
         wide_ptx_file=data.get("wide_ptx") or "",
         special_ptx_file=data.get("special_ptx") or "",
+        cluster=data.get("cluster", 1),
         special=tuple(
             Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
             for i, r in enumerate(data.get("special", []))
@@ -374,6 +380,8 @@ def validate(m: Manifest) -> None:
     """Raises ManifestError on the first inconsistency, naming the field."""
     if not m.entry or not isinstance(m.entry, str):
         raise ManifestError("entry: expected a non-empty string")
+    if type(m.cluster) is not int or not 1 <= m.cluster <= 16 or m.cluster & (m.cluster - 1):
+        raise ManifestError(f"cluster: {m.cluster!r} is not a power of two from 1 to 16")
     names = [p.name for p in m.params]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -276,6 +276,17 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
+  // cluster_reduce(x) {kind}: max, min or sum of x over the blocks of the kernel's cluster,
+  // element by element (each block holds its own x; every block gets the same result).
+  irdl.operation @cluster_reduce {
+    %t = irdl.base @tile::@tensor
+    %kind = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(x: %t)
+    irdl.attributes {"kind" = %kind}
+    irdl.results(result: %r)
+  }
+
   // reduce(x) {kind, mode}: max, min or sum along one mode, which keeps size 1.
   irdl.operation @reduce {
     %t = irdl.base @tile::@tensor

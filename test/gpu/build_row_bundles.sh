@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bundles for test/gpu/test_rows.py, test_scores_softmax.py, test_attention_step.py,
 # test_masks.py, test_pipelined_rows.py and bench/bench_rows.py, into build/rows (or $1):
-# examples/softmax.tile and layernorm.tile at several tile widths (COLS),
+# examples/softmax.tile and layernorm.tile at several tile widths (COLS) and split over
+# clusters (on sm_90a),
 # test/gpu/scores_softmax.tile, test/gpu/masks.tile, test/gpu/pipelined_rows.tile,
 # examples/attention_step.tile.
 set -euo pipefail
@@ -23,6 +24,15 @@ one examples/layernorm.tile layernorm layernorm_c4096bf16 -D COLS=4096 -D T=bf16
 # softmax two rows a block (its m and l a value per row), and the widest rows.
 one examples/softmax.tile softmax softmax_c1024r2 -D COLS=1024 -D ROWS=2
 for cols in 16384 32768; do one examples/softmax.tile softmax "softmax_c${cols}" -D COLS=$cols; done
+# Rows split over a cluster of SPLIT blocks (sm_90a: cluster_max / cluster_sum through
+# distributed shared memory): narrow tiles (a row of 1000 leaves the second block without a
+# tile), and the widest rows.
+if [ "$arch" = sm_90a ]; then
+  one examples/softmax.tile softmax softmax_c1024s2 -D COLS=1024 -D SPLIT=2
+  one examples/softmax.tile softmax softmax_c16384s2 -D COLS=16384 -D SPLIT=2
+  one examples/layernorm.tile layernorm layernorm_c1024s4 -D COLS=1024 -D SPLIT=4
+  one examples/layernorm.tile layernorm layernorm_c8192s4 -D COLS=8192 -D SPLIT=4
+fi
 # test/gpu/scores_softmax.tile: the accumulator's row reductions, with the warps of a row
 # (WN) 1 and 2, and a 128-column tile.
 one test/gpu/scores_softmax.tile scores scores_w41 -D WM=4 -D WN=1

@@ -2,7 +2,8 @@
 carry running sums (`var`), against float64 torch on random data with NaN-poisoned outputs.
 
 Bundles: `test/gpu/build_row_bundles.sh` builds build/rows/{softmax,layernorm}_c{COLS}_{arch}
-(COLS 1024, 4096, 8192; layernorm also in bf16) on a machine with MLIR; this file needs only
+(COLS 1024, 4096, 8192; layernorm also in bf16), and `_c{COLS}s{SPLIT}_` ones whose rows are
+split over a cluster of SPLIT blocks (sm_90a), on a machine with MLIR; this file needs only
 the runtime, torch and a GPU. Row lengths cover one tile, one tile and one column, many tiles
 and a ragged last tile, for each COLS. Both kernels have `specialize(N <= COLS)`: a row of one
 tile launches the specialised variant (no loops), a longer one the general PTX; each test
@@ -31,7 +32,10 @@ EPS = 1e-5
 
 
 def cols_of(bundle: str) -> int:
-    return int(re.match(r"c(\d+)", bundle.split("_")[1]).group(1))
+    """The columns a block of the bundle covers at once: COLS, times SPLIT for a bundle of a
+    cluster of SPLIT blocks a row (`softmax_c16384s2`: 32768)."""
+    m = re.match(r"c(\d+)(?:s(\d+))?", bundle.split("_")[1])
+    return int(m.group(1)) * int(m.group(2) or 1)
 
 
 def cases(kernel: str) -> list[tuple[str, int, int]]:

@@ -46,7 +46,9 @@ def test_the_band_is_taken_only_after_its_run_time_test() -> None:
     # The band's test: the row's room past the tile a multiple of the run (N & 7 == 0 for
     # 16-byte runs, N & 1 == 0 for 4-byte ones) and the base aligned for it; a fast version
     # without predicates stays for whole tiles.
-    lowered = str(compile_file(SOFTMAX, CompileOptions(emit="lowered", params={"COLS": "1024"})).value)
+    lowered = str(
+        compile_file(SOFTMAX, CompileOptions(emit="lowered", params={"COLS": "1024"})).value
+    )
     seven = re.findall(r"%(\w+) = arith.constant 7 : index", lowered)
     assert seven and any(re.search(rf"arith.andi %\w+, %{c} : index", lowered) for c in seven)
     text = ptx(1024)

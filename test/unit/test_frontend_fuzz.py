@@ -254,3 +254,28 @@ def test_specialize_clause_fuzz(ctx: object, pieces: list[str]) -> None:
         "    store(load(local_tile(x, S, k)) * 2.0, local_tile(x, S, k))\n  }\n}\n"
     )
     compile_or_diagnose(text, ctx)
+
+
+CLUSTER_PIECES = [
+    *("2", "4", "3", "0", "16", "S", "N", "S * 2", "x", "-1", ",", "(", ")", "\n", "{"),
+    *("cluster.rank", "cluster.x", "cluster", "block.x", "cluster_sum(", "cluster_max(", "t"),
+    *("reduce_sum(t, mode = 0)", "1.5", "t < 0.0", "+", "*"),
+]
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(CLUSTER_PIECES), max_size=6),
+    st.lists(st.sampled_from(CLUSTER_PIECES), max_size=8),
+)
+def test_cluster_fuzz(ctx: object, clause: list[str], body: list[str]) -> None:
+    """Any cluster(...) clause and any use of cluster.rank and cluster_sum/max in a body: a
+    kernel or located errors, never a traceback."""
+    text = (
+        "kernel k<S: int = 2>(x: f32[N]) grid(N) threads(32)\n"
+        f"  cluster({' '.join(clause)}) target(sm_90a)\n{{\n"
+        "  let t = load(local_tile(x, 256, cluster.rank))\n"
+        f"  let u = {' '.join(body) or 't'}\n"
+        "  store(t, local_tile(x, 256, 0))\n}\n"
+    )
+    compile_or_diagnose(text, ctx)
