@@ -77,6 +77,7 @@ class KernelLowering:
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
+            tile_cluster.enter(func)
         # The first top-level tile op after the first loop that holds a GEMM (the loop itself
         # is rebuilt while lowering, tile ops stay until the end; see `after_loop`), and
         # whether self.tid was read again there.

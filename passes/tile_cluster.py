@@ -12,11 +12,13 @@ block's tile; the combination is element by element, thread t with thread t:
 3. thread t reads its S slots from its own block's scratch and combines them in rank order,
    so every block gets the same bits.
 
-No block reads another's memory, so a block may exit, or go on, as soon as it has read its
-own: only inside a loop (the next exchange rewrites the scratch) does a second cluster barrier
-follow the reads. Pulling each block's values instead (reads through `mapa` after the barrier)
-needs that second barrier always, and measured 0.65 of the copy ceiling against this form's
-... on softmax rows of 32768 split over two blocks (docs/performance.md).
+Before all of it, at the kernel's entry, one more cluster barrier: a block must not write into
+another that has not started (racecheck reports it). No block reads another's memory, so a
+block may exit, or go on, as soon as it has read its own: only inside a loop (the next
+exchange rewrites the scratch) does a second cluster barrier follow the reads. Pulling each
+block's values instead (reads through `mapa` after the barrier) needs that second barrier
+always: softmax rows of 32768 split over two blocks ran 0.65 of the copy ceiling that way
+and 0.75 this way (H200, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
+from tilec.binding import walk
 from tilec.passes.convert_layout_to_arith import IndexBuilder
 from tilec.passes.tile_carry import Lowered, flatten, unflatten
 from tilec.passes.tile_fragments import combine
@@ -34,6 +37,21 @@ def cluster_barrier() -> None:
     """Every thread of every block of the cluster arrives (release), then waits (acquire)."""
     nvvm.ClusterArriveOp(aligned=True)
     nvvm.ClusterWaitOp(aligned=True)
+
+
+def enter(func: ir.Operation) -> None:
+    """At the kernel's entry, when it exchanges over a cluster: a cluster barrier (relaxed
+    arrive, then wait), so that every block of the cluster has started before any block
+    writes into another's shared memory (one that has not entered has no shared memory yet;
+    racecheck reports such writes)."""
+    attrs = func.attributes
+    if "tile.cluster" not in attrs or ir.IntegerAttr(attrs["tile.cluster"]).value == 1:
+        return
+    found: list[ir.Operation] = []
+    walk(func, lambda op: found.append(op) if op.name == "tile.cluster_reduce" else None)
+    if found:
+        nvvm.ClusterArriveRelaxedOp(aligned=True)
+        nvvm.ClusterWaitOp(aligned=True)
 
 
 def cluster_reduce(

@@ -271,8 +271,11 @@ func.func @carry(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {t
 // A row sum combined over a cluster of 2 blocks (tile.cluster = 2): after the block's own
 // reduction, each thread writes its value into both blocks' scratch at its rank's slot (mapa
 // to rank 0, then rank 1), one cluster barrier, then it reads both slots from its own block in
-// rank order and adds them: no second barrier outside a loop.
+// rank order and adds them: no second barrier outside a loop. At entry, a relaxed cluster
+// barrier: no block writes into another that has not started.
 // CHECK-LABEL: func.func @cluster_rowsum(
+// CHECK: nvvm.cluster.arrive.relaxed {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK: gpu.barrier
 // CHECK: nvvm.read.ptx.sreg.cluster.ctarank
 // CHECK: nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr -> !llvm.ptr

@@ -112,11 +112,21 @@ def test_a_cluster_kernel_exchanges_through_distributed_shared_memory(tmp_path: 
     assert "tile.cluster = 2 : i64" in tile
     ptx = compiled(tmp_path, source(), "ptx")
     assert ".reqnctapercluster 2, 1, 1" in ptx
-    # Each thread writes its sum into both blocks (mapa to rank 0 and 1), one cluster barrier,
-    # then reads its two slots from its own block's shared memory: no second barrier outside
-    # a loop, since no block reads another's memory after it.
+    # At entry, a relaxed cluster barrier: every block has started before any writes into
+    # another. Then each thread writes its sum into both blocks (mapa to rank 0 and 1), one
+    # cluster barrier, and reads its two slots from its own block's shared memory: no barrier
+    # after it outside a loop, since no block reads another's memory.
     assert len(re.findall(r"mapa\.u64\s+%rd\d+, %rd\d+, [01];", ptx)) == 2, ptx
-    assert ptx.count("barrier.cluster.arrive") == ptx.count("barrier.cluster.wait") == 1
+    order = re.findall(r"barrier\.cluster\.\w+(?:\.relaxed)?|mapa|ret;", ptx)
+    assert order == [
+        "barrier.cluster.arrive.relaxed",
+        "barrier.cluster.wait",
+        "mapa",
+        "mapa",
+        "barrier.cluster.arrive",
+        "barrier.cluster.wait",
+        "ret;",
+    ], order
     assert "%cluster_ctarank" in ptx
 
 
@@ -132,7 +142,8 @@ def test_in_a_loop_a_second_barrier_guards_the_scratch(tmp_path: Path) -> None:
 }
 """
     ptx = compiled(tmp_path, source(body=body), "ptx")
-    assert ptx.count("barrier.cluster.wait") == 2, "the loop's exchange lost its reuse guard"
+    # the entry barrier, then the loop's exchange and its reuse guard
+    assert ptx.count("barrier.cluster.wait") == 3, "the loop's exchange lost its reuse guard"
 
 
 def test_the_manifest_carries_the_cluster_and_the_launch_checks_the_grid(tmp_path: Path) -> None:
@@ -163,12 +174,13 @@ def test_the_manifest_carries_the_cluster_and_the_launch_checks_the_grid(tmp_pat
 
 def test_the_examples_split_rows_over_clusters() -> None:
     # examples/softmax.tile and layernorm.tile with SPLIT = 2: their specialised variants (a
-    # row of at most SPLIT * COLS) fold their loops away and keep one exchange per statistic.
+    # row of at most SPLIT * COLS) fold their loops away and keep one exchange per statistic
+    # (two), after the entry barrier.
     for name in ("softmax", "layernorm"):
         compiled_ = compile_tile(
             str(REPO / f"examples/{name}.tile"), {"COLS": "1024", "SPLIT": "2"}, "sm_90a"
         )
         special = compiled_.special_ptx
         assert ".reqnctapercluster 2, 1, 1" in special
-        assert special.count("barrier.cluster.wait") == 2, name
+        assert special.count("barrier.cluster.wait") == 3, name
         assert compiled_.manifests[0].cluster == 2
