@@ -16,115 +16,14 @@ one that is not is a located error. `layout.make` ops die with their last use.
 
 from __future__ import annotations
 
-import math
-
 from mlir import ir
 from mlir.dialects import arith
 
 from tilec.binding import erase_dead, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import layout_of
+from tilec.lowering import IndexBuilder, Term
 from tilec.passes.base import Pass, register
-
-Term = int | ir.Value  # a static integer or an SSA index value
-
-
-def is_pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
-class IndexBuilder:
-    """Emits index arithmetic at the current insertion point, folding what is static."""
-
-    def __init__(self) -> None:
-        self.index = ir.IndexType.get()
-
-    def value(self, t: Term) -> ir.Value:
-        return arith.ConstantOp(self.index, t).result if isinstance(t, int) else t
-
-    def add(self, a: Term, b: Term) -> Term:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if a == 0:
-            return b
-        if b == 0:
-            return a
-        return arith.AddIOp(self.value(a), self.value(b)).result
-
-    def sub(self, a: Term, b: Term) -> Term:
-        if isinstance(a, int) and isinstance(b, int):
-            return a - b
-        if b == 0:
-            return a
-        return arith.SubIOp(self.value(a), self.value(b)).result
-
-    def mul(self, a: Term, b: Term) -> Term:
-        if isinstance(a, int) and isinstance(b, int):
-            return a * b
-        if isinstance(a, int):
-            a, b = b, a
-        if b == 0:
-            return 0
-        if b == 1:
-            return a
-        if isinstance(b, int) and is_pow2(b):
-            return arith.ShLIOp(a, self.value(b.bit_length() - 1)).result
-        return arith.MulIOp(self.value(a), self.value(b)).result
-
-    def div(self, a: Term, b: Term) -> Term:
-        if isinstance(a, int) and isinstance(b, int):
-            return a // b
-        if b == 1:
-            return a
-        if isinstance(b, int) and is_pow2(b):
-            return arith.ShRUIOp(self.value(a), self.value(b.bit_length() - 1)).result
-        return arith.DivUIOp(self.value(a), self.value(b)).result
-
-    def rem(self, a: Term, b: Term) -> Term:
-        if isinstance(a, int) and isinstance(b, int):
-            return a % b
-        if b == 1:
-            return 0
-        if isinstance(b, int) and is_pow2(b):
-            return arith.AndIOp(self.value(a), self.value(b - 1)).result
-        return arith.RemUIOp(self.value(a), self.value(b)).result
-
-    def swizzle(self, sw: A.Swizzle, offset: Term) -> Term:
-        """offset ^ ((offset & yyy_mask) >> S)   (<< -S when S < 0): see `algebra.Swizzle`."""
-        if isinstance(offset, int):
-            return sw(offset)
-        if sw.bits == 0:
-            return offset
-        yyy = arith.AndIOp(offset, self.value(sw.yyy_mask)).result
-        amount = self.value(abs(sw.shift))
-        moved = arith.ShRUIOp(yyy, amount) if sw.shift >= 0 else arith.ShLIOp(yyy, amount)
-        return arith.XOrIOp(offset, moved.result).result
-
-
-def known_multiple(t: Term, depth: int = 16) -> int:
-    """A number that surely divides `t` (the static factors of its arith expression; 1 when
-    nothing is known). 0 divides by anything: it answers 2**62."""
-    if isinstance(t, int):
-        return abs(t) or 1 << 62
-    if depth == 0 or not isinstance(t, ir.OpResult):
-        return 1
-    op = t.owner
-    name = op.name
-    args = list(op.operands)
-    if name == "arith.constant":
-        attr = op.attributes["value"]
-        return known_multiple(ir.IntegerAttr(attr).value) if isinstance(attr, ir.IntegerAttr) else 1
-    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-        return known_multiple(args[0], depth - 1)
-    if name == "arith.muli":
-        return min(known_multiple(args[0], depth - 1) * known_multiple(args[1], depth - 1), 1 << 62)
-    if name in ("arith.addi", "arith.subi"):
-        return math.gcd(known_multiple(args[0], depth - 1), known_multiple(args[1], depth - 1))
-    if name == "arith.shli" and isinstance(args[1], ir.OpResult):
-        shift = known_multiple(args[1], 1)
-        if args[1].owner.name == "arith.constant" and shift < 62:
-            return min(known_multiple(args[0], depth - 1) << shift, 1 << 62)
-    return 1
 
 
 def entries(make: ir.Operation) -> tuple[list[Term], list[Term], A.Layout | A.ComposedLayout]:

@@ -31,9 +31,9 @@ from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import sm90_epilogue, sm90_roles, sm90_tma, sm90_values
 from tilec.passes.base import Pass, register
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
 from tilec.passes.sm90_loops import RoleLoops, counter_of
@@ -43,7 +43,6 @@ from tilec.passes.sm90_sources import box_origin
 from tilec.passes.sm90_tma import SwizzledRows
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_views import (
-    LoweringError,
     View,
     gep,
     shared_global,

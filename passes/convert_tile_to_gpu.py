@@ -10,6 +10,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_attr, walk
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
     tile_carry,
@@ -22,7 +23,6 @@ from tilec.passes import (
     tile_views,
 )
 from tilec.passes.base import Pass, register
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
 from tilec.passes.tile_fragments import (
     Deferred,
     Frag,
@@ -39,7 +39,7 @@ from tilec.passes.tile_fragments import (
 from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
-from tilec.passes.tile_views import LoweringError, View, tensor_type
+from tilec.passes.tile_views import View, tensor_type
 
 DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
 ID_OPS = {

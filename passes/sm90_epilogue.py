@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, Term
 from tilec.passes.sm90_ring import i32
 from tilec.passes.sm90_values import Element, Value, aligned
 from tilec.passes.sm90_wgmma import WgmmaAtom

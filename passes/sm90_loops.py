@@ -18,10 +18,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tilec.binding import defined_inside, enclosing_loops, inside
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.layout_fold import constant_index
 from tilec.passes.tile_mma import with_iter_args
-from tilec.passes.tile_views import LoweringError
 
 
 def invariant(value: ir.Value, region_op: ir.Operation) -> bool:

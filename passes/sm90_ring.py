@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, Term
 from tilec.passes.tile_access import when
 from tilec.passes.tile_fragments import constant
 from tilec.passes.tile_views import gep

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, nvvm, scf
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.lowering import IndexBuilder
 
 KEYS = ("tile.role", "tile.warpgroups", "tile.registers")
 WARPGROUP = 128  # threads

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
-from tilec.passes.tile_views import LoweringError
+from tilec.lowering import IndexBuilder, LoweringError, Term
 
 
 def owner(value: ir.Value) -> ir.Operation | None:

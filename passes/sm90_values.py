@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, Term
 from tilec.passes.sm90_wgmma import element
 from tilec.passes.tile_fragments import binary, constant, convert, is_float, reciprocal
 from tilec.passes.tile_fragments import unary as unary_op

@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from tilec.dialects.layout import algebra as A
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, known_multiple
+from tilec.lowering import IndexBuilder, Term, known_multiple
 from tilec.passes.tile_fragments import Partition, constant, convert
 from tilec.passes.tile_views import (
     View,

@@ -23,11 +23,10 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_access import Side, if_else
 from tilec.passes.tile_fragments import Partition, constant
 from tilec.passes.tile_views import (
-    LoweringError,
     View,
     all_of,
     elem_bytes,

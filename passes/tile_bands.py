@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, Term
 from tilec.passes.tile_access import Run, Side, if_else, read_vector, shifted, write_vector
 from tilec.passes.tile_fragments import Partition, constant, convert
 from tilec.passes.tile_views import View, all_of, elem_bytes, position

@@ -28,10 +28,11 @@ from mlir import ir
 from mlir.dialects import llvm, scf
 
 from tilec.dialects.layout import algebra as A
+from tilec.lowering import LoweringError
 from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_mma import moved_loop
-from tilec.passes.tile_views import LoweringError, elem_bytes, tensor_type
+from tilec.passes.tile_views import elem_bytes, tensor_type
 
 Lowered = Frag | Reduced | ir.Value
 # Ops whose result is spread as their full-shape register operands (one element each).

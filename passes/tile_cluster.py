@@ -27,10 +27,10 @@ from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
 from tilec.binding import walk
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_carry import Lowered, flatten, unflatten
 from tilec.passes.tile_fragments import combine
-from tilec.passes.tile_views import LoweringError, gep, shared_global, shared_pointer
+from tilec.passes.tile_views import gep, shared_global, shared_pointer
 
 
 def cluster_barrier() -> None:

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_access import Side, if_else, read_chunk
 from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
 from tilec.passes.tile_memory import deferred_load
 from tilec.passes.tile_memory import load as load_tile
 from tilec.passes.tile_mma import MmaPartition, PairCoords
-from tilec.passes.tile_views import LoweringError, View
+from tilec.passes.tile_views import View
 
 # What a deferred value may pass through on its way to the store, and what it may not move
 # past: ops that write memory, order threads or hold regions (which may do either).

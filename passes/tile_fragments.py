@@ -26,8 +26,8 @@ from mlir.dialects import arith, math
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term, is_pow2
-from tilec.passes.tile_views import LoweringError, all_of
+from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2
+from tilec.passes.tile_views import all_of
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_access import (
     Side,
     choose_partition,
@@ -37,7 +37,7 @@ from tilec.passes.tile_fragments import (
     fast_path,
     group_key,
 )
-from tilec.passes.tile_views import LoweringError, View, all_of, elem_bytes
+from tilec.passes.tile_views import View, all_of, elem_bytes
 
 
 def per_chunk(

@@ -33,7 +33,7 @@ from mlir.dialects import gpu, llvm, nvvm, scf
 from tilec.binding import defined_inside
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_access import Side, if_else, when
 from tilec.passes.tile_fragments import (
     Deferred,
@@ -46,15 +46,7 @@ from tilec.passes.tile_fragments import (
     fast_path,
 )
 from tilec.passes.tile_pipeline import PREFETCH
-from tilec.passes.tile_views import (
-    LoweringError,
-    View,
-    all_of,
-    element_address,
-    in_bounds,
-    rows_from,
-    tensor_type,
-)
+from tilec.passes.tile_views import View, all_of, element_address, in_bounds, rows_from, tensor_type
 
 # The lowered mma.sync atoms and the element type of their A and B operands.
 ATOMS = {"sm80.mma_16x8x16.f32.f16.f16.f32": "f16", "sm80.mma_16x8x16.f32.bf16.bf16.f32": "bf16"}

@@ -20,9 +20,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm
 
+from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, constant
 from tilec.passes.tile_mma import AK, MmaPartition, check_operand, gemm_steps
-from tilec.passes.tile_views import LoweringError, View
+from tilec.passes.tile_views import View
 
 
 def check_register_a(op: ir.Operation, p: Frag, bv: View, acc: Frag) -> tuple[int, bool]:

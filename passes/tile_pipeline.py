@@ -7,9 +7,10 @@ from mlir.dialects import arith, nvvm
 
 from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
+from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import when
-from tilec.passes.tile_views import LoweringError, buffer_extent, tensor_type
+from tilec.passes.tile_views import buffer_extent, tensor_type
 from tilec.targets import smem_optin
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no

@@ -22,7 +22,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_type
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_fragments import (
     Frag,
     Reduced,
@@ -32,7 +32,7 @@ from tilec.passes.tile_fragments import (
     group_key,
     identity,
 )
-from tilec.passes.tile_views import LoweringError, gep, shared_global, shared_pointer
+from tilec.passes.tile_views import gep, shared_global, shared_pointer
 
 LANES = 5  # log2 of the warp size
 

@@ -23,10 +23,10 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_type
-from tilec.passes.convert_layout_to_arith import IndexBuilder
+from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_fragments import REDUCE_OP, Frag, Reduced, combine, constant
 from tilec.passes.tile_mma import WARP, Lanes, MmaPartition, PairCoords
-from tilec.passes.tile_views import LoweringError, gep, shared_global, shared_pointer
+from tilec.passes.tile_views import gep, shared_global, shared_pointer
 
 LANE_MASKS = {1: (1, 2), 0: (4, 8, 16)}  # xor distances of the lanes that share a row/column
 

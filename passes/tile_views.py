@@ -23,20 +23,12 @@ from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.measure import extent
 from tilec.dialects.tile import types
-from tilec.passes.convert_layout_to_arith import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 
 GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for an SSA index
 GEP_INBOUNDS = 3  # the `inbounds` no-wrap flags (inbounds implies nusw)
 SHARED_SPACE = 3
 GLOBAL_SPACE = 1
-
-
-class LoweringError(Exception):
-    """A located failure: `op` cannot be lowered, for the reason in the message."""
-
-    def __init__(self, op: ir.Operation | ir.OpView, message: str) -> None:
-        super().__init__(message)
-        self.op = op
 
 
 @dataclass(frozen=True)

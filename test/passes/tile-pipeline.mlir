@@ -4,6 +4,7 @@
 // stage nobody reads), a commit every iteration, a drain.
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D BK=16 -D STAGES=4 -D PREFETCH=1 --emit tile -o %t.16.mlir
 // RUN: tile-opt -p tile-pipeline %t.16.mlir | filecheck %s --check-prefix=S4
+// RUN: tile-opt -p tile-pipeline --split-input-file --verify-diagnostics %s.bad
 // The source's pipeline(..., prefetch = 0 | 1) wins over the pass option; without it, the option.
 // RUN: sed 's/tile.prefetch_fragments = 1/tile.prefetch_fragments = 0/' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE
 // RUN: sed 's/tile.prefetch_fragments = 1 : i64, //' %t.16.mlir | tile-opt -p tile-pipeline | filecheck %s --check-prefix=NOPRE

@@ -29,6 +29,25 @@ def test_every_pass_has_a_lit_file_a_module_and_a_doc_heading(cls: type) -> None
     assert f"## `{cls.name}`" in (ROOT / "docs" / "passes.md").read_text()
 
 
+# Passes with no error of their own: they transform what they recognise and leave the rest.
+NO_ERRORS = {"pipeline-steady-state": "versions a lowered loop it recognises, else leaves it"}
+
+
+@pytest.mark.parametrize("cls", BUILTIN_PASSES, ids=lambda c: c.name)
+def test_every_pass_has_a_negative_lit_case(cls: type) -> None:
+    """Each pass's lit file runs `<name>.mlir.bad` with --verify-diagnostics: its located
+    errors, each expected where it must be reported."""
+    if cls.name in NO_ERRORS:
+        source = (ROOT / "passes" / f"{cls.name.replace('-', '_')}.py").read_text()
+        assert "LoweringError(" not in source and "self.error(" not in source, cls.name
+        return
+    bad = ROOT / "test" / "passes" / f"{cls.name}.mlir.bad"
+    assert bad.is_file(), f"{bad} is missing"
+    assert "expected-error" in bad.read_text()
+    lit = (ROOT / "test" / "passes" / f"{cls.name}.mlir").read_text()
+    assert "--verify-diagnostics %s.bad" in lit, f"{cls.name}.mlir does not run its .bad file"
+
+
 def test_stage_ladder_order_and_extensions() -> None:
     assert STAGE_KEYS == ("ast", "tile", "lowered", "gpu", "nvvm", "llvm", "ptx", "cubin")
     assert stage_of_input("k.gpu.mlir") == "gpu"
