@@ -16,10 +16,12 @@ from tilec.passes import (
     tile_carry,
     tile_cluster,
     tile_epilogue,
+    tile_loops,
     tile_memory,
     tile_mma,
     tile_mma_regs,
     tile_pipeline,
+    tile_remat,
     tile_views,
 )
 from tilec.passes.base import Pass, register
@@ -71,7 +73,7 @@ class KernelLowering:
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
-        self.loops: tile_mma.CarriedLoops | None = None
+        self.loops: tile_loops.CarriedLoops | None = None
         # cp.async copies issued and not yet waited for: shared memory is not ready.
         self.in_flight = False
         entry = func.regions[0].blocks[0]
@@ -102,7 +104,8 @@ class KernelLowering:
         for dim, extent in zip(DIMS, self.dims, strict=False):
             if extent > 1:
                 axis = "xyz"[DIMS.index(dim)]
-                tid = special_register("tid", axis) if fresh else gpu.ThreadIdOp(dim).result
+                read = tile_remat.special_register
+                tid = read("tid", axis) if fresh else gpu.ThreadIdOp(dim).result
                 t = b.add(t, b.mul(tid, scale))
             scale *= extent
         return b.value(t)
@@ -125,7 +128,7 @@ class KernelLowering:
         memo: dict[ir.Value, ir.Value] = {}
         for i, v in enumerate(op.operands):
             if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
-                op.operands[i] = rematerialize(v, memo)
+                op.operands[i] = tile_remat.rematerialize(v, memo)
 
     def get(self, op: ir.Operation, value: ir.Value) -> View | Frag | Reduced:
         if value not in self.lowered:
@@ -426,58 +429,6 @@ def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
     return found[0] if found else None
 
 
-def special_register(name: str, axis: str) -> ir.Value:
-    """%tid.x, %ctaid.y, ... as an index, read with volatile asm (never merged with another)."""
-    i32 = ir.IntegerType.get_signless(32)
-    read = llvm.InlineAsmOp(i32, [], f"mov.u32 $0, %{name}.{axis};", "=r", has_side_effects=True)
-    return arith.IndexCastUIOp(ir.IndexType.get(), read.result).result
-
-
-def opaque_copy(value: ir.Value) -> ir.Value:
-    """`value` (an integer, index or f32) through volatile asm: equal, but not known to be."""
-    i64 = ir.IntegerType.get_signless(64)
-    index = isinstance(value.type, ir.IndexType)
-    wide = arith.IndexCastOp(i64, value).result if index else value
-    if isinstance(wide.type, ir.F32Type):
-        kind = ("f32", "f")
-    else:
-        kind = {64: ("b64", "l"), 32: ("b32", "r"), 16: ("b16", "h")}[
-            ir.IntegerType(wide.type).width
-        ]
-    copy = llvm.InlineAsmOp(
-        wide.type, [wide], f"mov.{kind[0]} $0, $1;", f"={kind[1]},{kind[1]}", has_side_effects=True
-    ).result
-    return arith.IndexCastOp(ir.IndexType.get(), copy).result if index else copy
-
-
-REREAD = {"gpu.block_id": "ctaid", "gpu.thread_id": "tid", "gpu.grid_dim": "nctaid"}
-
-
-def rematerialize(value: ir.Value, memo: dict[ir.Value, ir.Value]) -> ir.Value:
-    """`value` computed again here when it is integer arithmetic on block/thread ids, grid
-    sizes, constants and kernel arguments (the special registers read afresh); else itself."""
-    if value in memo:
-        return memo[value]
-    owner = value.owner
-    if not isinstance(owner, ir.Operation | ir.OpView):  # a kernel argument: an opaque copy,
-        new = opaque_copy(value)  # or LLVM would merge the arithmetic on it with the first
-        memo[value] = new
-        return new
-    op = owner.operation
-    if op.name in REREAD:  # dimension = #gpu<dim y>
-        new = special_register(REREAD[op.name], str(op.attributes["dimension"])[-2])
-    elif op.name.startswith("arith.") and op.name != "arith.constant" and len(op.results) == 1:
-        operands = [rematerialize(v, memo) for v in op.operands]
-        clone = op.clone()
-        for i, a in enumerate(operands):
-            clone.operands[i] = a
-        new = clone.results[0]
-    else:
-        return value
-    memo[value] = new
-    return new
-
-
 def lowered_here(op: ir.Operation) -> bool:
     """Tile ops, and the loops (with their yields) that carry register tensors."""
     if op.name.startswith("tile."):
@@ -530,7 +481,7 @@ class ConvertTileToGpu(Pass):
             if (unlowered := unlowered_region(func)) is not None:
                 raise LoweringError(*unlowered)
             kernel = KernelLowering(func, module)
-            loops = kernel.loops = tile_mma.CarriedLoops(ops, kernel.preload)
+            loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
             for n, op in enumerate(ops):
                 loops.enter(n, kernel.lowered)
                 with ir.InsertionPoint(op), op.location:

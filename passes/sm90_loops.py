@@ -20,7 +20,7 @@ from mlir.dialects import arith, scf
 from tilec.binding import defined_inside, enclosing_loops, inside
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.layout_fold import constant_index
-from tilec.passes.tile_mma import with_iter_args
+from tilec.passes.tile_loops import with_iter_args
 
 
 def invariant(value: ir.Value, region_op: ir.Operation) -> bool:
@@ -160,7 +160,7 @@ class RoleLoops:
 def rebuild_with(
     loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
 ) -> ir.Operation:
-    """The same loop with the accumulators as iter_args (`tile_mma.with_iter_args`)."""
+    """The same loop with the accumulators as iter_args (`tile_loops.with_iter_args`)."""
     new, args = with_iter_args(loop, [v for f in frags for v in accs[f]])
     rest = iter(args)
     for f in frags:

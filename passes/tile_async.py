@@ -78,40 +78,6 @@ def copy(
     b = IndexBuilder()
     cache = "cg" if ".cg." in atom else "ca"
 
-    def issue(piece: Partition, ragged: bool) -> list[ir.Value]:
-        """One cp.async per chunk of `piece`; zero-filling ones when `ragged`."""
-        nbytes = piece.vec * elem_bytes(src.elem)
-        how = cache if piece.vec == vec else "ca"  # narrower cp.async exist only as .ca
-        # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address + immediates.
-        per_iter = threads * piece.vec
-        rows = len(shape) == 2 and m == 1 and per_iter % shape[m] == 0
-        rows_per_iter = per_iter // shape[m] if rows else 0
-        coords0 = piece.chunk_coords(0, tid, b)
-        first = element_address(dst, coords0, b) if rows_per_iter else None
-        for i in range(piece.iters):
-            if piece.active(i, tid, b) is not None:
-                raise LoweringError(op, f"{piece.chunks} chunks do not spread over {threads}")
-            coords = piece.chunk_coords(i, tid, b)
-            at, size = b.value(element_index(src, coords, b)), None
-            if ragged:
-                n = src_elements(src, coords, m, piece.vec, b)
-                positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
-                at = arith.SelectOp(positive, at, b.value(0)).result
-                scaled = b.value(b.mul(n, elem_bytes(src.elem)))
-                size = arith.IndexCastOp(ir.IntegerType.get_signless(32), scaled).result
-            if rows_per_iter:
-                to = row_below(dst, first, coords0, rows_per_iter * i, b)
-            else:
-                to = element_address(dst, coords, b)
-            nvvm.CpAsyncOp(
-                to,
-                gep(src.base, at, src.elem, b),
-                nbytes,
-                ir.Attribute.parse(f"#nvvm<load_cache_modifier {how}>"),
-                cpSize=size,
-            )
-        return []
-
     # A tile wholly inside the tensor (every tile but those on the edges) issues plain
     # cp.async: no source sizes, no selects, so the addresses reduce to pointer increments.
     # In a loop over tiles, pipeline-steady-state answers this test above the loop (WHOLE).
@@ -119,7 +85,11 @@ def copy(
         def go() -> list[ir.Value]:
             whole = in_bounds(src, [s - 1 for s in shape], b)
             return if_else(
-                whole, [], lambda: issue(piece, False), lambda: issue(piece, True), mark=WHOLE
+                whole,
+                [],
+                lambda: issue(op, src, dst, piece, vec, cache, tid, False, b),
+                lambda: issue(op, src, dst, piece, vec, cache, tid, True, b),
+                mark=WHOLE,
             )
 
         return go
@@ -147,6 +117,54 @@ def copy(
     nbytes = CP_ASYNC_BYTES[atom]
     narrower = [w for w in NARROW_BYTES if narrow and elem_bytes(src.elem) <= w < nbytes]
     tiers([nbytes] + narrower)()
+
+
+def issue(
+    op: ir.Operation,
+    src: View,
+    dst: View,
+    piece: Partition,
+    full: int,
+    cache: str,
+    tid: ir.Value,
+    ragged: bool,
+    b: IndexBuilder,
+) -> list[ir.Value]:
+    """One cp.async per chunk of `piece` (`full` elements a chunk is the atom's own width,
+    whose cache mode `cache` is; narrower ones exist only as .ca); zero-filling ones when
+    `ragged`."""
+    shape, m, threads = piece.shape, piece.m, piece.threads
+    nbytes = piece.vec * elem_bytes(src.elem)
+    how = cache if piece.vec == full else "ca"
+    # Chunk i sits rows_per_iter * i rows below chunk 0: one swizzled address + immediates.
+    per_iter = threads * piece.vec
+    rows = len(shape) == 2 and m == 1 and per_iter % shape[m] == 0
+    rows_per_iter = per_iter // shape[m] if rows else 0
+    coords0 = piece.chunk_coords(0, tid, b)
+    first = element_address(dst, coords0, b) if rows_per_iter else None
+    for i in range(piece.iters):
+        if piece.active(i, tid, b) is not None:
+            raise LoweringError(op, f"{piece.chunks} chunks do not spread over {threads}")
+        coords = piece.chunk_coords(i, tid, b)
+        at, size = b.value(element_index(src, coords, b)), None
+        if ragged:
+            n = src_elements(src, coords, m, piece.vec, b)
+            positive = arith.CmpIOp(arith.CmpIPredicate.sgt, n, b.value(0)).result
+            at = arith.SelectOp(positive, at, b.value(0)).result
+            scaled = b.value(b.mul(n, elem_bytes(src.elem)))
+            size = arith.IndexCastOp(ir.IntegerType.get_signless(32), scaled).result
+        if rows_per_iter:
+            to = row_below(dst, first, coords0, rows_per_iter * i, b)
+        else:
+            to = element_address(dst, coords, b)
+        nvvm.CpAsyncOp(
+            to,
+            gep(src.base, at, src.elem, b),
+            nbytes,
+            ir.Attribute.parse(f"#nvvm<load_cache_modifier {how}>"),
+            cpSize=size,
+        )
+    return []
 
 
 def scalar_copy(src: View, dst: View, part: Partition, tid: ir.Value, b: IndexBuilder) -> None:

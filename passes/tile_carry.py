@@ -31,7 +31,7 @@ from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
 from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
-from tilec.passes.tile_mma import moved_loop
+from tilec.passes.tile_loops import moved_loop
 from tilec.passes.tile_views import elem_bytes, tensor_type
 
 Lowered = Frag | Reduced | ir.Value
