@@ -218,15 +218,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from tilec.stages import STAGES
-
-    parser = argparse.ArgumentParser(
-        prog="tilec", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    stages = "\n".join(f"  {s.key:<8} .{s.ext:<13} {s.summary}" for s in STAGES)
-
+def add_compile_command(sub: argparse._SubParsersAction, stages: str) -> None:
+    """`tilec compile`: its options (`stages`: the ladder, listed in its help)."""
     p = sub.add_parser(
         "compile",
         help="compile a .tile (or any stage's .mlir) file",
@@ -274,6 +267,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-contracts", action="store_true", help=NO_CONTRACTS)
     p.set_defaults(func=cmd_compile)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tilec.stages import STAGES
+
+    parser = argparse.ArgumentParser(
+        prog="tilec", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    stages = "\n".join(f"  {s.key:<8} .{s.ext:<13} {s.summary}" for s in STAGES)
+
+    add_compile_command(sub, stages)
 
     # Listed for --help only: main() hands `tilec layout ...` to tilec.layout_cli's own parser,
     # so its options (--help too) may come before the expression.

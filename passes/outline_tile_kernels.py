@@ -31,6 +31,48 @@ INDEX_32 = "#dlti.dl_spec<index = 32 : i32>"
 INDEX_BITWIDTHS = (32, 64)
 
 
+def ref_name(op: ir.Operation) -> str:
+    """The global an `llvm.mlir.addressof` names."""
+    return ir.FlatSymbolRefAttr(op.attributes["global_name"]).value
+
+
+def shared_refs(func: ir.Operation, shared: dict[str, ir.Operation]) -> list[ir.Operation]:
+    """The `llvm.mlir.addressof` ops of `func` that take a shared global's address."""
+    found: list[ir.Operation] = []
+    walk(
+        func,
+        lambda op: (
+            found.append(op)
+            if op.name == "llvm.mlir.addressof" and ref_name(op) in shared
+            else None
+        ),
+    )
+    return found
+
+
+def dynamic_bases(func: ir.Operation, offsets: dict[str, int]) -> dict[str, ir.Value]:
+    """At `func`'s entry, each buffer's base inside the extern dynamic array: its offset
+    bytes past the array's address."""
+    entry = func.regions[0].blocks[0]
+    ptr = ir.Type.parse(SHARED_PTR)
+    i8 = ir.IntegerType.get_signless(8)
+    with ir.InsertionPoint.at_block_begin(entry), func.location:
+        base = llvm.AddressOfOp(ptr, DYNAMIC_SYMBOL).result
+        return {
+            n: base
+            if offset == 0
+            else llvm.GEPOp(
+                ptr,
+                base,
+                [],
+                ir.DenseI32ArrayAttr.get([offset]),
+                i8,
+                ir.IntegerAttr.get(ir.IntegerType.get_signless(32), GEP_INBOUNDS),
+            ).result
+            for n, offset in offsets.items()
+        }
+
+
 @register
 class OutlineTileKernels(Pass):
     """Move each lowered tile kernel into `gpu.module @kernels` as a `gpu.func` with the ABI.
@@ -130,19 +172,8 @@ class OutlineTileKernels(Pass):
         moved: set[str] = set()
         extern_made = False
         for func in funcs:
-            refs: list[ir.Operation] = []
-
-            def collect(op: ir.Operation, found: list[ir.Operation] = refs) -> None:
-                if op.name == "llvm.mlir.addressof":
-                    if ir.FlatSymbolRefAttr(op.attributes["global_name"]).value in shared:
-                        found.append(op)
-
-            walk(func, collect)
-            names: list[str] = []
-            for r in refs:
-                n = ir.FlatSymbolRefAttr(r.attributes["global_name"]).value
-                if n not in names:
-                    names.append(n)
+            refs = shared_refs(func, shared)
+            names = list(dict.fromkeys(ref_name(r) for r in refs))
             total = sum(cls.global_bytes(shared[n]) for n in names)
             # Beyond every target's static limit a kernel takes its buffers as dynamic shared
             # memory (ptxas rejects larger static `.shared` arrays).
@@ -163,27 +194,9 @@ class OutlineTileKernels(Pass):
                         addr_space=3,
                     )
                 extern_made = True
-            entry = func.regions[0].blocks[0]
-            ptr = ir.Type.parse(SHARED_PTR)
-            i8 = ir.IntegerType.get_signless(8)
-            with ir.InsertionPoint.at_block_begin(entry), func.location:
-                base = llvm.AddressOfOp(ptr, DYNAMIC_SYMBOL).result
-                bases = {
-                    n: base
-                    if offsets[n] == 0
-                    else llvm.GEPOp(
-                        ptr,
-                        base,
-                        [],
-                        ir.DenseI32ArrayAttr.get([offsets[n]]),
-                        i8,
-                        ir.IntegerAttr.get(ir.IntegerType.get_signless(32), GEP_INBOUNDS),
-                    ).result
-                    for n in names
-                }
+            bases = dynamic_bases(func, offsets)
             for r in refs:
-                n = ir.FlatSymbolRefAttr(r.attributes["global_name"]).value
-                r.results[0].replace_all_uses_with(bases[n])
+                r.results[0].replace_all_uses_with(bases[ref_name(r)])
                 r.erase()
             func.attributes["tile.dynamic_smem"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), end
@@ -191,18 +204,7 @@ class OutlineTileKernels(Pass):
             moved.update(names)
         # A global no kernel addresses any more would still be reserved as static smem.
         for n in moved:
-            still: list[ir.Operation] = []
-            for func in funcs:
-                walk(
-                    func,
-                    lambda op, f=still, n=n: (
-                        f.append(op)
-                        if op.name == "llvm.mlir.addressof"
-                        and ir.FlatSymbolRefAttr(op.attributes["global_name"]).value == n
-                        else None
-                    ),
-                )
-            if not still:
+            if not any(ref_name(r) == n for func in funcs for r in shared_refs(func, shared)):
                 shared[n].erase()
 
     @staticmethod

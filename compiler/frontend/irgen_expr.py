@@ -270,6 +270,45 @@ class ExprGen:
 
     def tensor_call(self, node: ast.Call, v: TensorV | MmaV, rtype: ir.Type) -> ir.Value:
         f, span = node.func, node.span
+        if f in ("local_tile", "partition", "permute"):
+            return self.view_call(node, rtype)
+        if f in REDUCE or f in CLUSTER_REDUCE:
+            return self.reduce_call(node, rtype)
+        if f == "shared":
+            attrs = {"name": ir.StringAttr.get(v.alloc.name)}
+            if v.alloc.reuse is not None:
+                attrs["reuse"] = ir.StringAttr.get(v.alloc.reuse.name)
+            return self.op("tile.alloc_shared", span, [], [rtype], attrs).result
+        if f == "fragment":
+            return self.fragment(node, v, rtype)
+        if f == "load":
+            other = self.values.get(id(node.kwarg("other"))) if node.kwarg("other") else None
+            src = self.values[id(node.args[0])]
+            spread = node.kwarg("like") or node.kwarg("mask")
+            like = [self.expr(spread)] if spread else []
+            attrs = {"other": constant_attr(other, src.elem)}
+            if node.kwarg("mask"):
+                attrs["masked"] = ir.UnitAttr.get()  # the `like` operand is the mask
+            return self.op(
+                "tile.load", span, [self.expr(node.args[0]), *like], [rtype], attrs
+            ).result
+        if f == "tiled_mma":
+            return self.op("tile.tiled_mma", span, [], [rtype]).result
+        if f in ("max", "min"):
+            return self.elementwise("tile.binary", f, node.args, v, span)
+        if f == "where":
+            pred = self.expr(node.args[0])
+            a, b = (self.operand_as(n, v) for n in node.args[1:])
+            return self.op("tile.select", span, [pred, a, b], [rtype]).result
+        if f == "coord":
+            mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
+            x = self.expr(node.args[0])
+            return self.op("tile.coord", span, [x], [rtype], {"mode": i64(mode)}).result
+        return self.elementwise("tile.unary", f, node.args, v, span)
+
+    def view_call(self, node: ast.Call, rtype: ir.Type) -> ir.Value:
+        """local_tile, partition and permute: a view of a tensor."""
+        f, span = node.func, node.span
         if f == "local_tile":
             coord_node = node.args[2]
             coords = _items(self.values[id(coord_node)])
@@ -306,26 +345,11 @@ class ExprGen:
                 [rtype],
                 {"perm": ir.DenseI64ArrayAttr.get(perm)},
             ).result
-        if f == "shared":
-            attrs = {"name": ir.StringAttr.get(v.alloc.name)}
-            if v.alloc.reuse is not None:
-                attrs["reuse"] = ir.StringAttr.get(v.alloc.reuse.name)
-            return self.op("tile.alloc_shared", span, [], [rtype], attrs).result
-        if f == "fragment":
-            return self.fragment(node, v, rtype)
-        if f == "load":
-            other = self.values.get(id(node.kwarg("other"))) if node.kwarg("other") else None
-            src = self.values[id(node.args[0])]
-            spread = node.kwarg("like") or node.kwarg("mask")
-            like = [self.expr(spread)] if spread else []
-            attrs = {"other": constant_attr(other, src.elem)}
-            if node.kwarg("mask"):
-                attrs["masked"] = ir.UnitAttr.get()  # the `like` operand is the mask
-            return self.op(
-                "tile.load", span, [self.expr(node.args[0]), *like], [rtype], attrs
-            ).result
-        if f == "tiled_mma":
-            return self.op("tile.tiled_mma", span, [], [rtype]).result
+        raise AssertionError(f"{f} is not a view builtin")
+
+    def reduce_call(self, node: ast.Call, rtype: ir.Type) -> ir.Value:
+        """reduce_max/min/sum along a mode, cluster_max/min/sum over a cluster."""
+        f, span = node.func, node.span
         if f in REDUCE:
             mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
             return self.op(
@@ -335,23 +359,11 @@ class ExprGen:
                 [rtype],
                 {"kind": ir.StringAttr.get(REDUCE[f]), "mode": i64(mode)},
             ).result
-        if f in CLUSTER_REDUCE:
-            kind = {"kind": ir.StringAttr.get(CLUSTER_REDUCE[f])}
-            x = self.expr(node.args[0])
-            if self.k.cluster == 1:
-                return x
-            return self.op("tile.cluster_reduce", span, [x], [rtype], kind).result
-        if f in ("max", "min"):
-            return self.elementwise("tile.binary", f, node.args, v, span)
-        if f == "where":
-            pred = self.expr(node.args[0])
-            a, b = (self.operand_as(n, v) for n in node.args[1:])
-            return self.op("tile.select", span, [pred, a, b], [rtype]).result
-        if f == "coord":
-            mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
-            x = self.expr(node.args[0])
-            return self.op("tile.coord", span, [x], [rtype], {"mode": i64(mode)}).result
-        return self.elementwise("tile.unary", f, node.args, v, span)
+        kind = {"kind": ir.StringAttr.get(CLUSTER_REDUCE[f])}  # cluster_max/min/sum
+        x = self.expr(node.args[0])
+        if self.k.cluster == 1:
+            return x
+        return self.op("tile.cluster_reduce", span, [x], [rtype], kind).result
 
     def fragment(self, node: ast.Call, v: TensorV, rtype: ir.Type) -> ir.Value:
         operands = []
