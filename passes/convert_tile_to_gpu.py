@@ -20,6 +20,7 @@ from tilec.passes import (
     tile_memory,
     tile_mma,
     tile_mma_regs,
+    tile_mma_store,
     tile_pipeline,
     tile_remat,
     tile_views,
@@ -297,7 +298,7 @@ class KernelLowering:
         if isinstance(value, Reduced):
             tile_memory.store_reduced(op, value, dst, self.tid)
         elif isinstance(value.part, tile_mma.MmaPartition):
-            tile_mma.store(op, value, dst, self.tid, self.threads, mask)
+            tile_mma_store.store(op, value, dst, self.tid, self.threads, mask)
         else:
             tile_memory.store(op, value, dst, self.tid, mask)
 

@@ -30,7 +30,8 @@ from tilec.passes.sm90_values import Element, Value, aligned
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_access import if_else, when
 from tilec.passes.tile_fragments import constant, convert
-from tilec.passes.tile_mma import pair, write_pair
+from tilec.passes.tile_mma import pair
+from tilec.passes.tile_mma_store import write_pair
 from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
 
 CHUNK_ROWS = 64

@@ -1,0 +1,98 @@
+"""Passes (lowered stage): an mma.sync accumulator stored into a global tile
+(convert-tile-to-gpu; `write_pair` serves convert-tile-sm90's epilogue too).
+
+c(2i) and c(2i+1) of a thread are adjacent columns (`tile_mma`'s fragment maps), so the
+accumulator is stored a pair at a time: one 2-element vector where the view keeps pairs
+aligned and the tile is wholly inside, else element by element under the bounds.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import llvm
+
+from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.passes.tile_access import Side, if_else, when
+from tilec.passes.tile_fragments import (
+    Deferred,
+    Evaluation,
+    Frag,
+    Partition,
+    chunk_values,
+    convert,
+    fast_path,
+)
+from tilec.passes.tile_mma import MmaPartition, PairCoords, pair
+from tilec.passes.tile_views import View, all_of, element_address, in_bounds
+
+
+def store(
+    op: ir.Operation,
+    acc: Frag | Deferred,
+    view: View,
+    tid: ir.Value,
+    threads: int,
+    mask: Frag | None = None,
+) -> None:
+    """Store the accumulator (converted) into a global tile: pairs c(2i), c(2i+1) are adjacent.
+    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored;
+    with `mask` (a predicate tensor spread as the accumulator) its false elements are not."""
+    part = acc.part
+    assert isinstance(part, MmaPartition)
+    if view.static_shape(op) != part.block:
+        raise LoweringError(op, f"storing a {part.block} tile into a {tuple(view.shape)} view")
+    b = IndexBuilder()
+    coords = PairCoords(part, tid, b)
+    whole = Partition(part.block, 1, 2, threads)
+    side = Side.of(view, whole)  # pairs where the strides and offset keep them aligned
+
+    def version(guarded: bool) -> list[ir.Value]:
+        ev = Evaluation(guarded)
+        for i in range(part.iters):
+            values = [convert(v, view.elem) for v in chunk_values(acc, i, ev)]
+            for h in range(2):
+                pair_mask = None if mask is None else mask.values[i][2 * h : 2 * h + 2]
+                vals = values[2 * h : 2 * h + 2]
+                write_pair(view, coords(i, h), vals, side.width == 2, guarded, b, pair_mask)
+        return []
+
+    if_else(
+        fast_path(acc, side.fast(whole, b), b),
+        [],
+        lambda: version(False),
+        lambda: version(True),
+    )
+
+
+def write_pair(
+    view: View,
+    at: list[Term],
+    vals: list[ir.Value],
+    paired: bool,
+    guarded: bool,
+    b: IndexBuilder,
+    mask: list[ir.Value] | None = None,
+) -> None:
+    """One pair of the accumulator: a 2-element vector in the fast path (under both masks, if
+    masked), else element by element, each under its bounds (guarded) and its mask."""
+
+    def both() -> list:
+        width = 2 * vals[0].type.width // 8  # the pair's bytes: the fast path checked them
+        llvm.StoreOp(pair(vals[0], vals[1]), element_address(view, at, b), alignment=width)
+        return []
+
+    def each() -> list:
+        for e, v in enumerate(vals):
+            here = [at[0], b.add(at[1], e)]
+
+            def put(here: list[Term] = here, v: ir.Value = v) -> None:
+                llvm.StoreOp(v, element_address(view, here, b))
+
+            inside = in_bounds(view, here, b) if guarded else True
+            when(all_of([inside, mask[e]]) if mask is not None else inside, put)
+        return []
+
+    if not guarded and paired:
+        if_else(True if mask is None else all_of(mask), [], both, each)
+        return
+    each()
