@@ -5,7 +5,8 @@
 DIR holds the bundles `layernorm_c{COLS}_sm90a` and `softmax_c{COLS}_sm90a`: a shape of N columns
 runs the bundle whose COLS is the smallest of 1024, 2048, 4096, 8192, 16384, 32768 that is >= N;
 a missing bundle skips that shape's row, with a note. `--split S` runs the bundles
-`*_c{COLS}s{S}_sm90a` instead (rows split over clusters of S blocks), COLS * S >= N.
+`*_c{COLS}s{S}_sm90a` instead (rows split over clusters of S blocks), COLS * S >= N, and only
+the shapes whose rows that bundle does split (COLS < N).
 
 LayerNorm: y = (x - mean) / sqrt(var + 1e-5) * w + b over each row of an R×N f16 x (f32 math),
 w = 1 + 0.1·randn and b = 0.1·randn f16 vectors of N; tilec is `k(x, w, b, y, eps)`, torch is
@@ -118,6 +119,9 @@ def bundle_for(root: Path, kernel: str, r: int, n: int) -> Path | None:
     tag = "" if split == 1 else f"s{split}"
     built = [c for c in COLS if (root / f"{kernel}_c{c}{tag}_{ARCH}").is_dir()]
     cols = next((c for c in built if c * split >= n), built[-1] if built else None)
+    if split > 1 and cols is not None and cols >= n:
+        print(f"{kernel} {r}x{n}: a row of one block's tile: not split, row skipped", flush=True)
+        return None
     bundle = root / f"{kernel}_c{cols}{tag}_{ARCH}"
     if cols is None or not bundle.is_dir():
         print(f"{kernel} {r}x{n}: no bundle {bundle}: row skipped", flush=True)
