@@ -8,8 +8,9 @@ from dataclasses import replace
 from tilec import layout as L
 from tilec.frontend import ast
 from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
-from tilec.frontend.expr import ExprChecker, int_tuple, mode_sizes, result_elem
+from tilec.frontend.expr import ExprChecker, result_elem
 from tilec.frontend.lexer import MAX_INT
+from tilec.frontend.shapes import int_tuple, mode_sizes
 from tilec.frontend.values import (
     ErrorV,
     IntV,

@@ -8,15 +8,8 @@ from tilec.dialects.layout import measure
 from tilec.frontend import ast
 from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
-from tilec.frontend.expr import (
-    ExprChecker,
-    inner,
-    int_tuple,
-    mode_sizes,
-    static_ints,
-    top_modes,
-    with_modes,
-)
+from tilec.frontend.expr import ExprChecker
+from tilec.frontend.shapes import inner, int_tuple, mode_sizes, static_ints, top_modes, with_modes
 from tilec.frontend.values import (
     Alloc,
     ErrorV,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 from tilec import layout as L
-from tilec.diagnostics import DiagnosticEngine, Span, note
+from tilec.diagnostics import DiagnosticEngine, Span
 from tilec.frontend import ast
-from tilec.frontend.atoms import REGISTER_COUNTS
+from tilec.frontend.shapes import broadcastable, dyn, int_tuple, spread, top_modes, with_modes
+from tilec.frontend.stmt_check import StatementChecker
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
 from tilec.frontend.values import (
     Alloc,
-    Binding,
     BuiltinNamespaceV,
     ErrorV,
     FloatV,
@@ -24,10 +24,8 @@ from tilec.frontend.values import (
     TupleV,
     TypeV,
     UnderscoreV,
-    UnitV,
     V,
 )
-from tilec.targets import TARGETS, has_setmaxnreg
 
 NAMESPACES = ("block", "thread", "cluster")
 MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
@@ -42,7 +40,10 @@ STATIC_COMPARE = {
 }
 
 
-class ExprChecker:
+class ExprChecker(StatementChecker):
+    """Checks a kernel body: each expression's value (`expr`), each statement's effect
+    (`StatementChecker`), located errors for what is wrong."""
+
     def __init__(self, diags: DiagnosticEngine, file: str) -> None:
         self.diags, self.file = diags, file
         self.values: dict[int, V] = {}
@@ -70,187 +71,6 @@ class ExprChecker:
         return ErrorV()
 
     # Statements -----------------------------------------------------------------------------
-
-    def block(self, stmts: list[ast.Node], scope: Scope) -> None:
-        for stmt in stmts:
-            self.stmt(stmt, scope)
-
-    def stmt(self, stmt: ast.Node, scope: Scope) -> None:
-        if isinstance(stmt, ast.Let):
-            self.let(stmt, scope)
-        elif isinstance(stmt, ast.ExprStmt):
-            value = self.expr(stmt.expr, scope)
-            if not isinstance(value, (UnitV, ErrorV)):
-                self.diags.warning(
-                    f"result of this expression ({value.describe()}) is unused", stmt.expr.span
-                )
-        elif isinstance(stmt, ast.Assign):
-            self.assign(stmt, scope)
-        elif isinstance(stmt, ast.For):
-            self.for_stmt(stmt, scope)
-        elif isinstance(stmt, ast.WarpSpecialize):
-            self.warp_specialize(stmt, scope)
-
-    def define(
-        self, scope: Scope, name: str, value: V, span: Span, node: ast.Node, mutable: bool = False
-    ) -> None:
-        prev = scope.names.get(name)
-        if prev is not None:
-            self.diags.error(
-                f"'{name}' is already defined",
-                span,
-                [note(f"'{name}' was defined here", prev.span)],
-            )
-            return
-        scope.names[name] = Binding(value, span, node, mutable)
-
-    def let(self, stmt: ast.Let, scope: Scope) -> None:
-        self.let_name = stmt.name
-        value = self.expr(stmt.value, scope)
-        self.let_name = None
-        if stmt.init is not None:
-            init = self.expr(stmt.init, scope)
-            if isinstance(value, TensorV) and value.space != "register":
-                value = self.error(
-                    "only a fragment (registers) can be given an initial value", stmt.init.span
-                )
-            elif not isinstance(value, (TensorV, ErrorV)):
-                value = self.error(f"cannot initialise a {value.describe()}", stmt.init.span)
-            if not isinstance(init, (IntV, FloatV, ErrorV)) or getattr(init, "value", 0) is None:
-                self.error("an initial value must be a static number", stmt.init.span)
-        if isinstance(value, UnitV):
-            value = self.error("this expression has no value to bind", stmt.value.span)
-        if isinstance(value, IterV) and value.how != "persistent":
-            value = self.error(
-                f"{value.how}(...) belongs directly after 'for ... in'", stmt.value.span
-            )
-        if stmt.mutable:
-            value = self.var_value(stmt, value)
-        self.define(scope, stmt.name, value, stmt.name_span, stmt, stmt.mutable)
-
-    def var_value(self, stmt: ast.Let, value: V) -> V:
-        """What a `var` holds: a register tensor, or a scalar that is no longer static."""
-        if isinstance(value, ErrorV):
-            return value
-        if isinstance(value, TensorV) and value.space == "register":
-            return value
-        if isinstance(value, IntV):
-            return IntV(None, stmt.name)
-        if isinstance(value, FloatV):
-            return FloatV(None, value.elem)
-        return self.error(
-            f"a var holds a register tensor or a number, not a {value.describe()}",
-            stmt.value.span,
-        )
-
-    def assign(self, stmt: ast.Assign, scope: Scope) -> None:
-        value = self.expr(stmt.value, scope)
-        owner = scope
-        while owner is not None and stmt.name not in owner.names:
-            owner = owner.parent
-        if owner is None:
-            self.error(
-                f"undefined name '{stmt.name}' (declare it first: var {stmt.name} = ...)",
-                stmt.name_span,
-            )
-            return
-        b = owner.names[stmt.name]
-        self.values[id(stmt)] = b.value
-        if not b.mutable:
-            self.error(
-                f"'{stmt.name}' is not a var: only a name declared with 'var' can be assigned",
-                stmt.name_span,
-                [note(f"'{stmt.name}' was defined here", b.span)],
-            )
-            return
-        if isinstance(value, ErrorV) or isinstance(b.value, ErrorV):
-            return
-        why = assignable(b.value, value)
-        if why is not None:
-            self.error(
-                f"cannot assign {value.describe()} to var '{stmt.name}', {b.value.describe()}: "
-                f"{why}",
-                stmt.value.span,
-                [note(f"'{stmt.name}' was declared here", b.span)],
-            )
-            return
-        for loop, inner, how in self.loops:
-            if inside(owner, inner):
-                continue
-            if how not in ("range", "pipeline"):
-                self.error(
-                    f"a {how}(...) loop cannot carry '{stmt.name}' yet: only a range(...) or "
-                    "pipeline(...) loop updates a var declared outside it",
-                    stmt.span,
-                )
-                return
-            names = self.carried.setdefault(id(loop), [])
-            if stmt.name not in names:
-                names.append(stmt.name)
-
-    def for_stmt(self, stmt: ast.For, scope: Scope) -> None:
-        it = self.expr(stmt.iter, scope)
-        inner = Scope(parent=scope)
-        if isinstance(it, IterV):
-            var: V = TileCoordV() if it.how == "persistent" else IntV(None, stmt.var)
-        else:
-            if not isinstance(it, ErrorV):
-                self.error(
-                    f"a for loop runs over range(...), pipeline(...) or persistent tiles, "
-                    f"not a {it.describe()}",
-                    stmt.iter.span,
-                )
-            var = ErrorV()
-        self.define(inner, stmt.var, var, stmt.var_span, stmt)
-        pipelined = isinstance(it, IterV) and it.how == "pipeline"
-        if pipelined:
-            self.pipelines.append(it)
-        self.loops.append((stmt, inner, it.how if isinstance(it, IterV) else "range"))
-        self.block(stmt.body, inner)
-        self.loops.pop()
-        if pipelined:
-            self.pipelines.pop()
-
-    def warp_specialize(self, stmt: ast.WarpSpecialize, scope: Scope) -> None:
-        groups = max(1, math.prod(self.threads) // 128)
-        kinds = {r.kind for r in stmt.roles}
-        if kinds != {"producer", "consumer"}:
-            self.error("warp_specialize needs a producer and a consumer", stmt.span)
-        for role in stmt.roles:
-            for kw in role.kwargs:
-                self.role_kwarg(role, kw, groups, scope)
-            self.block(role.body, Scope(parent=scope))
-
-    def role_kwarg(self, role: ast.Role, kw: ast.Keyword, groups: int, scope: Scope) -> None:
-        value = self.expr(kw.value, scope)
-        if kw.name in ("warpgroup", "warpgroups"):
-            ids = static_ints(value)
-            if ids is None:
-                self.error(
-                    f"{kw.name} takes static warp-group numbers, e.g. 0 or 1..2", kw.value.span
-                )
-            elif any(not 0 <= i < groups for i in ids):
-                self.error(
-                    f"warp group {max(ids)} does not exist: {math.prod(self.threads)} "
-                    f"threads make {groups} warp groups",
-                    kw.value.span,
-                )
-        elif kw.name == "registers":
-            if not (isinstance(value, IntV) and value.value in REGISTER_COUNTS):
-                self.error("registers must be a multiple of 8 from 24 to 256", kw.value.span)
-            elif not has_setmaxnreg(self.target):
-                having = " or ".join(t for t in TARGETS if has_setmaxnreg(t))
-                self.error(
-                    f"registers = ... (setmaxnreg) needs target {having}, kernel targets "
-                    f"{self.target}",
-                    kw.span,
-                )
-        else:
-            self.error(
-                f"{role.kind}(...) takes warpgroup(s) = and registers =, not '{kw.name}'", kw.span
-            )
-
-    # Expressions ------------------------------------------------------------------------------
 
     def expr(self, node: ast.Node, scope: Scope) -> V:
         value = self._expr(node, scope)
@@ -513,106 +333,3 @@ def result_elem(operands: list[V]) -> str:
     floats = any(is_float_type(t.elem) for t in tensors)
     widen = float_scalar and not floats
     return "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
-
-
-def assignable(var: V, value: V) -> str | None:
-    """Why `value` cannot be assigned to a var holding `var` (None: it can)."""
-    if isinstance(var, TensorV):
-        if not isinstance(value, TensorV) or value.space != "register":
-            return "a var keeps its kind (a register tensor)"
-        if value.elem != var.elem:
-            return f"its elements are {var.elem} (convert with ': {var.elem}')"
-        if L.tuple_str(value.logical_shape) != L.tuple_str(var.logical_shape):
-            return "a var keeps its shape"
-        if (value.mma, value.block_shape) != (var.mma, var.block_shape):
-            return "it is spread over the threads differently"
-        return None
-    if isinstance(var, IntV):
-        return None if isinstance(value, IntV) else "a var keeps its kind (an integer)"
-    if isinstance(value, IntV | FloatV):
-        return None
-    return "a var keeps its kind (a number)"
-
-
-def inside(scope: Scope | None, outer: Scope) -> bool:
-    """Whether `scope` is `outer` or nested in it."""
-    while scope is not None:
-        if scope is outer:
-            return True
-        scope = scope.parent
-    return False
-
-
-# Helpers on int-tuples and layouts -------------------------------------------------------------
-
-
-def dyn(t: object) -> object:
-    """Entries that are runtime names (lists of factors) become `?`."""
-    if isinstance(t, tuple):
-        return tuple(dyn(x) for x in t)
-    return L.DYN if isinstance(t, list) else t
-
-
-def int_tuple(v: V) -> object | None:
-    """A static int-tuple (runtime entries as `?`) from a value, or None if it is not one."""
-    if isinstance(v, IntV):
-        return v.value if v.static else L.DYN
-    if isinstance(v, TupleV) and v.items:
-        items = [int_tuple(x) for x in v.items]
-        return None if any(x is None for x in items) else tuple(items)
-    return None
-
-
-def static_ints(v: V) -> list[int] | None:
-    if isinstance(v, IntV) and v.static:
-        return [v.value]
-    if isinstance(v, TupleV) and all(isinstance(x, IntV) and x.static for x in v.items):
-        return [x.value for x in v.items]
-    return None
-
-
-def inner(layout: object) -> L.Layout:
-    return layout.inner if isinstance(layout, L.ComposedLayout) else layout
-
-
-def negative_stride(layout: object) -> int | None:
-    """The first static negative stride of a layout, if any.
-
-    A tensor argument's layout refuses them: a kernel addresses a tensor upwards from its
-    pointer, so `(M,K):(-1,M)` would read below it (a shared buffer holds its lowest offset).
-    """
-    return next((d for d in L.flatten(inner(layout).stride) if L.is_int(d) and d < 0), None)
-
-
-def spread(t: TensorV) -> str:
-    """How a register tensor lies over the threads, for messages: its tile, layout and MMA."""
-    shape = L.tuple_str(t.logical_shape)
-    if t.mma is None:
-        return f"a {shape} tile {t.layout}, spread over the threads by the compiler"
-    tiling = L.tuple_str(t.mma.tiling)
-    return f"a {shape} tile of {t.mma.atom} atoms {tiling}, one thread's part {t.layout}"
-
-
-def top_modes(layout: object) -> list[L.Layout]:
-    return list(inner(layout))
-
-
-def with_modes(layout: object, modes: list[L.Layout]) -> object:
-    """`layout` with its top-level modes replaced; a swizzle stays on the outside."""
-    new = L.make_layout(*modes) if len(modes) > 1 else modes[0]
-    if isinstance(layout, L.ComposedLayout):
-        return L.ComposedLayout(layout.outer, layout.offset, new)
-    return new
-
-
-def mode_sizes(shape: object) -> list[object]:
-    """The size of each top-level mode of a shape (`?` if dynamic)."""
-    return [L.product(m) for m in shape] if isinstance(shape, tuple) else [L.product(shape)]
-
-
-def broadcastable(a: object, b: object) -> bool:
-    """Whether shape `a` broadcasts to shape `b`: equal modes, or modes of size 1."""
-    sa, sb = mode_sizes(a), mode_sizes(b)
-    if len(sa) != len(sb):
-        return L.product(a) == L.product(b) and L.DYN not in sa
-    return all(x == y or x == 1 for x, y in zip(sa, sb, strict=True))

@@ -7,9 +7,9 @@ from mlir.dialects import arith, func, scf
 
 from tilec.diagnostics import Span
 from tilec.frontend import ast
-from tilec.frontend.expr import static_ints
 from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64, tensor_type
 from tilec.frontend.sema import Checked, CheckedKernel
+from tilec.frontend.shapes import static_ints
 from tilec.frontend.values import FloatV, IntV, IterV, TensorV, TupleV
 
 

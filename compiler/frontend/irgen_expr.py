@@ -11,7 +11,8 @@ from tilec import layout as L
 from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
-from tilec.frontend.expr import int_tuple, result_elem
+from tilec.frontend.expr import result_elem
+from tilec.frontend.shapes import int_tuple
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
 from tilec.frontend.values import FloatV, IntV, LayoutV, MmaV, TensorV, TupleV, UnderscoreV, V
 

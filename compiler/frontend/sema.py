@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.contract import Promise, check_contract
-from tilec.frontend.expr import ExprChecker, negative_stride
+from tilec.frontend.expr import ExprChecker
 from tilec.frontend.lexer import MAX_INT
+from tilec.frontend.shapes import negative_stride
 from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
     Alloc,
