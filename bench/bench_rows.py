@@ -108,14 +108,10 @@ class Row:
     config: str
 
 
-SPLIT = [1]  # --split: rows over clusters of this many blocks (bundles `_c{COLS}s{SPLIT}_`)
-
-
-def bundle_for(root: Path, kernel: str, r: int, n: int) -> Path | None:
+def bundle_for(root: Path, kernel: str, r: int, n: int, split: int = 1) -> Path | None:
     """The bundle of the narrowest COLS >= n among those built (COLS * SPLIT with --split),
     else the widest (it loops over the row in tiles), or None (with a note) when there is
     none."""
-    split = SPLIT[0]
     tag = "" if split == 1 else f"s{split}"
     built = [c for c in COLS if (root / f"{kernel}_c{c}{tag}_{ARCH}").is_dir()]
     cols = next((c for c in built if c * split >= n), built[-1] if built else None)
@@ -185,8 +181,8 @@ def to_row(kernel: str, shape: str, nbytes: int, ms: dict[str, float]) -> Row:
     return Row(kernel, shape, ours, theirs, gbs(nbytes, ms[best]), best)
 
 
-def layernorm_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
-    bundle = bundle_for(root, "layernorm", r, n)
+def layernorm_row(root: Path, r: int, n: int, timer: Timer, split: int = 1) -> Row | None:
+    bundle = bundle_for(root, "layernorm", r, n, split)
     if bundle is None:
         return None
     shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
@@ -220,8 +216,8 @@ def layernorm_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
     return to_row("layernorm", shape, nbytes, interleaved(fns, timer))
 
 
-def softmax_row(root: Path, r: int, n: int, timer: Timer) -> Row | None:
-    bundle = bundle_for(root, "softmax", r, n)
+def softmax_row(root: Path, r: int, n: int, timer: Timer, split: int = 1) -> Row | None:
+    bundle = bundle_for(root, "softmax", r, n, split)
     if bundle is None:
         return None
     shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
@@ -318,7 +314,6 @@ def main() -> None:
         "--split", type=int, default=1, help="run the bundles of rows split over S-block clusters"
     )
     args = parser.parse_args()
-    SPLIT[0] = args.split
     timer: Timer = time_graph_ms if args.graph else time_ms
     torch.manual_seed(0)
     ceiling = ceiling_gbs()
@@ -330,7 +325,7 @@ def main() -> None:
             continue
         for r, n in shapes:
             try:
-                row = make(Path(args.bundles), r, n, timer)
+                row = make(Path(args.bundles), r, n, timer, args.split)
             except Exception as exc:  # noqa: BLE001 - one failing shape must not hide the others
                 failed.append(f"{name} {r}x{n}: {type(exc).__name__}: {exc}")
                 print(f"{name} {r}x{n}: FAILED: {type(exc).__name__}: {exc}", flush=True)

@@ -33,13 +33,12 @@ class Band:
 
 
 def band(side: Side, part: Partition, b: IndexBuilder, narrow: bool) -> Band | None:
-    """`side` in the edge version as whole-or-empty runs, at its own width or (`narrow`)
-    at 4 bytes. When the view is linear along the chunks' mode
-    and every bound along it grows with that mode's coordinate, each run lies wholly inside
-    the bounds or wholly outside them as soon as the view is aligned for the width and
-    every such bound's room past the tile's origin is a multiple of it; `cond` tests that
-    at run time. None where it does not apply (a shared side, a swizzle, a run under 4
-    bytes, a width the side does not have)."""
+    """`side` in the edge version as whole-or-empty runs, at its own width or (`narrow`) at 4
+    bytes. When the view is linear along the chunks' mode and every bound along it grows with
+    that mode's coordinate, each run lies wholly inside the bounds or wholly outside them as
+    soon as the view is aligned for the width and every such bound's room past the tile's
+    origin is a multiple of it; `cond` tests that at run time. None where it does not apply
+    (a shared side, a swizzle, a run under 4 bytes, a width the side does not have)."""
     view, m = side.view, part.m
     eb = elem_bytes(view.elem)
     width = max(1, 4 // eb) if narrow else side.width
@@ -77,7 +76,7 @@ def edge(
     plain: Callable[[], list],
 ) -> list[ir.Value]:
     """The edge version: `banded(the sides at a band's widths)` under one uniform test, at the
-    sides' own widths and then at 4 bytes (see `Side.band`), else `plain()`: element by
+    sides' own widths and then at 4 bytes (see `band`), else `plain()`: element by
     element, each under a branch. On the H200 a ragged row of 1000 f16 ran its edge version's
     branch per 16-byte run at 0.88-0.91 of the copy ceiling and 0.98 banded; a row of 1020
     (not 16-byte aligned) 0.30 element by element and 0.90 in 4-byte runs (docs/performance.md).
@@ -104,7 +103,9 @@ def edge(
     return narrow() if None in wide else banded_or(wide, narrow)
 
 
-def read_band(side: Side, part: Partition, coords: list[Term], other: ir.Value, b: IndexBuilder):
+def read_band(
+    side: Side, part: Partition, coords: list[Term], other: ir.Value, b: IndexBuilder
+) -> list[ir.Value]:
     """The chunk at `coords` in a band (see `Band`): each run one predicated load."""
     view, w, out = side.view, side.width, []
     for s in range(0, part.vec, w):
@@ -113,7 +114,9 @@ def read_band(side: Side, part: Partition, coords: list[Term], other: ir.Value, 
     return out
 
 
-def write_band(side: Side, part: Partition, coords: list[Term], values: list[ir.Value], b):
+def write_band(
+    side: Side, part: Partition, coords: list[Term], values: list[ir.Value], b: IndexBuilder
+) -> None:
     """Store the chunk at `coords` in a band (see `Band`): each run one predicated store."""
     view, w = side.view, side.width
     values = [convert(v, view.elem) for v in values]
@@ -146,7 +149,9 @@ def predicated_read(
     return from_words(picked, view.elem)
 
 
-def predicated_write(view: View, address: ir.Value, values: list[ir.Value], p: ir.Value | bool):
+def predicated_write(
+    view: View, address: ir.Value, values: list[ir.Value], p: ir.Value | bool
+) -> None:
     """One `@p st.global` of `values` (4, 8 or 16 bytes; inline PTX, volatile)."""
     if p is False:
         return

@@ -69,8 +69,12 @@ def load(
     side = Side.of(view, part)
     words = Words.of(view.elem, part.vec)
 
+    def idle() -> list[ir.Value]:
+        return words.pack([other] * part.vec)
+
     def version(fallback: ir.Value | None, band: Side | None = None) -> list[ir.Value]:
-        aligned = side.vectors(part, b) if fallback is not None else False
+        plain = fallback is not None and band is None  # the edge version without bands
+        aligned = side.vectors(part, b) if plain else False
 
         def chunk(c: list[Term]) -> list[ir.Value]:
             if band is not None:
@@ -79,7 +83,6 @@ def load(
 
         vals: list[ir.Value] = []
         for i in range(part.iters):
-            idle = lambda: words.pack([other] * part.vec)  # noqa: E731
             vals += per_chunk(part, t, b, words.types(part.vec), chunk, idle, i)
         return vals
 
@@ -171,7 +174,7 @@ def store(
 
     def version(guarded: bool, band: Side | None = None) -> list[ir.Value]:
         ev = Evaluation(guarded)
-        aligned = side.vectors(part, b) if guarded else False
+        aligned = side.vectors(part, b) if guarded and band is None else False
         for i in range(part.iters):
 
             def body(c: list[Term], i: int = i) -> list[ir.Value]:
