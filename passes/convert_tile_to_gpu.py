@@ -16,6 +16,7 @@ from tilec.passes import (
     tile_carry,
     tile_cluster,
     tile_epilogue,
+    tile_inflight,
     tile_loops,
     tile_memory,
     tile_mma,
@@ -51,17 +52,6 @@ ID_OPS = {
     "tile.grid_dim": gpu.GridDimOp,
 }
 
-# Ops that read or write memory a cp.async copy may still be filling.
-MEMORY_OPS = (
-    "tile.gemm",
-    "tile.barrier",
-    "tile.load",
-    "tile.store",
-    "tile.copy",
-    "tile.reduce",
-    "tile.cluster_reduce",
-)
-
 
 class KernelLowering:
     """The state of one kernel: what each tile value has become (a View or a register Frag)."""
@@ -75,8 +65,8 @@ class KernelLowering:
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
         self.loops: tile_loops.CarriedLoops | None = None
-        # cp.async copies issued and not yet waited for: shared memory is not ready.
-        self.in_flight = False
+        # cp.async copies issued and not yet waited for: the memory they fill is not ready.
+        self.in_flight = tile_inflight.InFlight()
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
@@ -171,10 +161,7 @@ class KernelLowering:
         """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
         name = op.name
         self.after_loop(op)
-        if self.in_flight and name in MEMORY_OPS and not tile_pipeline.is_async_copy(op):
-            tile_async.commit()
-            tile_async.wait(0)
-            self.in_flight = False
+        self.in_flight.before(op, lambda v: self.view(op, v))
         lowering = LOWERINGS.get(name)
         if lowering is None:
             raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
@@ -315,7 +302,7 @@ class KernelLowering:
         narrow = tile_async.NARROW in op.attributes
         tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
         # tile-pipeline's copies are waited for by its own wait_group + barrier.
-        self.in_flight = self.in_flight or tile_pipeline.PIPELINED not in op.attributes
+        self.in_flight.issued(op, src, dst)
 
     def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
         kind = ir.StringAttr(op.attributes["op"]).value
