@@ -17,6 +17,7 @@ from typing import Any
 from mlir import ir
 
 from tilec import __version__
+from tilec import layout as L
 from tilec.binding import walk
 from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType
@@ -71,6 +72,18 @@ def _bindings(func: ir.Operation) -> dict[tuple[str, str, int], str]:
     return found
 
 
+def _broadcast_modes(func: ir.Operation) -> set[tuple[str, int]]:
+    """(tensor, mode) of every mode of stride 0 (`W: T[(R, N):(0, 1)]`): each coordinate along
+    it reads the same elements, so tiling it at coordinate 0 touches all of them."""
+    found: set[tuple[str, int]] = set()
+    for name, typ in _tensor_types(func).items():
+        layout = typ.layout_value()
+        inner = layout.inner if isinstance(layout, L.ComposedLayout) else layout
+        strides = inner.stride if isinstance(inner.stride, tuple) else (inner.stride,)
+        found.update((name, mode) for mode, d in enumerate(strides) if d == 0)
+    return found
+
+
 def _tensor_types(func: ir.Operation) -> dict[str, TensorType]:
     """tensor name -> its type, from its `tile.make_tensor`."""
     found: dict[str, TensorType] = {}
@@ -120,6 +133,7 @@ def requirements(func: ir.Operation) -> tuple[Requirement, ...]:
     names: dict[ir.Value, str] = {}
     found: dict[tuple[str, int], Requirement] = {}
     bindings = _bindings(func)
+    broadcast = _broadcast_modes(func)
 
     def visit(op: ir.Operation) -> None:
         if op.name == "tile.make_tensor":
@@ -132,7 +146,7 @@ def requirements(func: ir.Operation) -> tuple[Requirement, ...]:
         coord = _coord_entries(ir.StringAttr(op.attributes["coord"]).value)
         for mode, (entry, extent) in enumerate(zip(coord, tile, strict=False)):
             size = bindings.get((tensor, "shape", mode))
-            if size is None or not entry.lstrip("-").isdigit():
+            if size is None or not entry.lstrip("-").isdigit() or (tensor, mode) in broadcast:
                 continue
             bound = (int(entry) + 1) * extent
             key = (size, bound)
