@@ -27,7 +27,7 @@ from tilec.frontend.values import (
     V,
 )
 
-NAMESPACES = ("block", "thread", "cluster")
+NAMESPACES = ("block", "thread", "grid", "cluster")
 MAX_RANGE = 64  # `lo..hi` lists warp groups and the like, never a loop
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 STATIC_COMPARE = {

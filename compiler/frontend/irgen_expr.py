@@ -33,6 +33,8 @@ FLOAT_OPS = {
 }
 PREDICATES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 DIMS = {"x": 0, "y": 1, "z": 2}
+# The index builtins: `block.x` is blockIdx.x, `thread.x` threadIdx.x, `grid.x` gridDim.x.
+ID_OPS = {"block": "tile.block_id", "thread": "tile.thread_id", "grid": "tile.grid_dim"}
 REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
 CLUSTER_REDUCE = {"cluster_max": "max", "cluster_min": "min", "cluster_sum": "sum"}
 
@@ -92,8 +94,8 @@ class ExprGen:
             ).result
             size = self.const(self.k.cluster, node.span)
             return arith.RemUIOp(block, size, loc=self.loc(node.span)).result
-        if isinstance(base, ast.Name) and base.id in ("block", "thread"):
-            name = "tile.block_id" if base.id == "block" else "tile.thread_id"
+        if isinstance(base, ast.Name) and base.id in ID_OPS:
+            name = ID_OPS[base.id]
             return self.op(
                 name, node.span, [], [ir.IndexType.get()], {"dim": i64(DIMS[node.attr])}
             ).result

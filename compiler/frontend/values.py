@@ -168,7 +168,8 @@ class TileCoordV(V):
 
 @dataclass
 class BuiltinNamespaceV(V):
-    """`block` and `thread`: `.x`, `.y`, `.z` are runtime indices; `cluster.rank` is one."""
+    """`block`, `thread` and `grid`: `.x`, `.y`, `.z` are runtime indices (`grid.x`: the number
+    of blocks along x); `cluster.rank` is one."""
 
     name: str
     kind = "builtin"

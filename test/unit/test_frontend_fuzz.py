@@ -124,7 +124,7 @@ def test_example_mutations(ctx: object, path: Path) -> None:
 
 
 def test_examples_compile_unchanged(ctx: object) -> None:
-    assert len(EXAMPLES) == 12
+    assert len(EXAMPLES) == 14
     for path in EXAMPLES:
         module = irgen(check(parse_source(path.read_text(), str(path)), {}), ctx)
         with ctx:
@@ -155,6 +155,7 @@ VALUES = [
     "A[_, 0]",
     "permute(A, (1, 0))",
     "t.m",
+    *("grid.x", "grid.y", "grid.w", "grid"),
 ]
 ATOMS_USED = [
     "cp_async.cg.16",
