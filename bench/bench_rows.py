@@ -6,7 +6,9 @@ DIR holds the bundles `layernorm_c{COLS}_sm90a` and `softmax_c{COLS}_sm90a`: a s
 runs the bundle whose COLS is the smallest of 1024, 2048, 4096, 8192, 16384, 32768 that is >= N;
 a missing bundle skips that shape's row, with a note. `--split S` runs the bundles
 `*_c{COLS}s{S}_sm90a` instead (rows split over clusters of S blocks), COLS * S >= N, and only
-the shapes whose rows that bundle does split (COLS < N).
+the shapes whose rows that bundle does split (COLS < N). `--persistent` runs the bundles
+`*_p{COLS}_sm90a` of examples/softmax_persistent.tile and layernorm_persistent.tile (min(R,
+num_sms) blocks walking the rows, the next row's copy in flight), on the shapes with N <= COLS.
 
 LayerNorm: y = (x - mean) / sqrt(var + 1e-5) * w + b over each row of an R×N f16 x (f32 math),
 w = 1 + 0.1·randn and b = 0.1·randn f16 vectors of N; tilec is `k(x, w, b, y, eps)`, torch is
@@ -111,14 +113,17 @@ class Row:
 def bundle_for(root: Path, kernel: str, r: int, n: int, split: int = 1) -> Path | None:
     """The bundle of the narrowest COLS >= n among those built (COLS * SPLIT with --split),
     else the widest (it loops over the row in tiles), or None (with a note) when there is
-    none."""
-    tag = "" if split == 1 else f"s{split}"
-    built = [c for c in COLS if (root / f"{kernel}_c{c}{tag}_{ARCH}").is_dir()]
-    cols = next((c for c in built if c * split >= n), built[-1] if built else None)
+    none. `split` 0: the persistent bundles `*_p{COLS}`, which take rows of COLS at most."""
+    form, tag = ("p", "") if split == 0 else ("c", "" if split == 1 else f"s{split}")
+    built = [c for c in COLS if (root / f"{kernel}_{form}{c}{tag}_{ARCH}").is_dir()]
+    cols = next((c for c in built if c * max(split, 1) >= n), built[-1] if built else None)
     if split > 1 and cols is not None and cols >= n:
         print(f"{kernel} {r}x{n}: a row of one block's tile: not split, row skipped", flush=True)
         return None
-    bundle = root / f"{kernel}_c{cols}{tag}_{ARCH}"
+    if split == 0 and cols is not None and cols < n:
+        print(f"{kernel} {r}x{n}: longer than the persistent rows: row skipped", flush=True)
+        return None
+    bundle = root / f"{kernel}_{form}{cols}{tag}_{ARCH}"
     if cols is None or not bundle.is_dir():
         print(f"{kernel} {r}x{n}: no bundle {bundle}: row skipped", flush=True)
         return None
@@ -313,7 +318,12 @@ def main() -> None:
     parser.add_argument(
         "--split", type=int, default=1, help="run the bundles of rows split over S-block clusters"
     )
+    parser.add_argument(
+        "--persistent", action="store_true", help="run the persistent bundles *_p{COLS}"
+    )
     args = parser.parse_args()
+    if args.persistent:
+        args.split = 0
     timer: Timer = time_graph_ms if args.graph else time_ms
     torch.manual_seed(0)
     ceiling = ceiling_gbs()

@@ -171,5 +171,9 @@ def test_the_fuzzed_manifests_cover_what_they_should(manifests: list[Manifest]) 
     assert softmax.requires == ()
     step = next(m for m in manifests if m.entry == "attention_step")
     assert [(r.value, r.at_most) for r in step.requires] == [("N", 64)]
+    # W and B of the persistent LayerNorm are tiled at row 0 of their stride-0 rows: that
+    # bounds N only, not R (each row of a broadcast is the same N values).
+    persistent = next(m for m in manifests if m.entry == "layernorm_persistent")
+    assert [(r.value, r.at_most) for r in persistent.requires] == [("N", 32768)]
     batched = next(m for m in manifests if m.entry == "gemm_batched")
     assert any(t.strides and any(isinstance(s, str) for s in t.strides) for t in batched.tensors())
