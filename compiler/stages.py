@@ -56,7 +56,7 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        f"tile-verify,tile-pipeline,convert-tile-sm90,convert-tile-to-gpu,pipeline-steady-state,{CANONICALIZE},cse",
+        f"tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,convert-tile-to-gpu,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

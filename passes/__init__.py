@@ -12,6 +12,7 @@ from tilec.passes.convert_tile_to_gpu import ConvertTileToGpu
 from tilec.passes.layout_fold import LayoutFold
 from tilec.passes.outline_tile_kernels import OutlineTileKernels
 from tilec.passes.pipeline_steady_state import PipelineSteadyState
+from tilec.passes.tile_async_waits import TileAsyncWaits
 from tilec.passes.tile_pipeline import TilePipeline
 from tilec.passes.tile_specialize import TileSpecialize
 from tilec.passes.tile_verify import TileVerify
@@ -23,6 +24,7 @@ BUILTIN_PASSES = (
     LayoutFold,
     ConvertLayoutToArith,
     ConvertTileSm90,
+    TileAsyncWaits,
     ConvertTileToGpu,
     PipelineSteadyState,
     OutlineTileKernels,

@@ -16,7 +16,6 @@ from tilec.passes import (
     tile_carry,
     tile_cluster,
     tile_epilogue,
-    tile_inflight,
     tile_loops,
     tile_memory,
     tile_mma,
@@ -65,8 +64,6 @@ class KernelLowering:
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
         self.loops: tile_loops.CarriedLoops | None = None
-        # cp.async copies issued and not yet waited for: the memory they fill is not ready.
-        self.in_flight = tile_inflight.InFlight()
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
@@ -161,7 +158,6 @@ class KernelLowering:
         """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
         name = op.name
         self.after_loop(op)
-        self.in_flight.before(op, lambda v: self.view(op, v))
         lowering = LOWERINGS.get(name)
         if lowering is None:
             raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
@@ -258,6 +254,12 @@ class KernelLowering:
     def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
         gpu.BarrierOp()
 
+    def async_commit(self, op: ir.Operation, b: IndexBuilder) -> None:
+        tile_async.commit()
+
+    def async_wait(self, op: ir.Operation, b: IndexBuilder) -> None:
+        tile_async.wait(ir.IntegerAttr(op.attributes["pending"]).value)
+
     def load(self, op: ir.Operation, b: IndexBuilder) -> Frag:
         view = self.view(op, op.operands[0])
         attr = op.attributes["other"]
@@ -301,8 +303,9 @@ class KernelLowering:
             return
         narrow = tile_async.NARROW in op.attributes
         tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
-        # tile-pipeline's copies are waited for by its own wait_group + barrier.
-        self.in_flight.issued(op, src, dst)
+        waited = tile_pipeline.PIPELINED in op.attributes or WAITS_PLACED in self.func.attributes
+        if not waited:
+            raise LoweringError(op, UNWAITED)
 
     def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
         kind = ir.StringAttr(op.attributes["op"]).value
@@ -361,6 +364,8 @@ LOWERINGS: dict[str, Lowering] = {
             "fill",
             "gemm",
             "barrier",
+            "async_commit",
+            "async_wait",
             "load",
             "store",
             "copy",
@@ -390,6 +395,13 @@ NOT_YET = {
 TMA_OUTSIDE = (
     "copy<tma> is lowered only in the producer of a warp_specialize kernel (convert-tile-sm90), "
     "whose mbarrier ring its loads complete on"
+)
+# A cp.async copy outside tile-pipeline is waited for where tile-async-waits says (its
+# tile.async_commit / tile.async_wait ops); without them nothing would wait for it.
+WAITS_PLACED = "tile.async_waits"
+UNWAITED = (
+    "a cp.async copy outside tile-pipeline needs tile-async-waits first, which places its "
+    "commit and the waits for it"
 )
 # Region attributes from the source that an earlier pass must have lowered (and removed).
 UNLOWERED_REGIONS = {

@@ -196,6 +196,16 @@ irdl.dialect @tile {
   irdl.operation @barrier {
   }
 
+  // async_commit: close this thread's group of cp.async copies issued since the last one.
+  // async_wait {pending}: wait until at most `pending` of its committed groups are in flight.
+  // tile-async-waits places both around the copies outside tile-pipeline.
+  irdl.operation @async_commit {
+  }
+  irdl.operation @async_wait {
+    %pending = irdl.base "#builtin.integer"
+    irdl.attributes {"pending" = %pending}
+  }
+
   // --- MMA ---------------------------------------------------------------------------------
 
   irdl.operation @tiled_mma {
