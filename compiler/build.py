@@ -17,10 +17,9 @@ from typing import Any
 from mlir import ir
 
 from tilec import __version__
-from tilec import layout as L
 from tilec.binding import walk
 from tilec.contract import dynamic_smem
-from tilec.dialects.tile.types import TensorType
+from tilec.dialects.tile.types import TensorType, view_root
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.passes.tile_specialize import SPECIALIZE
 from tilec.runtime.bundle import (
@@ -77,9 +76,7 @@ def _broadcast_modes(func: ir.Operation) -> set[tuple[str, int]]:
     it reads the same elements, so tiling it at coordinate 0 touches all of them."""
     found: set[tuple[str, int]] = set()
     for name, typ in _tensor_types(func).items():
-        layout = typ.layout_value()
-        inner = layout.inner if isinstance(layout, L.ComposedLayout) else layout
-        strides = inner.stride if isinstance(inner.stride, tuple) else (inner.stride,)
+        strides = _modes(typ.layout_value().stride)
         found.update((name, mode) for mode, d in enumerate(strides) if d == 0)
     return found
 
@@ -170,25 +167,12 @@ def written_tensors(func: ir.Operation) -> set[str]:
     chain (local_tile, slice, ...) of every store or copy destination."""
     written: set[str] = set()
 
-    def root(value: ir.Value) -> str | None:
-        for _ in range(64):  # views chain through operand 0; a block argument ends the chain
-            owner = value.owner
-            if not isinstance(owner, ir.Operation | ir.OpView):
-                return None
-            op = owner.operation
-            if op.name == "tile.make_tensor":
-                return ir.StringAttr(op.attributes["name"]).value
-            if not op.operands:
-                return None
-            value = op.operands[0]
-        return None
-
     def visit(op: ir.Operation) -> None:
         index = _WRITES.get(op.name)
         if index is not None and len(op.operands) > index:
-            name = root(op.operands[index])
-            if name is not None:
-                written.add(name)
+            root = view_root(op.operands[index])
+            if root is not None and root.name == "tile.make_tensor":
+                written.add(ir.StringAttr(root.attributes["name"]).value)
 
     walk(func, visit)
     return written

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from tilec.binding import walk
+from tilec.dialects.tile.types import view_root
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_pipeline import PIPELINED, is_async_copy
 
@@ -45,7 +46,6 @@ WAIT = "tile.async_wait"
 DONE = "tile.async_waits"  # on a kernel this pass has run on
 # Ops that may touch memory a copy in flight fills or reads; the others never wait.
 MEMORY_OPS = ("tile.gemm", "tile.barrier", "tile.load", "tile.store", "tile.copy")
-ROOTS = ("tile.make_tensor", "tile.alloc_shared")
 
 
 @register
@@ -75,18 +75,10 @@ def unpipelined_copy(op: ir.Operation) -> bool:
 
 
 def root(value: ir.Value) -> ir.Value | None:
-    """The tensor or shared buffer a view comes from (views chain through operand 0); None
-    when the chain leaves the tile ops (a block argument), which conflicts with everything."""
-    while True:
-        owner = value.owner
-        if not isinstance(owner, ir.Operation | ir.OpView):
-            return None
-        op = owner.operation
-        if op.name in ROOTS:
-            return op.results[0]
-        if not op.name.startswith("tile.") or not op.operands:
-            return None
-        value = op.operands[0]
+    """The tensor or shared buffer a view comes from; None (conflicting with everything) when
+    the chain leaves the tile ops."""
+    op = view_root(value)
+    return None if op is None else op.results[0]
 
 
 @dataclass
@@ -133,7 +125,7 @@ class Groups:
 
     def wait(self, op: ir.Operation, last: int) -> None:
         """Before `op`: wait for group `last` and every older one."""
-        pending = len(self.groups) - 1 - last if last >= 0 else 0
+        pending = len(self.groups) - 1 - last
         i64 = ir.IntegerType.get_signless(64)
         with ir.InsertionPoint(op), op.location:
             ir.Operation.create(WAIT, attributes={"pending": ir.IntegerAttr.get(i64, pending)})

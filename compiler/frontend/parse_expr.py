@@ -8,6 +8,7 @@ top; the contract clause and `tilec layout` parse expressions with it too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NoReturn
 
 from tilec.diagnostics import DiagnosticEngine, Span
@@ -139,15 +140,7 @@ class ExprParser:
         return op
 
     def compose(self) -> ast.Node:
-        node = self.range_expr()
-        links = 0
-        while self.at("ident") and self.tok.text == "o":
-            links = self.link(links)
-            self.advance()
-            rhs = self.range_expr()
-            node = ast.Binary(self.join(node.span), "o", node, rhs)
-        self.depth -= links
-        return node
+        return self.chain(self.range_expr, lambda: self.at("ident") and self.tok.text == "o")
 
     def range_expr(self) -> ast.Node:
         node = self.additive()
@@ -158,24 +151,22 @@ class ExprParser:
         return node
 
     def additive(self) -> ast.Node:
-        node = self.multiplicative()
-        links = 0
-        while self.at(*ADDITIVE):
-            links = self.link(links)
-            op = self.advance()
-            rhs = self.multiplicative()
-            node = ast.Binary(self.join(node.span), op.kind, node, rhs)
-        self.depth -= links
-        return node
+        return self.chain(self.multiplicative, lambda: self.at(*ADDITIVE))
 
     def multiplicative(self) -> ast.Node:
-        node = self.unary()
+        return self.chain(self.unary, lambda: self.at(*MULTIPLICATIVE))
+
+    def chain(self, operand: Callable[[], ast.Node], at_operator: Callable[[], bool]) -> ast.Node:
+        """`operand (operator operand)*`, left-associative: `a - b - c` is `(a - b) - c`. The
+        operator is its token's kind, or its text for a word (`o`)."""
+        node = operand()
         links = 0
-        while self.at(*MULTIPLICATIVE):
+        while at_operator():
             links = self.link(links)
-            op = self.advance()
-            rhs = self.unary()
-            node = ast.Binary(self.join(node.span), op.kind, node, rhs)
+            tok = self.advance()
+            rhs = operand()
+            op = tok.text if tok.kind == "ident" else tok.kind
+            node = ast.Binary(self.join(node.span), op, node, rhs)
         self.depth -= links
         return node
 

@@ -89,37 +89,46 @@ def _zip(op: str, fn: Callable[[Layout, Tiler], Layout], x: Layout, tiler: Tiler
 
 def zipped_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
     """((tile modes...), (rest modes...))."""
-    return _on_inner(x, lambda inner: _zip("zipped_divide", logical_divide, inner, tiler))
+    return _tiled_form("zipped_divide", logical_divide, x, tiler, None)
 
 
 def tiled_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
     """((tile modes...), rest0, rest1, ...)."""
-    return _on_inner(
-        x, lambda inner: _unpack(_zip("tiled_divide", logical_divide, inner, tiler), False)
-    )
+    return _tiled_form("tiled_divide", logical_divide, x, tiler, False)
 
 
 def flat_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
     """(tile0, tile1, ..., rest0, rest1, ...)."""
-    return _on_inner(
-        x, lambda inner: _unpack(_zip("flat_divide", logical_divide, inner, tiler), True)
-    )
+    return _tiled_form("flat_divide", logical_divide, x, tiler, True)
 
 
 def zipped_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
-    return _on_inner(x, lambda inner: _zip("zipped_product", logical_product, inner, tiler))
+    return _tiled_form("zipped_product", logical_product, x, tiler, None)
 
 
 def tiled_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
-    return _on_inner(
-        x, lambda inner: _unpack(_zip("tiled_product", logical_product, inner, tiler), False)
-    )
+    return _tiled_form("tiled_product", logical_product, x, tiler, False)
 
 
 def flat_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
-    return _on_inner(
-        x, lambda inner: _unpack(_zip("flat_product", logical_product, inner, tiler), True)
-    )
+    return _tiled_form("flat_product", logical_product, x, tiler, True)
+
+
+def _tiled_form(
+    name: str,
+    op: Callable[[Layout, Tiler], Layout],
+    x: AnyLayout | LayoutLike,
+    tiler: Tiler,
+    flat: bool | None,
+) -> AnyLayout:
+    """`op` by mode, zipped into (tiles, rests); then unpacked: the rest modes (`flat` False)
+    or every mode (`flat` True) at the top level, or neither (None)."""
+
+    def form(inner: Layout) -> Layout:
+        zipped = _zip(name, op, inner, tiler)
+        return zipped if flat is None else _unpack(zipped, flat)
+
+    return _on_inner(x, form)
 
 
 def _unpack(zipped: Layout, first_too: bool) -> Layout:

@@ -1,4 +1,5 @@
-"""The `tile` dialect's types as Python values: build them for irgen, read them in passes."""
+"""The `tile` dialect's types as Python values: build them for irgen, read them in passes; and
+where a view comes from (`view_root`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,23 @@ class MmaType:
     def of(t: ir.Type) -> MmaType | None:
         m = _MMA.fullmatch(str(t))
         return MmaType(m.group(1), m.group(2)) if m else None
+
+
+# The ops a view chain starts at: a global tensor, a shared buffer.
+VIEW_ROOTS = ("tile.make_tensor", "tile.alloc_shared")
+
+
+def view_root(value: ir.Value) -> ir.Operation | None:
+    """The `tile.make_tensor` or `tile.alloc_shared` a view comes from (views chain through
+    operand 0: local_tile, slice, permute, ...); None when the chain leaves the tile ops (a
+    block argument, another dialect's op)."""
+    while True:
+        owner = value.owner
+        if not isinstance(owner, ir.Operation | ir.OpView):
+            return None
+        op = owner.operation
+        if op.name in VIEW_ROOTS:
+            return op
+        if not op.name.startswith("tile.") or not op.operands:
+            return None
+        value = op.operands[0]
