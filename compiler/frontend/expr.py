@@ -233,7 +233,10 @@ class ExprChecker(StatementChecker):
         return TensorV("bool", "register", r.layout, None, r.block_shape, r.mma)
 
     def int_arith(self, node: ast.Binary, lhs: IntV, rhs: IntV) -> V:
-        text = f"({lhs.text} {node.op} {rhs.text})"
+        # `/` on integers is floor division; the manifest's formulas (runtime/formula.py) spell
+        # it `//`, as Python does.
+        op = "//" if node.op == "/" else node.op
+        text = f"({lhs.text} {op} {rhs.text})"
         if not (lhs.static and rhs.static):
             # x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 are x: a grid of `cdiv(R, ROWS) * SPLIT`
             # at SPLIT = 1 reads R in the manifest, as it did before SPLIT.

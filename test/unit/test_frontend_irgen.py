@@ -10,6 +10,7 @@ from tilec import layout as L
 from tilec.context import make_context
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import check, irgen, parse_source
+from tilec.runtime.formula import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,6 +81,24 @@ def test_kernel_signature_and_attributes(ctx) -> None:  # noqa: ANN001
     )
     assert '!tile.mma<"sm90.wgmma_64x128x16.f32.bf16.bf16", "(2,1,1)">' in asm
     assert asm.count("tile.stages = 4 : i64") == 2
+
+
+def test_grid_formula_divides_as_the_kernel_does(ctx) -> None:  # noqa: ANN001
+    """A runtime grid with `/` (floor division in the language) is a formula the runtime
+    evaluates to the same floor quotient (it refuses Python's true division `/`)."""
+    src = (
+        "kernel k(X: f32[R, N]) grid(min(R, num_sms / 2) * 2, (R + 3) / 4) threads(128)\n"
+        "  target(sm_80) {\n"
+        "  let t = local_tile(X, (1, 128), (block.x, 0))\n"
+        "  store(load(t), t)\n"
+        "}\n"
+    )
+    asm = generate(ctx, src)
+    grid = re.search(r"tile.grid = \[(.*?)\]", asm).group(1)
+    formulas = [f.strip().strip('"') for f in grid.split('", "')]
+    for r, sms in ((1, 132), (7, 132), (1000, 132), (1000, 133)):
+        got = [evaluate(f, {"R": r, "num_sms": sms}) for f in formulas]
+        assert got == [min(r, sms // 2) * 2, (r + 3) // 4], (formulas, r, sms)
 
 
 def language_doc_kernels() -> list[str]:
