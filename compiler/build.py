@@ -308,7 +308,8 @@ def compile_tile(
     target = ptx.arch or (infos[0].target if infos else None)
     wide = _compile_wide(path, lowered[0], target, smem) if infos else ""
     special = any(info.special for info in infos)
-    special_ptx = _compile_special(path, params, arch, contracts, smem) if special else ""
+    special_smem: dict[str, int] = {}
+    special_ptx = _compile_special(path, params, arch, contracts, special_smem) if special else ""
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
     for info in infos:
@@ -331,6 +332,7 @@ def compile_tile(
                 wide_ptx_file=f"{info.name}.wide.ptx",
                 special=info.special,
                 special_ptx_file=f"{info.name}.special.ptx" if info.special else "",
+                special_dynamic_smem=_own_smem(info, smem, special_smem),
             )
         )
     return Compiled(str(ptx.value), manifests, wide, special_ptx)
@@ -341,12 +343,20 @@ def _compile_special(
 ) -> str:
     """The PTX of `path` with `tile-specialize` (and the folding it enables) before lowering:
     each kernel with specialize(...) as the launches it names see it. The frontend runs again,
-    so the variant is held to the kernels' contracts too."""
+    so the variant is held to the kernels' contracts too. Its kernels' dynamic shared memory
+    goes into `smem`: loops folded away may leave them less scratch than the general build."""
     lowered = f"{SPECIALIZE_PREFIX}{BY_KEY['lowered'].pipeline}"
     options = CompileOptions(
         emit="ptx", arch=arch, params=params, pipelines={"lowered": lowered}, contracts=contracts
     )
-    return _variant(path, options, smem, "specialised")
+    return _variant(path, options, smem, None)
+
+
+def _own_smem(info: KernelInfo, smem: dict[str, int], special: dict[str, int]) -> int | None:
+    """The specialised variant's dynamic shared memory, where it differs from the kernel's."""
+    if not info.special or special.get(info.name, 0) == smem.get(info.name, 0):
+        return None
+    return special.get(info.name, 0)
 
 
 def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int]) -> str:
@@ -360,9 +370,10 @@ def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int
         return _variant(str(copy), options, smem, "wide")
 
 
-def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str) -> str:
-    """The PTX of one variant of the kernels. One manifest launches every variant, so none may
-    change a kernel's dynamic shared memory (`smem`, the ordinary build's)."""
+def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str | None) -> str:
+    """The PTX of one variant of the kernels. With `what`, the variant must keep each kernel's
+    dynamic shared memory (`smem`, the ordinary build's: the wide variant only widens indices);
+    without, its own is written into `smem`."""
     variant_smem: dict[str, int] = {}
 
     def read(artifact: Artifact) -> None:
@@ -370,7 +381,10 @@ def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str
             variant_smem.update(dynamic_smem(artifact.value))
 
     compiled = compile_file(path, options, on_stage=read)
-    assert variant_smem == smem, f"{what} variant's dynamic smem {variant_smem} != {smem}"
+    if what is None:
+        smem.update(variant_smem)
+    else:
+        assert variant_smem == smem, f"{what} variant's dynamic smem {variant_smem} != {smem}"
     return str(compiled.value)
 
 

@@ -269,7 +269,6 @@ def bind(
             f"{m.entry}: grid {list(grid)} along x is not a multiple of its cluster of "
             f"{m.cluster} blocks"
         )
-    smem = evaluate(m.dynamic_smem, symbols)
     tma = {d.name: _encode_or_skip(d, views[d.tensor], symbols) for d in m.tma}
     wide = False
     for p in expected:
@@ -277,6 +276,8 @@ def bind(
             wide = _needs_wide(m, p.name, views[p.name]) or wide
     _check_outputs(m, views)
     special = not wide and specialised(m, symbols)
+    own = m.special_dynamic_smem if special else None
+    smem = evaluate(m.dynamic_smem if own is None else own, symbols)
     return Binding(views, symbols, grid, block, smem, slots, tma, wide, special)  # type: ignore[arg-type]
 
 

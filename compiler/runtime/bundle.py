@@ -59,6 +59,9 @@ class Manifest:
     # launch does not need the wide variant).
     special: tuple[Requirement, ...] = ()
     special_ptx_file: str = ""
+    # The specialised variant's dynamic shared memory where it differs from `dynamic_smem`
+    # (its folded loops may need less scratch); None: the same.
+    special_dynamic_smem: Dim | None = None
     # cluster(S): the PTX asks for clusters of S blocks along x (.reqnctapercluster), so a
     # launch's grid along x must be a multiple of S.
     cluster: int = 1
@@ -79,6 +82,8 @@ class Manifest:
             raise ManifestError(f"wide_ptx: {self.wide_ptx_file!r} is the ordinary PTX file")
         if bool(self.special) != bool(self.special_ptx_file):
             raise ManifestError("special and special_ptx: one names no variant the other does")
+        if self.special_dynamic_smem is not None and not self.special_ptx_file:
+            raise ManifestError("special_dynamic_smem: the manifest has no specialised variant")
         if self.special_ptx_file and self.special_ptx_file in (self.ptx_file, self.wide_ptx_file):
             raise ManifestError(f"special_ptx: {self.special_ptx_file!r} is another variant's")
 
@@ -156,6 +161,8 @@ class Manifest:
         if self.special_ptx_file:  # optional, as wide_ptx
             data["special_ptx"] = self.special_ptx_file
             data["special"] = [{"value": r.value, "at_most": r.at_most} for r in self.special]
+            if self.special_dynamic_smem is not None:
+                data["special_dynamic_smem"] = self.special_dynamic_smem
         return data
 
     @classmethod
@@ -262,6 +269,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         ptx_file=data.get("ptx", ""),
         wide_ptx_file=data.get("wide_ptx") or "",
         special_ptx_file=data.get("special_ptx") or "",
+        special_dynamic_smem=data.get("special_dynamic_smem"),
         cluster=data.get("cluster", 1),
         special=tuple(
             Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
@@ -340,6 +348,8 @@ def validate(m: Manifest) -> None:
     for axis, f in zip("xyz", m.block, strict=True):
         _check_formula(f, symbols, f"block.{axis}")
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
+    if m.special_dynamic_smem is not None:
+        _check_formula(m.special_dynamic_smem, symbols, "special_dynamic_smem")
     for key, reqs in (("requires", m.requires), ("special", m.special)):
         for i, r in enumerate(reqs):
             _check_formula(r.value, symbols, f"{key}[{i}].value")

@@ -173,3 +173,45 @@ def test_each_launch_loads_and_runs_its_variant(monkeypatch: pytest.MonkeyPatch)
     assert loads == ["// special", "// general", "// wide"]  # each once, at its first launch
     assert used == ["// special", "// general", "// wide", "// special", "// general"]
     assert k.plans == 5 and len(seen.calls) == 5
+
+
+# Reductions in the loop over whole tiles need scratch of their own, which the variant, its loop
+# folded away, does not: its dynamic shared memory (past 48 KiB with the 50 KiB buffer) differs
+# from the general build's.
+REDUCING = """{
+  let big = shared<f16>((1, 25600))
+  let last = cdiv(N, COLS) - 1
+  copy(local_tile(X, (1, COLS), (block.x, last)), local_tile(big, (1, COLS), (0, 0)))
+  barrier()
+  var s = fragment<f32>((1, 1)) = 0
+  for k in range(last) {
+    s = s + reduce_sum(load(local_tile(X, (1, COLS), (block.x, k))) : f32, mode = 1)
+  }
+  let x = load(local_tile(X, (1, COLS), (block.x, last))) : f32
+  let b = load(local_tile(big, (1, COLS), (0, 0)), like = x) : f32
+  store(b + x / (s + reduce_sum(x, mode = 1)), local_tile(Y, (1, COLS), (block.x, last)))
+}
+"""
+WIDE_HEAD = HEAD.replace("COLS: int = 256", "COLS: int = 1024")
+WIDE_HEAD = WIDE_HEAD.replace("threads(64)", "threads(256)")
+
+
+def test_the_variant_keeps_its_own_shared_memory(tmp_path: Path) -> None:
+    path = tmp_path / "k.tile"
+    path.write_text(f"{WIDE_HEAD} specialize(N <= COLS)\n{REDUCING}")
+    (bundle,) = build(str(path), tmp_path / "out", {}, "sm_80")
+    m, _ = read_bundle(bundle)
+    general = compile_tile(str(path), {}, "sm_80").manifests[0].dynamic_smem
+    assert m.dynamic_smem == general and m.special_dynamic_smem is not None
+    assert m.special_dynamic_smem < m.dynamic_smem
+    data = json.loads((bundle / "manifest.json").read_text())
+    assert data["special_dynamic_smem"] == m.special_dynamic_smem
+    # Each launch gets the shared memory of the PTX it runs.
+    assert bind(m, (FakeCuda((3, 1000), "<f2"), FakeCuda((3, 1000), "<f2"))).dynamic_smem == (
+        m.special_dynamic_smem
+    )
+    assert bind(m, (FakeCuda((3, 1100), "<f2"), FakeCuda((3, 1100), "<f2"))).dynamic_smem == (
+        m.dynamic_smem
+    )
+    with pytest.raises(ManifestError, match="no specialised variant"):
+        replace(m, special=(), special_ptx_file="")
