@@ -38,10 +38,22 @@ rows)
   # examples/layernorm.tile; bundles: test/gpu/build_row_bundles.sh) tested, sanitized over
   # several tiles a row, and beside torch, Triton and the copy ceiling.
   python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_rows.py \
-    test/gpu/test_examples.py test/gpu/test_variants.py 2>&1 | tee "$out/rows-tests.log" | tail -3
+    test/gpu/test_persistent_rows.py test/gpu/test_examples.py test/gpu/test_variants.py 2>&1 \
+    | tee "$out/rows-tests.log" | tail -3
   python3 test/gpu/sanitize.py build/rows/softmax_c1024_sm90a build/rows/layernorm_c1024_sm90a \
     --size N=2500 --log "$out/sanitize-rows.log" | tee "$out/sanitize-rows.txt"
+  # The persistent kernels with several rows a block; LayerNorm's W and B end inside a 16-byte
+  # chunk at N = 1020, which initcheck miscounts (test/gpu/sanitize.py): initcheck at N = 1024.
+  p=build/rows
+  python3 test/gpu/sanitize.py $p/softmax_p4096_sm90a --size R=300 --size N=1020 \
+    --log "$out/sanitize-persistent.log" | tee "$out/sanitize-persistent.txt"
+  python3 test/gpu/sanitize.py $p/layernorm_p4096_sm90a --size R=300 --size N=1020 \
+    --tool memcheck --tool racecheck --tool synccheck | tee -a "$out/sanitize-persistent.txt"
+  python3 test/gpu/sanitize.py $p/layernorm_p4096_sm90a --size R=300 --size N=1024 \
+    --tool initcheck | tee -a "$out/sanitize-persistent.txt"
   python3 bench/bench_rows.py --bundles build/rows --out "$out/rows.md" | grep "^|\|^-\|FAIL"
+  python3 bench/bench_rows.py --bundles build/rows --persistent --out "$out/rows-persistent.md" \
+    | grep "^|\|^-\|FAIL"
   ;;
 bench)
   python3 bench/bench_memory.py --bundles build/examples --arch sm90a --out "$out/memory.md" \

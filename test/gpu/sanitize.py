@@ -1,6 +1,6 @@
 """GPU tier: compute-sanitizer over every example kernel, at small ragged shapes.
 
-    python test/gpu/sanitize.py BUNDLES... [--planted BUNDLE] [--log FILE]
+    python test/gpu/sanitize.py BUNDLES... [--planted BUNDLE] [--log FILE] [--tool NAME ...]
 
 Each bundle (a folder holding manifest.json, searched recursively under each argument) is
 launched once, in a child process, under each of memcheck (`--report-api-errors no`:
@@ -9,6 +9,13 @@ racecheck, synccheck and initcheck, on random data at sizes that are not multipl
 tile. A tool that reports an error or hazard fails the tier. `--planted` names a bundle with
 a known hazard (transpose.tile without its barrier, built by `test/gpu/build_bundles.py`):
 racecheck must report it, or the tier fails — a tier that cannot catch a race proves nothing.
+`--tool` (repeatable) runs only the tools named.
+
+initcheck counts all 16 bytes of a zero-filling `cp.async` (src-size < 16) as read from global
+memory, though only src-size bytes are: test/gpu/initcheck_probe.cu shows it (src-size 8 of a
+16-byte buffer with 8 bytes written is reported, src-size 0 is not). A copy whose last chunk
+straddles the end of a small tensor is reported by it at ragged sizes; such a bundle is
+initchecked at a size of whole chunks and run under the other tools at the ragged one.
 Needs the runtime, torch, a GPU and compute-sanitizer; exit status 0 when clean.
 """
 
@@ -75,6 +82,7 @@ def main() -> int:
     parser.add_argument(
         "--size", action="append", default=[], help="NAME=VALUE over the ragged sizes"
     )
+    parser.add_argument("--tool", action="append", choices=tuple(TOOLS), help="only these tools")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -86,7 +94,7 @@ def main() -> int:
     for bundle in bundles_under(args.roots):
         if planted is not None and bundle.resolve() == planted:
             continue
-        for tool in TOOLS:
+        for tool in args.tool or TOOLS:
             count, out = sanitize(bundle, tool, args.size)
             print(f"{'clean' if count == 0 else 'FOUND'}  {tool:<9} {bundle}  ({count})")
             failed += count > 0
