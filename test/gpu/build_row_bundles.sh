@@ -3,7 +3,7 @@
 # test_attention_step.py, test_masks.py, test_pipelined_rows.py and bench/bench_rows.py, into
 # build/rows (or $1): examples/softmax.tile and layernorm.tile at several tile widths (COLS)
 # and split over clusters (on sm_90a), examples/softmax_persistent.tile and
-# layernorm_persistent.tile (the latter on sm_90a), test/gpu/scores_softmax.tile,
+# layernorm_persistent.tile (sm_90a), test/gpu/scores_softmax.tile,
 # test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile.
 set -euo pipefail
 out=${1:-build/rows}
@@ -35,12 +35,12 @@ if [ "$arch" = sm_90a ]; then
 fi
 # Persistent rows (examples/*_persistent.tile): the next row's copy in flight while a block
 # works on its row; rows of 32768 (the bench's) and 4096 (many rows a block in the tests).
-for cols in 4096 32768; do
-  one examples/softmax_persistent.tile softmax_persistent "softmax_p${cols}" -D COLS=$cols
-  if [ "$arch" = sm_90a ]; then
+if [ "$arch" = sm_90a ]; then
+  for cols in 4096 32768; do
+    one examples/softmax_persistent.tile softmax_persistent "softmax_p${cols}" -D COLS=$cols
     one examples/layernorm_persistent.tile layernorm_persistent "layernorm_p${cols}" -D COLS=$cols
-  fi
-done
+  done
+fi
 # test/gpu/scores_softmax.tile: the accumulator's row reductions, with the warps of a row
 # (WN) 1 and 2, and a 128-column tile.
 one test/gpu/scores_softmax.tile scores scores_w41 -D WM=4 -D WN=1
