@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -282,9 +283,16 @@ def parse_ptxas_verbose(text: str) -> dict[str, ResourceUsage]:
 
 
 def ptxas_reports(ptx: str, arch: str) -> dict[str, ResourceUsage]:
-    """`ptxas -v` resource usage of every function in `ptx`, by name."""
-    _, log = _ptxas(ptx, arch, ["-v"])
-    return parse_ptxas_verbose(log)
+    """`ptxas -v` resource usage of every function in `ptx`, by name. Remembered for the
+    process: a compile's contract and its `--resource-usage` ask about the same PTX."""
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch)
+    if key not in _REPORTS:
+        _, log = _ptxas(ptx, arch, ["-v"])
+        _REPORTS[key] = parse_ptxas_verbose(log)
+    return dict(_REPORTS[key])
+
+
+_REPORTS: dict[tuple[str, str], dict[str, ResourceUsage]] = {}
 
 
 RESOURCE_COLUMNS = (

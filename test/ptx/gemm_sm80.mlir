@@ -13,31 +13,31 @@
 // a barrier, writes them to sC (in sB's memory) as 64 converted f16 pairs, and after a second
 // barrier moves sC to C in 16-byte vectors.
 // REQUIRES: ptxas
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -o %t.80.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 --resource-usage -o %t.80.ptx 2> %t.80.ru
 // RUN: filecheck %s < %t.80.ptx
 // RUN: filecheck %s --check-prefix=ASYNC < %t.80.ptx
 // RUN: not grep -q cp.async.ca %t.80.ptx
-// RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.80.ru
 // RUN: sed 's/narrow = 1 - PREFETCH/narrow = 0/' %repo/examples/gemm_sm80.tile > %t.wide.tile
-// RUN: tilec compile %t.wide.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 -o %t.nopre.ptx
+// RUN: tilec compile %t.wide.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 --resource-usage -o %t.nopre.ptx 2> %t.nopre.ru
 // RUN: filecheck %s --check-prefix=NOPRE < %t.nopre.ptx
-// RUN: ptxas -v -arch=sm_80 %t.nopre.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D PREFETCH=0 -o %t.narrow.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.nopre.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D PREFETCH=0 --resource-usage -o %t.narrow.ptx 2> %t.narrow.ru
 // RUN: filecheck %s --check-prefix=NARROW < %t.narrow.ptx
-// RUN: ptxas -v -arch=sm_90a %t.narrow.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D MB=1 -o %t.narrow.nn.ptx
-// RUN: ptxas -v -arch=sm_80 %t.narrow.nn.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 -o %t.tt.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.narrow.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D MB=1 --resource-usage -o %t.narrow.nn.ptx 2> %t.narrow.nn.ru
+// RUN: filecheck %s --check-prefix=PTXAS < %t.narrow.nn.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D MA=1 -D MB=1 -D T=bf16 --resource-usage -o %t.tt.ptx 2> %t.tt.ru
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt.ptx
-// RUN: ptxas -v -arch=sm_80 %t.tt.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MA=1 -D MB=1 -o %t.tt90.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.tt.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MA=1 -D MB=1 --resource-usage -o %t.tt90.ptx 2> %t.tt90.ru
 // RUN: filecheck %s --check-prefix=TRANS < %t.tt90.ptx
-// RUN: ptxas -v -arch=sm_90a %t.tt90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MB=1 -o %t.nn90.ptx
-// RUN: ptxas -v -arch=sm_90a %t.nn90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -o %t.90.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.tt90.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D MB=1 --resource-usage -o %t.nn90.ptx 2> %t.nn90.ru
+// RUN: filecheck %s --check-prefix=PTXAS < %t.nn90.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a --resource-usage -o %t.90.ptx 2> %t.90.ru
 // RUN: filecheck %s < %t.90.ptx
-// RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.90.ru
 
 // CHECK-NOT: .shared .align 16 .b8 __smem
 // CHECK: .extern .shared .align 16 .b8 __tile_dynamic_smem[];
@@ -125,7 +125,6 @@
 // TRANS: {{cvt.rn.bf16x2.f32|cvt.rn.f16x2.f32}}
 // TRANS: st.global.v4.b32
 
-// PTXAS: Compiling entry function 'gemm'
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// No static shared memory (ptxas would print ", N bytes smem"): all of it is dynamic.
-// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers{{(, [0-9]+ bytes cmem\[0\])?$}}
+// PTXAS: kernel {{ +}}registers{{ +}}spill stores B{{ +}}spill loads B{{ +}}shared B{{ +}}stack B{{ +}}barriers
+// No static shared memory (ptxas's "N bytes smem"): all of it is dynamic. No spills, no stack.
+// PTXAS-NEXT: gemm {{ +[0-9]+ +0 +0 +0 +0 +1$}}

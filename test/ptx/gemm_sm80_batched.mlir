@@ -4,16 +4,16 @@
 // -D NARROW=1 rows aligned to 8 or 4 bytes only go in cp.async.ca of that width, still
 // spill-free; without, they go element by element.
 // REQUIRES: ptxas
-// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_80 -o %t.80.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_80 --resource-usage -o %t.80.ptx 2> %t.80.ru
 // RUN: filecheck %s < %t.80.ptx
-// RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_90a -o %t.90.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.80.ru
+// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile --emit ptx --arch sm_90a --resource-usage -o %t.90.ptx 2> %t.90.ru
 // RUN: filecheck %s < %t.90.ptx
-// RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.90.ru
 // RUN: not grep -q cp.async.ca %t.90.ptx
-// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile -D NARROW=1 --emit ptx --arch sm_90a -o %t.n.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80_batched.tile -D NARROW=1 --emit ptx --arch sm_90a --resource-usage -o %t.n.ptx 2> %t.n.ru
 // RUN: filecheck %s --check-prefix=NARROW < %t.n.ptx
-// RUN: ptxas -v -arch=sm_90a %t.n.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.n.ru
 
 // A, B, C, alpha, then L, M, K, sa, lda, N, sb, ldb, sc, ldc.
 // CHECK-LABEL: .visible .entry gemm_batched(
@@ -33,5 +33,5 @@
 // CHECK: st.global.b32
 // CHECK-NOT: .local
 
-// PTXAS: Compiling entry function 'gemm_batched'
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: kernel {{ +}}registers{{ +}}spill stores B{{ +}}spill loads B{{ +}}shared B{{ +}}stack B{{ +}}barriers
+// PTXAS-NEXT: gemm_batched {{ +[0-9]+ +0 +0 +[0-9]+ +0 +[0-9]+$}}

@@ -6,23 +6,23 @@
 // st.global.b32 each, and only then the next chunk's loads. Registers stay those of the main
 // loop: no spills, no local memory. ACT picks the activation (0: none, 2: gelu).
 // REQUIRES: ptxas
-// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_80 -o %t.80.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_80 --resource-usage -o %t.80.ptx 2> %t.80.ru
 // RUN: filecheck %s < %t.80.ptx
-// RUN: ptxas -v -arch=sm_80 %t.80.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_90a -o %t.90.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.80.ru
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile --emit ptx --arch sm_90a --resource-usage -o %t.90.ptx 2> %t.90.ru
 // RUN: filecheck %s < %t.90.ptx
-// RUN: ptxas -v -arch=sm_90a %t.90.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=0 --emit ptx -o %t.none.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.90.ru
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=0 --emit ptx --resource-usage -o %t.none.ptx 2> %t.none.ru
 // RUN: filecheck %s --check-prefix=NONE < %t.none.ptx
-// RUN: ptxas -v -arch=sm_80 %t.none.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.none.ru
 // BETA = 0 never loads C: the bias's 32 pair loads (16 chunks × 2 rows) remain, C's 64 are gone.
-// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D BETA=0 --emit ptx -o %t.noc.ptx
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D BETA=0 --emit ptx --resource-usage -o %t.noc.ptx 2> %t.noc.ru
 // RUN: filecheck %s --check-prefix=NOC < %t.noc.ptx
 // RUN: filecheck %s --check-prefix=WITHC < %t.80.ptx
-// RUN: ptxas -v -arch=sm_80 %t.noc.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
-// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=2 --emit ptx -o %t.gelu.ptx
+// RUN: filecheck %s --check-prefix=PTXAS < %t.noc.ru
+// RUN: tilec compile %repo/examples/gemm_sm80_bias_relu.tile -D ACT=2 --emit ptx --resource-usage -o %t.gelu.ptx 2> %t.gelu.ru
 // RUN: filecheck %s --check-prefix=NONE < %t.gelu.ptx
-// RUN: ptxas -v -arch=sm_80 %t.gelu.ptx -o %t.cubin 2>&1 | filecheck %s --check-prefix=PTXAS
+// RUN: filecheck %s --check-prefix=PTXAS < %t.gelu.ru
 
 // CHECK-LABEL: .visible .entry gemm_bias_act(
 // CHECK-NOT: .local
@@ -45,8 +45,8 @@
 // NONE: st.global.b32
 // NONE-NOT: max.NaN.f32
 
-// PTXAS: Compiling entry function 'gemm_bias_act'
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: kernel {{ +}}registers{{ +}}spill stores B{{ +}}spill loads B{{ +}}shared B{{ +}}stack B{{ +}}barriers
+// PTXAS-NEXT: gemm_bias_act {{ +[0-9]+ +0 +0 +[0-9]+ +0 +[0-9]+$}}
 
 // NOC-LABEL: .visible .entry gemm_bias_act(
 // NOC-COUNT-32: ld.global.v2.b16
