@@ -7,6 +7,8 @@ A pass is one small class with a kebab-case `name`, its options as dataclass fie
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import ClassVar
 
 from mlir import ir
@@ -54,9 +56,51 @@ class Pass:
         raise PassFailure()
 
 
-# The one table of passes: name -> class. Built-ins register in `tilec.passes`, plugins
-# register through `register` when `--load-pass-plugin` imports them.
-PASSES: dict[str, type[Pass]] = {}
+class Registry(MutableMapping[str, type[Pass]]):
+    """The one table of passes: name -> class. A built-in pass's module (`builtin`, filled by
+    `tilec.passes`) is imported when its name is first looked up, so a tool that runs two of
+    them (or none: `tile-opt -cse`) does not import the other eight; iterating loads them all.
+    Plugins register through `register` when `--load-pass-plugin` imports them."""
+
+    def __init__(self) -> None:
+        self.builtin: dict[str, str] = {}  # name -> module under tilec.passes
+        self._loaded: dict[str, type[Pass]] = {}
+
+    def load(self, name: str) -> None:
+        module = self.builtin.get(name)
+        if module is not None and name not in self._loaded:
+            importlib.import_module(f"tilec.passes.{module}")
+
+    def load_all(self) -> None:
+        for name in self.builtin:
+            self.load(name)
+
+    def loaded(self, name: str) -> type[Pass] | None:
+        return self._loaded.get(name)
+
+    def __getitem__(self, name: str) -> type[Pass]:
+        self.load(name)
+        return self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in self.builtin
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_all()
+        return iter(dict(self._loaded))
+
+    def __len__(self) -> int:
+        self.load_all()
+        return len(self._loaded)
+
+    def __setitem__(self, name: str, cls: type[Pass]) -> None:
+        self._loaded[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+
+PASSES = Registry()
 
 
 def register(cls: type[Pass]) -> type[Pass]:
@@ -65,7 +109,10 @@ def register(cls: type[Pass]) -> type[Pass]:
         cls = dataclasses.dataclass(cls)
     if not cls.name or cls.name != cls.name.lower() or " " in cls.name:
         raise ValueError(f"pass {cls.__qualname__} needs a kebab-case `name`, got {cls.name!r}")
-    existing = PASSES.get(cls.name)
+    module = PASSES.builtin.get(cls.name)
+    if module is not None and cls.__module__ != f"tilec.passes.{module}":
+        PASSES.load(cls.name)  # a plugin taking a built-in's name: load that one to refuse it
+    existing = PASSES.loaded(cls.name)
     if existing is not None and existing is not cls:
         raise ValueError(f"pass name '{cls.name}' is already registered by {existing.__module__}")
     PASSES[cls.name] = cls

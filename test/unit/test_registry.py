@@ -1,11 +1,13 @@
 """Registry tests: pass names, their lit files and docs, and the stage table's pipelines."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tilec.context import make_context
-from tilec.passes import BUILTIN_PASSES, PASSES
+from tilec.passes import BUILTIN, BUILTIN_PASSES, PASSES
 from tilec.pipeline import build_pass_manager
 from tilec.stages import STAGE_KEYS, STAGES, stage_of_input
 
@@ -19,6 +21,23 @@ def test_every_builtin_pass_is_registered_under_its_name() -> None:
     for key, cls in PASSES.items():
         assert key == cls.name
         assert key == key.lower() and " " not in key and "_" not in key
+
+
+def test_the_table_names_each_pass_module_and_nothing_loads_before_its_lookup() -> None:
+    """`BUILTIN` says where each built-in pass lives; importing tilec.passes imports none of
+    them, and looking one up imports that module alone (with what it imports itself)."""
+    assert [c.name for c in BUILTIN_PASSES] == list(BUILTIN)
+    for name, module in BUILTIN.items():
+        assert PASSES[name].__module__ == f"tilec.passes.{module}"
+    probe = (
+        "import sys, tilec.passes as P\n"
+        "before = sorted(m for m in sys.modules if m.startswith('tilec.passes.'))\n"
+        "cls = P.PASSES['tile-verify']\n"
+        "after = sorted(m for m in sys.modules if m.startswith('tilec.passes.'))\n"
+        "print(before, *(f'tilec.passes.{m}' in after for m in ('tile_verify', 'tile_mma')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["['tilec.passes.base']", "True", "False"], out.stdout
 
 
 @pytest.mark.parametrize("cls", BUILTIN_PASSES, ids=lambda c: c.name)
