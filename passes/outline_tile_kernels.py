@@ -203,8 +203,9 @@ class OutlineTileKernels(Pass):
             )
             moved.update(names)
         # A global no kernel addresses any more would still be reserved as static smem.
-        for n in moved:
-            if not any(ref_name(r) == n for func in funcs for r in shared_refs(func, shared)):
+        if moved:
+            still = {ref_name(r) for func in funcs for r in shared_refs(func, shared)}
+            for n in moved - still:
                 shared[n].erase()
 
     @staticmethod
