@@ -285,14 +285,15 @@ def parse_ptxas_verbose(text: str) -> dict[str, ResourceUsage]:
 def ptxas_reports(ptx: str, arch: str) -> dict[str, ResourceUsage]:
     """`ptxas -v` resource usage of every function in `ptx`, by name. Remembered for the
     process: a compile's contract and its `--resource-usage` ask about the same PTX."""
-    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch)
-    if key not in _REPORTS:
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch, shutil.which("ptxas"))
+    if key[2] is None or key not in _REPORTS:  # no ptxas: _ptxas says so
         _, log = _ptxas(ptx, arch, ["-v"])
         _REPORTS[key] = parse_ptxas_verbose(log)
     return dict(_REPORTS[key])
 
 
-_REPORTS: dict[tuple[str, str], dict[str, ResourceUsage]] = {}
+# (PTX digest, arch, the ptxas that answered) -> its answer
+_REPORTS: dict[tuple[str, str, str | None], dict[str, ResourceUsage]] = {}
 
 
 RESOURCE_COLUMNS = (
