@@ -18,7 +18,7 @@ for t in f16 bf16; do
   b "a0b1_$t" --arch sm_90a -D T=$t -D MB=1
   b "a1b1_$t" --arch sm_90a -D T=$t -D MA=1 -D MB=1
 done
-# Without prefetch, misaligned rows take 8- and 4-byte cp.async (narrow = 1 - PREFETCH).
+# Without prefetch, misaligned rows take 8- and 4-byte cp.async (NARROW = 1 - PREFETCH).
 b a1b1_bf16_noprefetch --arch sm_80 -D T=bf16 -D MA=1 -D MB=1 -D PREFETCH=0
 b bk32 --arch sm_90a -D BK=32 -D STAGES=4
 b prefetch_128x128x32 --arch sm_90a -D BN=128 -D WN=2 -D BK=32 -D STAGES=4

@@ -4,14 +4,13 @@
 // iteration, and the loop is versioned on all six. The fast copy's body holds no scf.if: 4 + 8
 // plain cp.async (no source size), the commit, 128 mma.sync. The general copy keeps the
 // alignment tests and always takes the zero-filling form (one copy path: fewer registers live).
-// RUN: sed 's/narrow = 1 - PREFETCH/narrow = 0/' %repo/examples/gemm_sm80.tile > %t.wide.tile
-// RUN: tilec compile %t.wide.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
+// RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D NARROW=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
 // RUN: tile-opt -p tile-pipeline,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
 // RUN: tile-opt -p pipeline-steady-state %t.low.mlir | filecheck %s
 // RUN: tile-opt -p "pipeline-steady-state{interleave=1}" %t.low.mlir | filecheck %s --check-prefix=SPREAD
 // Without the pass the loop is one, and its copies branch.
 // RUN: filecheck %s --check-prefix=BEFORE < %t.low.mlir
-// With narrower copies (the example's narrow = 1 - PREFETCH), one general loop per width after
+// With narrower copies (the example's NARROW = 1 - PREFETCH), one general loop per width after
 // the fast one, each holding that width's copies alone: 16-byte zero-filling, 8- and 4-byte
 // cp.async.ca, then element by element.
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.narrow.mlir

@@ -18,8 +18,7 @@
 // RUN: filecheck %s --check-prefix=ASYNC < %t.80.ptx
 // RUN: not grep -q cp.async.ca %t.80.ptx
 // RUN: filecheck %s --check-prefix=PTXAS < %t.80.ru
-// RUN: sed 's/narrow = 1 - PREFETCH/narrow = 0/' %repo/examples/gemm_sm80.tile > %t.wide.tile
-// RUN: tilec compile %t.wide.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D BK=64 -D STAGES=3 --resource-usage -o %t.nopre.ptx 2> %t.nopre.ru
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_80 -D PREFETCH=0 -D NARROW=0 -D BK=64 -D STAGES=3 --resource-usage -o %t.nopre.ptx 2> %t.nopre.ru
 // RUN: filecheck %s --check-prefix=NOPRE < %t.nopre.ptx
 // RUN: filecheck %s --check-prefix=PTXAS < %t.nopre.ru
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --emit ptx --arch sm_90a -D PREFETCH=0 --resource-usage -o %t.narrow.ptx 2> %t.narrow.ru
@@ -102,7 +101,7 @@
 // NOPRE-NOT: cp.async
 
 // Without prefetch the example copies rows that are not 16-byte aligned with narrower cp.async
-// (narrow = 1 - PREFETCH): 8 and 4 bytes, L1-allocating (.ca, the only form of those sizes),
+// (NARROW = 1 - PREFETCH): 8 and 4 bytes, L1-allocating (.ca, the only form of those sizes),
 // zero-filling at the edges; rows aligned to 2 bytes only still go element by element. Still
 // spill-free (checked above for sm_90a, and B N-major for sm_80). The default (PREFETCH = 1)
 // has none of them.
