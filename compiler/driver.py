@@ -177,23 +177,27 @@ def _ptx_via_mlir(artifact: Artifact) -> Artifact:
 
 
 def _step(artifact: Artifact, key: str, options: CompileOptions) -> Artifact:
-    """Produce stage `key` from the artifact of the stage before it."""
-    arch = artifact.arch
-    if key in ("lowered", "gpu", "nvvm"):
+    """Produce stage `key` from the artifact of the stage before it, as the stage table says:
+    an `mlir` stage runs its pipeline; the others (below) need a target."""
+    stage = BY_KEY[key]
+    if stage.kind == "mlir":
         return _mlir_step(artifact, key, options)
+    arch = artifact.arch
     if arch is None:
         raise fail("no target: the input names none; pass --arch sm_80 or --arch sm_90a")
     try:
-        if key == "llvm":
-            module = _mlir_step(artifact, "llvm", options).value
-            return Artifact("llvm", backend.to_llvm_ir(module, arch), arch)
-        if key == "ptx":
-            return Artifact("ptx", backend.emit_ptx(artifact.value, arch, options.opt_level), arch)
-        if key == "cubin":
-            return Artifact("cubin", backend.assemble(artifact.value, arch), arch)
+        return Artifact(key, _PRODUCE[stage.kind](artifact, key, arch, options), arch)
     except backend.BackendError as exc:
         raise fail(str(exc)) from None
-    raise AssertionError(f"unknown stage {key}")
+
+
+# How each non-MLIR kind of stage is made from the stage before it (the stage table's `kind`).
+_PRODUCE: dict[str, Callable[[Artifact, str, str, CompileOptions], object]] = {
+    # the stage's pipeline (to the LLVM dialect), then the translation to LLVM IR text
+    "llvm-ir": lambda a, key, arch, o: backend.to_llvm_ir(_mlir_step(a, key, o).value, arch),
+    "ptx": lambda a, key, arch, o: backend.emit_ptx(a.value, arch, o.opt_level),
+    "binary": lambda a, key, arch, o: backend.assemble(a.value, arch),
+}
 
 
 def compile_file(
