@@ -110,18 +110,21 @@ class Row:
     config: str
 
 
-def bundle_for(root: Path, kernel: str, r: int, n: int, split: int = 1) -> Path | None:
+def bundle_for(
+    root: Path, kernel: str, r: int, n: int, split: int = 1, persistent: bool = False
+) -> Path | None:
     """The bundle of the narrowest COLS >= n among those built (COLS * SPLIT with --split),
     else the widest (it loops over the row in tiles), or None (with a note) when there is
-    none. `split` 0: the persistent bundles `*_p{COLS}`, which take rows of COLS at most."""
-    form, tag = ("p", "") if split == 0 else ("c", "" if split == 1 else f"s{split}")
+    none. `persistent`: the bundles `*_p{COLS}`, on rows of COLS at most (the persistent
+    softmax takes longer ones too, but through its general PTX, which is not what it is for)."""
+    form, tag = ("p", "") if persistent else ("c", "" if split == 1 else f"s{split}")
     built = [c for c in COLS if (root / f"{kernel}_{form}{c}{tag}_{ARCH}").is_dir()]
-    cols = next((c for c in built if c * max(split, 1) >= n), built[-1] if built else None)
+    cols = next((c for c in built if c * split >= n), built[-1] if built else None)
     if split > 1 and cols is not None and cols >= n:
         print(f"{kernel} {r}x{n}: a row of one block's tile: not split, row skipped", flush=True)
         return None
-    if split == 0 and cols is not None and cols < n:
-        print(f"{kernel} {r}x{n}: longer than the persistent rows: row skipped", flush=True)
+    if persistent and cols is not None and cols < n:
+        print(f"{kernel} {r}x{n}: longer than the persistent bundles' rows: skipped", flush=True)
         return None
     bundle = root / f"{kernel}_{form}{cols}{tag}_{ARCH}"
     if cols is None or not bundle.is_dir():
@@ -186,8 +189,10 @@ def to_row(kernel: str, shape: str, nbytes: int, ms: dict[str, float]) -> Row:
     return Row(kernel, shape, ours, theirs, gbs(nbytes, ms[best]), best)
 
 
-def layernorm_row(root: Path, r: int, n: int, timer: Timer, split: int = 1) -> Row | None:
-    bundle = bundle_for(root, "layernorm", r, n, split)
+def layernorm_row(
+    root: Path, r: int, n: int, timer: Timer, split: int = 1, persistent: bool = False
+) -> Row | None:
+    bundle = bundle_for(root, "layernorm", r, n, split, persistent)
     if bundle is None:
         return None
     shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
@@ -221,8 +226,10 @@ def layernorm_row(root: Path, r: int, n: int, timer: Timer, split: int = 1) -> R
     return to_row("layernorm", shape, nbytes, interleaved(fns, timer))
 
 
-def softmax_row(root: Path, r: int, n: int, timer: Timer, split: int = 1) -> Row | None:
-    bundle = bundle_for(root, "softmax", r, n, split)
+def softmax_row(
+    root: Path, r: int, n: int, timer: Timer, split: int = 1, persistent: bool = False
+) -> Row | None:
+    bundle = bundle_for(root, "softmax", r, n, split, persistent)
     if bundle is None:
         return None
     shape = f"{r}x{n} f16 ({bundle.name.split('_')[1]})"
@@ -322,8 +329,6 @@ def main() -> None:
         "--persistent", action="store_true", help="run the persistent bundles *_p{COLS}"
     )
     args = parser.parse_args()
-    if args.persistent:
-        args.split = 0
     timer: Timer = time_graph_ms if args.graph else time_ms
     torch.manual_seed(0)
     ceiling = ceiling_gbs()
@@ -335,7 +340,7 @@ def main() -> None:
             continue
         for r, n in shapes:
             try:
-                row = make(Path(args.bundles), r, n, timer, args.split)
+                row = make(Path(args.bundles), r, n, timer, args.split, args.persistent)
             except Exception as exc:  # noqa: BLE001 - one failing shape must not hide the others
                 failed.append(f"{name} {r}x{n}: {type(exc).__name__}: {exc}")
                 print(f"{name} {r}x{n}: FAILED: {type(exc).__name__}: {exc}", flush=True)

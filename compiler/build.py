@@ -308,8 +308,9 @@ def compile_tile(
     target = ptx.arch or (infos[0].target if infos else None)
     wide = _compile_wide(path, lowered[0], target, smem) if infos else ""
     special = any(info.special for info in infos)
-    special_smem: dict[str, int] = {}
-    special_ptx = _compile_special(path, params, arch, contracts, special_smem) if special else ""
+    special_ptx, special_smem = (
+        _compile_special(path, params, arch, contracts) if special else ("", {})
+    )
     digest = "sha256:" + hashlib.sha256(source).hexdigest()
     manifests = []
     for info in infos:
@@ -339,17 +340,17 @@ def compile_tile(
 
 
 def _compile_special(
-    path: str, params: dict[str, str], arch: str | None, contracts: bool, smem: dict[str, int]
-) -> str:
+    path: str, params: dict[str, str], arch: str | None, contracts: bool
+) -> tuple[str, dict[str, int]]:
     """The PTX of `path` with `tile-specialize` (and the folding it enables) before lowering:
-    each kernel with specialize(...) as the launches it names see it. The frontend runs again,
-    so the variant is held to the kernels' contracts too. Its kernels' dynamic shared memory
-    goes into `smem`: loops folded away may leave them less scratch than the general build."""
+    each kernel with specialize(...) as the launches it names see it, and each kernel's dynamic
+    shared memory there (loops folded away may leave it less scratch than the general build).
+    The frontend runs again, so the variant is held to the kernels' contracts too."""
     lowered = f"{SPECIALIZE_PREFIX}{BY_KEY['lowered'].pipeline}"
     options = CompileOptions(
         emit="ptx", arch=arch, params=params, pipelines={"lowered": lowered}, contracts=contracts
     )
-    return _variant(path, options, smem, None)
+    return _variant(path, options)
 
 
 def _own_smem(info: KernelInfo, smem: dict[str, int], special: dict[str, int]) -> int | None:
@@ -367,13 +368,14 @@ def _compile_wide(path: str, lowered: str, arch: str | None, smem: dict[str, int
     with tempfile.TemporaryDirectory(prefix="tilec-wide-") as tmp:
         copy = Path(tmp) / f"{Path(path).name.split('.')[0]}.lowered.mlir"
         copy.write_text(lowered)
-        return _variant(str(copy), options, smem, "wide")
+        ptx, wide_smem = _variant(str(copy), options)
+    # One manifest launches both: widening the indices must not move a buffer.
+    assert wide_smem == smem, f"wide variant's dynamic smem {wide_smem} != {smem}"
+    return ptx
 
 
-def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str | None) -> str:
-    """The PTX of one variant of the kernels. With `what`, the variant must keep each kernel's
-    dynamic shared memory (`smem`, the ordinary build's: the wide variant only widens indices);
-    without, its own is written into `smem`."""
+def _variant(path: str, options: CompileOptions) -> tuple[str, dict[str, int]]:
+    """The PTX of one variant of the kernels, and each kernel's dynamic shared memory in it."""
     variant_smem: dict[str, int] = {}
 
     def read(artifact: Artifact) -> None:
@@ -381,11 +383,7 @@ def _variant(path: str, options: CompileOptions, smem: dict[str, int], what: str
             variant_smem.update(dynamic_smem(artifact.value))
 
     compiled = compile_file(path, options, on_stage=read)
-    if what is None:
-        smem.update(variant_smem)
-    else:
-        assert variant_smem == smem, f"{what} variant's dynamic smem {variant_smem} != {smem}"
-    return str(compiled.value)
+    return str(compiled.value), variant_smem
 
 
 def build(

@@ -13,6 +13,7 @@ from tilec.binding import is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
+    tile_async_waits,
     tile_carry,
     tile_cluster,
     tile_epilogue,
@@ -303,8 +304,8 @@ class KernelLowering:
             return
         narrow = tile_async.NARROW in op.attributes
         tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
-        waited = tile_pipeline.PIPELINED in op.attributes or WAITS_PLACED in self.func.attributes
-        if not waited:
+        placed = tile_async_waits.DONE in self.func.attributes  # the waits for it
+        if tile_pipeline.PIPELINED not in op.attributes and not placed:
             raise LoweringError(op, UNWAITED)
 
     def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
@@ -398,7 +399,6 @@ TMA_OUTSIDE = (
 )
 # A cp.async copy outside tile-pipeline is waited for where tile-async-waits says (its
 # tile.async_commit / tile.async_wait ops); without them nothing would wait for it.
-WAITS_PLACED = "tile.async_waits"
 UNWAITED = (
     "a cp.async copy outside tile-pipeline needs tile-async-waits first, which places its "
     "commit and the waits for it"
