@@ -13,7 +13,7 @@ from importlib import resources
 from mlir import ir
 from mlir.dialects import irdl
 
-# The IRDL sources, in load order (a later dialect may name an earlier one's types).
+# The IRDL sources, in order (a later dialect may name an earlier one's types).
 IRDL_SOURCES = (
     ("tilec.dialects.layout", "layout.irdl.mlir"),
     ("tilec.dialects.tile", "tile.irdl.mlir"),
@@ -36,7 +36,6 @@ def make_context(*, allow_unregistered: bool = False) -> ir.Context:
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = allow_unregistered
     ctx.load_all_available_dialects()
-    with ctx, ir.Location.unknown():
-        for _name, text in irdl_source_text():
-            irdl.load_dialects(ir.Module.parse(text))
+    with ctx, ir.Location.unknown():  # one module: `tile` ops name `layout`'s type
+        irdl.load_dialects(ir.Module.parse("\n".join(t for _, t in irdl_source_text())))
     return ctx

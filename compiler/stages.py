@@ -56,7 +56,8 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        f"tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,convert-tile-to-gpu,pipeline-steady-state,{CANONICALIZE},cse",
+        "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,convert-tile-to-gpu,"
+        f"convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

@@ -52,7 +52,7 @@ class ConvertLayoutToArith(Pass):
             failed |= not self.lower(op)
         if failed:
             self.fail()
-        erase_dead(module, "layout.make")
+        erase_dead(module, "layout.")  # makes, and layouts no tile op reads any more
 
     def lower(self, op: ir.Operation) -> bool:
         name = op.name.removeprefix("layout.")

@@ -25,7 +25,16 @@ from mlir.dialects import arith
 
 from tilec.binding import erase_dead, walk
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.layout.ir import BINARY_OPS, UNARY_OPS, inner, is_static, layout_of, make
+from tilec.dialects.layout.ir import (
+    BINARY_OPS,
+    INT_ATTRS,
+    UNARY_OPS,
+    evaluate,
+    inner,
+    is_static,
+    layout_of,
+    make,
+)
 from tilec.passes.base import Pass, register
 
 
@@ -64,23 +73,6 @@ def substitute(layout: A.Layout, values: list[int]) -> A.Layout:
     return A.Layout(fill(layout.shape), fill(layout.stride))
 
 
-def evaluate(name: str, operands: list[A.Layout | A.ComposedLayout], op: ir.Operation) -> object:
-    """The algebra's value of layout op `name` on static operands."""
-    if name in BINARY_OPS:
-        fn = getattr(A, name)
-        lhs, rhs = operands
-        if name == "tile_to_shape":
-            return fn(lhs, inner(rhs).shape)
-        return fn(lhs, rhs)
-    if name in UNARY_OPS:
-        return getattr(A, name)(operands[0])
-    if name == "swizzle":
-        attrs = {k: ir.IntegerAttr(op.attributes[k]).value for k in ("bits", "base", "shift")}
-        swizzle = A.Swizzle(attrs["bits"], attrs["base"], attrs["shift"])
-        return A.composition(swizzle, operands[0])
-    raise KeyError(name)
-
-
 @register
 class LayoutFold(Pass):
     """Evaluate static layout ops with the algebra; keep dynamic parts as SSA values."""
@@ -111,18 +103,16 @@ class LayoutFold(Pass):
         layouts = [layout_of(v.type) for v in op.operands if layout_of(v.type) is not None]
         if not all(is_static(x) for x in layouts):
             return
-        if name in BINARY_OPS or name in UNARY_OPS or name == "swizzle":
-            self.replace_layout(op, evaluate(name, layouts, op))
+        attrs = {k: ir.IntegerAttr(op.attributes[k]).value for k in INT_ATTRS.get(name, ())}
+        if name in BINARY_OPS or name in UNARY_OPS or name in INT_ATTRS:
+            self.replace_layout(op, evaluate(name, layouts, attrs))
         elif name == "slice":
             pattern = ir.StringAttr(op.attributes["pattern"]).value
             self.replace_layout(op, A.slice(slice_pattern(pattern), layouts[0]))
         elif name == "complement":
             cotarget = constant_index(op.operands[1])
             if cotarget is not None:
-                self.replace_layout(op, A.complement(layouts[0], cotarget))
-        elif name in ("upcast", "downcast"):
-            factor = ir.IntegerAttr(op.attributes["factor"]).value
-            self.replace_layout(op, getattr(A, name)(layouts[0], factor))
+                self.replace_layout(op, evaluate(name, layouts, attrs, cotarget))
         elif name == "max_common_vector":
             self.replace_index(op, A.max_common_vector(layouts[0], layouts[1]))
         elif name in ("size", "cosize"):
@@ -151,6 +141,8 @@ class LayoutFold(Pass):
         if not consts or any(c is None for c in consts):
             return
         layout = layout_of(op.results[0].type)
+        if len(consts) != str(op.results[0].type).count("?"):
+            raise A.LayoutError(f"layout.make of {layout} needs one index operand per '?'")
         if isinstance(layout, A.ComposedLayout):
             folded = A.ComposedLayout(layout.outer, layout.offset, substitute(layout.inner, consts))
         else:

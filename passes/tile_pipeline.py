@@ -7,6 +7,7 @@ from mlir.dialects import arith, nvvm
 
 from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.ir import make
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import when
@@ -210,8 +211,12 @@ class Pipeline:
         for buf in self.buffers:
             typ, _ = staged_type(buf, s)
             with ir.InsertionPoint(buf), buf.location:
+                layout = make(str(tensor_type(typ).layout)).result  # the staged layout
                 new = ir.Operation.create(
-                    "tile.alloc_shared", results=[typ], attributes=dict(buf.attributes)
+                    "tile.alloc_shared",
+                    results=[typ],
+                    operands=[layout],
+                    attributes=dict(buf.attributes),
                 )
             staged[buf] = new.result
         # Prologue: tiles 0..S-2, one group each (empty when the tile is past the trip count).

@@ -8,7 +8,8 @@ SPEC string of `!layout.layout<"SPEC">`. This pass does, with the algebra's own 
 
 The layout of every `!tile.tensor<ELEM, "SPACE", "SPEC">` view is checked the same way, and its
 memory space must be global, shared or register. It also checks that `layout.make` has one
-`index` operand per `?` entry of its result.
+`index` operand per `?` entry of its result, and that a `tile.alloc_shared` whose layout
+operand is (folded to) a `layout.make` has that layout as its type's.
 """
 
 from __future__ import annotations
@@ -55,6 +56,29 @@ class TileVerify(Pass):
                 )
                 failed = True
 
+            failed |= not self.check_alloc(op)
+
         walk(module, check)
         if failed:
             self.fail()
+
+    def check_alloc(self, op: ir.Operation) -> bool:
+        """A shared buffer's layout operand, once a static make, is its type's layout."""
+        if op.name != "tile.alloc_shared" or not op.operands:
+            return True
+        source = op.operands[0].owner
+        if not isinstance(source, ir.OpView) or source.operation.name != "layout.make":
+            return True  # not folded yet: layout-fold checks each op's declared result
+        tensor = TensorType.of(op.results[0].type)
+        try:
+            declared = parse_layout(spec_of(source.results[0].type), allow_dynamic=True)
+            held = parse_layout(tensor.layout, allow_dynamic=True)
+        except LayoutError:
+            return True  # reported above, with the type that holds it
+        if declared != held:
+            self.error(
+                op,
+                f"shared buffer declared with layout {declared} but its type holds {held}",
+            )
+            return False
+        return True

@@ -21,6 +21,7 @@ from mlir.dialects import arith, llvm
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.ir import make
 from tilec.dialects.layout.measure import extent
 from tilec.dialects.tile import types
 from tilec.lowering import IndexBuilder, LoweringError, Term
@@ -70,6 +71,7 @@ class View:
     stride: list[Term]
     swizzle: A.Swizzle | None = None
     bounds: list[Bound] = field(default_factory=list)
+    span: int = 0  # a shared buffer's elements: the domain of its swizzle function
 
     def static_shape(self, op: ir.Operation) -> tuple[int, ...]:
         if not all(isinstance(s, int) for s in self.shape):
@@ -275,17 +277,30 @@ def alloc_shared(
     if isinstance(t.layout, A.ComposedLayout):  # floor is a multiple of the swizzle's period
         swizzle, offset = t.layout.outer, t.layout.offset - floor
     ptr = shared_pointer(symbol)
-    return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [])
+    return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [], span)
 
 
 def element_index(view: View, coords: list[Term], b: IndexBuilder) -> Term:
-    """swizzle(offset + sum(coord * stride)): elements from the view's base pointer."""
+    """swizzle(offset + sum(coord * stride)): elements from the view's base pointer.
+
+    A swizzle of a runtime index stays layout IR, the swizzle as a function of the buffer's
+    elements, for `convert-layout-to-arith` to lower (its xor/shift/and):
+
+        %l = "layout.make"() : () -> !layout.layout<"Sw<3,3,3> o 0 o 8192:1">
+        %i = "layout.apply"(%l, %index) : (!layout.layout<...>, index) -> index
+    """
     index: Term = view.offset
     for c, d in zip(coords, view.stride, strict=True):
         index = b.add(index, b.mul(c, d))
-    if view.swizzle is not None:
-        index = b.swizzle(view.swizzle, index)
-    return index
+    sw = view.swizzle
+    if sw is None or sw.bits == 0:
+        return index
+    if isinstance(index, int):
+        return sw(index)
+    function = make(str(A.ComposedLayout(sw, 0, A.Layout(max(view.span, 1), 1))))
+    return ir.Operation.create(
+        "layout.apply", results=[ir.IndexType.get()], operands=[function.result, index]
+    ).result
 
 
 def element_address(view: View, coords: list[Term], b: IndexBuilder) -> ir.Value:

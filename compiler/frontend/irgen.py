@@ -10,7 +10,7 @@ from tilec.frontend import ast
 from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64, tensor_type
 from tilec.frontend.sema import Checked, CheckedKernel
 from tilec.frontend.shapes import static_ints
-from tilec.frontend.values import FloatV, IntV, IterV, TensorV, TupleV
+from tilec.frontend.values import FloatV, IntV, IterV, LayoutV, TensorV, TupleV
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -160,6 +160,9 @@ class KernelGen(ExprGen):
                 return
             if isinstance(it, TupleV):
                 self.bind(stmt.name, self.tuple_values(stmt.value))
+                return
+            if isinstance(it, LayoutV):  # later uses of the name reuse its layout ops
+                self.bind(stmt.name, self.layout_value(stmt.value))
                 return
             value = self.var_init(stmt) if stmt.mutable else self.expr(stmt.value)
             if stmt.init is not None:

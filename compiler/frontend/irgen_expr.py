@@ -12,9 +12,20 @@ from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import result_elem
+from tilec.frontend.irgen_layout import LayoutGen, chosen
 from tilec.frontend.shapes import int_tuple
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
-from tilec.frontend.values import FloatV, IntV, LayoutV, MmaV, TensorV, TupleV, UnderscoreV, V
+from tilec.frontend.values import (
+    FloatV,
+    IntV,
+    LayoutV,
+    MmaV,
+    SwizzleV,
+    TensorV,
+    TupleV,
+    UnderscoreV,
+    V,
+)
 
 BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
 INT_OPS = {
@@ -39,7 +50,7 @@ REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
 CLUSTER_REDUCE = {"cluster_max": "max", "cluster_min": "min", "cluster_sum": "sum"}
 
 
-class ExprGen:
+class ExprGen(LayoutGen):
     """Mixed into KernelGen: needs `values`, `op`, `const`, `lookup`, `loc`, `tensor_type`."""
 
     values: dict[int, V]
@@ -50,6 +61,8 @@ class ExprGen:
         if chosen(node, self.values) is not node:
             return self.expr(chosen(node, self.values))
         v = self.values[id(node)]
+        if isinstance(v, (LayoutV, SwizzleV)):  # layouts are `layout_value`'s
+            return None
         if isinstance(node, ast.Name) and not (isinstance(v, IntV) and v.static):
             # Compile-time parameters and builtin names are in no scope: they have no IR value.
             return self.lookup(node.id) if self.bound(node.id) else None
@@ -280,7 +293,9 @@ class ExprGen:
             attrs = {"name": ir.StringAttr.get(v.alloc.name)}
             if v.alloc.reuse is not None:
                 attrs["reuse"] = ir.StringAttr.get(v.alloc.reuse.name)
-            return self.op("tile.alloc_shared", span, [], [rtype], attrs).result
+            layout = self.layout_value(node.args[0], v.layout)
+            operands = [] if layout is None else [layout]
+            return self.op("tile.alloc_shared", span, operands, [rtype], attrs).result
         if f == "fragment":
             return self.fragment(node, v, rtype)
         if f == "load":
@@ -406,13 +421,6 @@ class ExprGen:
             )
         elif f == "gemm":
             self.op("tile.gemm", span, [self.expr(a) for a in node.args], [])
-
-
-def chosen(node: ast.Node, values: dict[int, V]) -> ast.Node:
-    """The expression `choose(i, ...)` stands for (through nested choices); any other node."""
-    while isinstance(node, ast.Call) and node.func == "choose":
-        node = node.args[1 + values[id(node.args[0])].value]
-    return node
 
 
 def _items(v: V) -> list[V]:

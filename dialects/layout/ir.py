@@ -6,6 +6,7 @@ import re
 
 from mlir import ir
 
+from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.algebra import DYN, ComposedLayout, Layout, flatten
 from tilec.dialects.layout.text import parse_layout
 
@@ -57,3 +58,30 @@ def is_static(layout: Layout | ComposedLayout) -> bool:
 def make(spec: str, operands: list[ir.Value] | None = None) -> ir.Operation:
     """A `layout.make` of SPEC at the current insertion point and location."""
     return ir.Operation.create("layout.make", results=[layout_type(spec)], operands=operands or [])
+
+
+# Attributes a layout op reads, by op name (without `layout.`): `swizzle {bits, base, shift}`,
+# `upcast`/`downcast {factor}`. Both layout-fold and irgen evaluate ops through `evaluate`.
+INT_ATTRS = {"swizzle": ("bits", "base", "shift"), "upcast": ("factor",), "downcast": ("factor",)}
+
+
+def evaluate(
+    name: str, operands: list[Layout | ComposedLayout], attrs: dict[str, int], extra: int = 0
+) -> object:
+    """The algebra's value of layout op `name` on static layouts; `extra` is complement's
+    cotarget. Raises LayoutError where the algebra is undefined, KeyError for a non-layout op."""
+    if name in BINARY_OPS:
+        lhs, rhs = operands
+        if name == "tile_to_shape":
+            return A.tile_to_shape(lhs, inner(rhs).shape)
+        return getattr(A, name)(lhs, rhs)
+    if name in UNARY_OPS:
+        return getattr(A, name)(operands[0])
+    if name == "swizzle":
+        swizzle = A.Swizzle(attrs["bits"], attrs["base"], attrs["shift"])
+        return A.composition(swizzle, operands[0])
+    if name in ("upcast", "downcast"):
+        return getattr(A, name)(operands[0], attrs["factor"])
+    if name == "complement":
+        return A.complement(operands[0], extra)
+    raise KeyError(name)

@@ -129,11 +129,15 @@ irdl.dialect @tile {
 
   // --- Storage -----------------------------------------------------------------------------
 
-  // alloc_shared {name}: one stage of a shared buffer; `tile.stages` on a pipelined loop that
-  // copies into it tells the pipelining pass how many stages to allocate.
+  // alloc_shared(layout?) {name}: one stage of a shared buffer; `tile.stages` on a pipelined
+  // loop that copies into it tells the pipelining pass how many stages to allocate. The
+  // optional operand is the layout expression the buffer was declared with (layout-dialect
+  // ops from the source); tile-verify checks it is the result type's layout once folded.
   irdl.operation @alloc_shared {
+    %l = irdl.base @layout::@layout
     %name = irdl.base "#builtin.string"
     %r = irdl.base @tile::@tensor
+    irdl.operands(layout: optional %l)
     irdl.attributes {"name" = %name}
     irdl.results(result: %r)
   }

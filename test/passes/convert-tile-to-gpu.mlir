@@ -1,7 +1,10 @@
 // convert-tile-to-gpu: views become pointer + index math, block-level accesses 16-byte vector
 // loads/stores under a uniform in-bounds-and-aligned test (predicated scalars otherwise),
-// shared buffers addrspace-3 globals with the swizzle as xor/shift/and, reductions shuffles.
-// RUN: tile-opt -p convert-tile-to-gpu --split-input-file %s | filecheck %s
+// shared buffers addrspace-3 globals, reductions shuffles. A swizzled address stays layout IR
+// (a `layout.apply` of the swizzle as a function of the buffer's elements) until
+// convert-layout-to-arith makes it xor/shift/and, as in the default pipeline.
+// RUN: tile-opt -p convert-tile-to-gpu,convert-layout-to-arith --split-input-file %s | filecheck %s
+// RUN: tile-opt -p convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=APPLY
 // RUN: tile-opt -p convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
 
 // vadd: 4096 f32 over 256 threads = 4 chunks of vector<4xf32> per thread and operand. The
@@ -57,6 +60,11 @@ func.func @vadd(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %arg3: ind
 // CHECK: llvm.mlir.addressof @__smem_transpose_s : !llvm.ptr<3>
 // CHECK: scf.if
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// APPLY-LABEL: func.func @transpose(
+// APPLY: %[[SW:.*]] = "layout.make"() : () -> !layout.layout<"Sw<5,0,5> o 0 o 1024:1">
+// APPLY: "layout.apply"(%[[SW]], %{{.*}}) : (!layout.layout<"Sw<5,0,5> o 0 o 1024:1">, index) -> index
+// APPLY-NOT: arith.xori
+// APPLY: gpu.barrier
 // CHECK: %[[HI:.*]] = arith.andi %{{.*}}, %c992{{.*}} : index
 // CHECK: %[[SH:.*]] = arith.shrui %[[HI]], %c5{{.*}} : index
 // CHECK: arith.xori %{{.*}}, %[[SH]] : index

@@ -19,7 +19,9 @@
 // ZERO-NEXT: scf.for
 
 // 4 stages of 2048 elements (8 KiB for both operands per stage) fit.
-// S4: "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (128,16,4):(16,1,2048)">
+// The staged buffer's layout operand is the staged layout (tile-verify would catch a mismatch).
+// S4: %[[L4:.*]] = "layout.make"() : () -> !layout.layout<"Sw<2,3,3> o 0 o (128,16,4):(16,1,2048)">
+// S4-NEXT: "tile.alloc_shared"(%[[L4]]) {name = "sA"} : (!layout.layout<"Sw<2,3,3> o 0 o (128,16,4):(16,1,2048)">) -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (128,16,4):(16,1,2048)">
 // S4: %[[N:.*]] = "tile.size"
 // Guards of tiles 0, 1, 2 against the trip count (trip counts 0, 1, 2 issue nothing past it).
 // S4: %[[G0:.*]] = arith.cmpi slt, %{{.*}}, %[[N]] : index
@@ -65,7 +67,8 @@
 // 10 stages of 128x64 tiles (32 KiB per stage) pass sm_80's 163 KiB of opt-in shared memory
 // (the frontend rejects this; the IR is edited past it): the pass pipelines the 5 that fit
 // (wait_group 3) and records what was asked. outline-tile-kernels moves them to dynamic smem.
-// S5: "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64,5):(64,1,8192)">
+// S5: %[[L5:.*]] = "layout.make"() : () -> !layout.layout<"Sw<3,3,3> o 0 o (128,64,5):(64,1,8192)">
+// S5-NEXT: "tile.alloc_shared"(%[[L5]]) {name = "sA"} : ({{.*}}) -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64,5):(64,1,8192)">
 // S5-COUNT-4: nvvm.cp.async.commit.group
 // S5-NOT: nvvm.cp.async.commit.group
 // S5: scf.for

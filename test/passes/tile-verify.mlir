@@ -26,7 +26,7 @@ func.func @ok(%m: index, %ld: index) -> index {
 // RUN: tilec compile %repo/examples/vadd.tile --emit tile | tile-opt -p tile-verify | filecheck %s --check-prefix=VADD
 // RUN: tilec compile %repo/examples/transpose.tile --emit tile | tile-opt -p tile-verify
 // RUN: tilec compile %repo/examples/softmax.tile --emit tile | tile-opt -p tile-verify
-// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit tile | tile-opt -p tile-verify
-// RUN: tilec compile %repo/examples/gemm_sm90.tile --emit tile | tile-opt -p tile-verify
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --emit tile | tile-opt -p layout-fold,tile-verify
+// RUN: tilec compile %repo/examples/gemm_sm90.tile --emit tile | tile-opt -p layout-fold,tile-verify
 // VADD: "tile.make_tensor"(%{{.*}}, %{{.*}}) {name = "x"} : (!llvm.ptr, index) -> !tile.tensor<f32, "global", "(?):(1)">
 // VADD: "tile.store"
