@@ -29,6 +29,7 @@ from functools import partial
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
+from tilec import smem
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
@@ -37,7 +38,7 @@ from tilec.passes.base import Pass, register
 from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
 from tilec.passes.sm90_loops import RoleLoops, counter_of
-from tilec.passes.sm90_ring import BARRIER_BYTES, Ring, aligned_base
+from tilec.passes.sm90_ring import Ring, aligned_base
 from tilec.passes.sm90_roles import WARPGROUP
 from tilec.passes.sm90_sources import box_origin
 from tilec.passes.sm90_tma import SwizzledRows
@@ -53,8 +54,6 @@ from tilec.passes.tile_views import (
 from tilec.passes.tile_views import local_tile as view_of_tile
 from tilec.passes.tile_views import make_tensor as view_of_tensor
 from tilec.targets import smem_optin
-
-SLOT_ALIGN = 1024  # the 128-byte swizzle's period: TMA and wgmma address it from here
 
 
 def is_region(op: ir.Operation, key: str) -> bool:
@@ -150,7 +149,7 @@ class Sm90Kernel(ConsumerOps):
                 if dst not in self.slots:
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.slots[dst] = (self.stage_bytes, rows)
-                    self.stage_bytes += -(-rows.bytes // SLOT_ALIGN) * SLOT_ALIGN
+                    self.stage_bytes += smem.ring_slot_bytes(rows.bytes)
         gemms = [op for op in ops if op.name == "tile.gemm"]
         for op in gemms:
             loop = self.loops.pipelined(op)
@@ -169,7 +168,7 @@ class Sm90Kernel(ConsumerOps):
         self.tid = gpu.ThreadIdOp(gpu.Dimension.x).result
         self.warpgroup = b.div(self.tid, WARPGROUP)
         ring_bytes = self.stages * self.stage_bytes + self.epilogue_bytes
-        total = ring_bytes + 2 * self.stages * BARRIER_BYTES + SLOT_ALIGN
+        total = smem.ring_bytes(self.stages, self.stage_bytes, self.epilogue_bytes)
         limit = smem_optin(ir.StringAttr(self.func.attributes["tile.target"]).value)
         if total > limit:
             raise LoweringError(
@@ -181,10 +180,10 @@ class Sm90Kernel(ConsumerOps):
         symbol = shared_global(
             self.module, f"__smem_{self.name}_ring", ir.IntegerType.get_signless(8), total
         )
-        self.base = aligned_base(shared_pointer(symbol), SLOT_ALIGN)
+        self.base = aligned_base(shared_pointer(symbol), smem.SLOT_ALIGN)
         i8 = ir.IntegerType.get_signless(8)
         full = gep(self.base, ring_bytes, i8, b)
-        empty = gep(self.base, ring_bytes + self.stages * BARRIER_BYTES, i8, b)
+        empty = gep(self.base, ring_bytes + self.stages * smem.BARRIER_BYTES, i8, b)
         consumers = len(self.warpgroups(self.roles["consumer"])) * WARPGROUP
         self.ring = Ring(self.stages, full, empty, consumers)
         self.ring.init(self.tid, b)

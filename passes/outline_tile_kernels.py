@@ -7,6 +7,7 @@ import re
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
+from tilec import smem
 from tilec.binding import walk
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_views import GEP_INBOUNDS
@@ -14,9 +15,6 @@ from tilec.targets import STATIC_SMEM
 
 GLOBAL_PTR = "!llvm.ptr<1>"
 SHARED_PTR = "!llvm.ptr<3>"
-# Offsets of buffers inside the dynamic array: 128 bytes keeps every buffer (and each swizzle
-# period of it) on the alignment a static 16-byte-aligned global would have, and more.
-DYNAMIC_ALIGN = 128
 DYNAMIC_SYMBOL = "__tile_dynamic_smem"
 _ARRAY = re.compile(r"^!llvm\.array<(\d+) x (\w+)>$")
 
@@ -179,11 +177,7 @@ class OutlineTileKernels(Pass):
             # memory (ptxas rejects larger static `.shared` arrays).
             if total <= STATIC_SMEM:
                 continue
-            offsets: dict[str, int] = {}
-            end = 0
-            for n in names:
-                offsets[n] = end
-                end += -(-cls.global_bytes(shared[n]) // DYNAMIC_ALIGN) * DYNAMIC_ALIGN
+            offsets, end = smem.dynamic_offsets([(n, cls.global_bytes(shared[n])) for n in names])
             if not extern_made:
                 with ir.InsertionPoint.at_block_begin(inner), func.location:
                     llvm.GlobalOp(

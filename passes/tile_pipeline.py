@@ -5,13 +5,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, nvvm
 
+from tilec import smem
 from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import when
-from tilec.passes.tile_views import buffer_extent, tensor_type
+from tilec.passes.tile_views import buffer_extent, elem_bytes, tensor_type
 from tilec.targets import smem_optin
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no
@@ -31,8 +32,9 @@ def is_async_copy(op: ir.Operation) -> bool:
 def staged_type(op: ir.Operation, stages: int) -> tuple[ir.Type, int]:
     """The type of `stages` copies of a shared buffer, stage s at s * stride; and that stride.
 
-    The stride is the buffer's span rounded up to the swizzle's period (and 128 bytes), so a
-    stage offset passes through the swizzle untouched and becomes a base-pointer offset:
+    The stride is the planner's (`smem.stage_stride`: the buffer's span rounded up to the
+    swizzle's period and 128 bytes), so a stage offset passes through the swizzle untouched
+    and becomes a base-pointer offset:
 
         Sw<2,3,3> o 0 o (128,32):(32,1)  →  Sw<2,3,3> o 0 o (128,32,4):(32,1,4096)
     """
@@ -41,12 +43,8 @@ def staged_type(op: ir.Operation, stages: int) -> tuple[ir.Type, int]:
     inner = lay.inner if isinstance(lay, A.ComposedLayout) else lay
     if not A.is_static(inner.shape) or not A.is_static(inner.stride):
         raise LoweringError(op, f"a pipelined shared buffer needs a static layout, got {lay}")
-    span = buffer_extent(op, lay)[1]
-    period = 128 // max(1, t.elem.width // 8)
-    if isinstance(lay, A.ComposedLayout) and isinstance(lay.outer, A.Swizzle):
-        sw = lay.outer
-        period = max(period, 1 << (sw.base + abs(sw.shift) + sw.bits))
-    stride = -(-span // period) * period
+    buffer_extent(op, lay)  # a located error for what the planner cannot size
+    stride = smem.stage_stride(lay, elem_bytes(t.elem))
     shape = inner.shape if A.is_tuple(inner.shape) else (inner.shape,)
     strides = inner.stride if A.is_tuple(inner.stride) else (inner.stride,)
     staged = A.Layout((*shape, stages), (*strides, stride))
@@ -86,35 +84,30 @@ class Pipeline:
                     )
 
     def fitting_stages(self, limit: int) -> int:
-        """The most stages (at most the requested, at least 2) whose buffers fit `limit` bytes."""
-        per_stage = other = 0
+        """The most stages (at most the requested, at least 2) whose buffers fit `limit` bytes,
+        as the planner counts them (`smem.kernel_bytes`: the frontend's budget check too)."""
         func = self.loop.parent
         while func.name != "func.func":
             func = func.parent
         allocs: list[ir.Operation] = []
         walk(func, lambda op: allocs.append(op) if op.name == "tile.alloc_shared" else None)
-        reusing: list[tuple[int, int]] = []  # (bytes, bytes per stage of the buffer reused)
-        names = {ir.StringAttr(a.attributes["name"]).value: a for a in allocs}
-        for a in allocs:
-            t = tensor_type(a.results[0].type)
-            size = max(1, t.elem.width // 8)
-            nbytes = buffer_extent(a, t.layout)[1] * size
-            if a in self.buffers:
-                per_stage += staged_type(a, 1)[1] * size
-            elif "reuse" in a.attributes:
-                owner = names.get(ir.StringAttr(a.attributes["reuse"]).value)
-                if owner in self.buffers:
-                    reusing.append((nbytes, staged_type(owner, 1)[1] * size))
-                # a non-pipelined owner keeps its size: `other` counts it already
-            else:
-                other += nbytes
 
-        def total(stages: int) -> int:  # a reusing buffer too big for its owner needs its own
-            own = sum(n for n, per in reusing if n > per * stages)
-            return per_stage * stages + other + own
+        def buffers(stages: int) -> list[smem.Buffer]:
+            result = []
+            for a in allocs:
+                t = tensor_type(a.results[0].type)
+                elems = buffer_extent(a, t.layout)[1]
+                if a in self.buffers:
+                    stride = smem.stage_stride(t.layout, elem_bytes(t.elem))
+                    elems = smem.staged_elems(elems, stride, stages)
+                reuse = a.attributes["reuse"] if "reuse" in a.attributes else None
+                name = ir.StringAttr(a.attributes["name"]).value
+                reused = None if reuse is None else ir.StringAttr(reuse).value
+                result.append(smem.Buffer(name, elems * elem_bytes(t.elem), reused))
+            return result
 
         stages = self.stages
-        while stages > 2 and total(stages) > limit:
+        while stages > 2 and smem.kernel_bytes(buffers(stages)) > limit:
             stages -= 1
         return stages
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from mlir import ir
 from mlir.dialects import arith, llvm
 
+from tilec import smem
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
-from tilec.dialects.layout.measure import extent
 from tilec.dialects.tile import types
 from tilec.lowering import IndexBuilder, LoweringError, Term
 
@@ -214,13 +214,11 @@ def permute(op: ir.Operation, view: View) -> View:
 def buffer_extent(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> tuple[int, int]:
     """(floor, elements) of a shared buffer laid out by `layout`: it holds the offsets from
     floor (0, or below 0 where a stride is negative) to the largest, from the algebra
-    (`measure.extent`: a swizzle only moves offsets inside its aligned block)."""
-    inner = layout.inner if isinstance(layout, A.ComposedLayout) else layout
-    if not A.is_static(inner.shape) or not A.is_static(inner.stride):
-        raise LoweringError(op, f"shared buffer layout {layout} must be static")
-    if isinstance(layout, A.ComposedLayout) and not isinstance(layout.outer, A.Swizzle):
-        raise LoweringError(op, f"shared layout {layout}: only a swizzle may compose")
-    return extent(layout)
+    (`smem.extent`, the planner's: a swizzle only moves offsets inside its aligned block)."""
+    try:
+        return smem.extent(layout)
+    except A.LayoutError as exc:
+        raise LoweringError(op, exc.message) from None
 
 
 def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) -> str:
@@ -268,7 +266,7 @@ def alloc_shared(
         if "reuse" in op.attributes
         else None
     )
-    if reused is not None and nbytes <= reused[1]:
+    if reused is not None and smem.aliased(smem.Buffer(name, nbytes), smem.Buffer("", reused[1])):
         symbol = reused[0]  # all of the other's stages count
     else:
         symbol = shared_global(module, f"__smem_{kernel}_{name}", t.elem, span)

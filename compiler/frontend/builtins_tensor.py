@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from tilec import layout as L
+from tilec import smem
 from tilec.diagnostics import note
-from tilec.dialects.layout import measure
 from tilec.frontend import ast
 from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
 from tilec.frontend.expr import ExprChecker
 from tilec.frontend.shapes import inner, int_tuple, mode_sizes, static_ints, top_modes, with_modes
+from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
     Alloc,
     ErrorV,
@@ -62,12 +63,13 @@ def shared(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         reuse = other.alloc.reuse or other.alloc  # the buffer that owns the memory
     if elem is None or obj is None:
         return ErrorV()
-    try:  # the lowering's size too (tile_views.alloc_shared): negative strides included
-        elems = measure.extent(obj)[1]
+    try:  # the planner's sizes, which the lowering uses too: negative strides included
+        elems = smem.extent(obj)[1]
+        stride = smem.stage_stride(obj, SCALAR_TYPES[elem][1])
     except L.LayoutError as exc:
         return c.error(exc.message, node.args[0].span)
     name = c.let_name or f"smem{len(c.allocs)}"
-    alloc = Alloc(name, node.span, elem, elems, reuse=reuse)
+    alloc = Alloc(name, node.span, elem, elems, stride, reuse=reuse)
     c.allocs.append(alloc)
     return TensorV(elem, "shared", obj, alloc)
 

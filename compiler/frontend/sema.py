@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from tilec import smem
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
 from tilec.frontend.contract import Promise, check_contract
@@ -130,7 +131,7 @@ class KernelChecker:
         self.c.header = False
         self.c.block(self.node.body, self.scope)
         allocs = [a for a in self.c.allocs if not a.aliased]
-        total = sum(a.nbytes for a in allocs)
+        total = smem.kernel_bytes([a.buffer() for a in self.c.allocs])
         if target is not None:
             self.smem_budget(allocs, total, target)
         self.check_reuse()
@@ -444,17 +445,15 @@ class KernelChecker:
         if total <= limit:
             return
         parts = " + ".join(
-            f"{a.name} {a.stages} stages × {a.elems * SCALAR_TYPES[a.elem][1]}"
+            f"{a.name} {a.stages} stages × {a.stride * SCALAR_TYPES[a.elem][1]}"
             if a.stages > 1
-            else f"{a.name} {a.elems * SCALAR_TYPES[a.elem][1]}"
+            else f"{a.name} {a.nbytes}"
             for a in allocs
         )
         notes = []
         staged = [a for a in allocs if a.stages > 1]
         for s in range(max((a.stages for a in staged), default=1) - 1, 0, -1):
-            fits = sum(
-                a.elems * SCALAR_TYPES[a.elem][1] * (s if a.stages > 1 else 1) for a in allocs
-            )
+            fits = sum(a.nbytes_at(s if a.stages > 1 else 1) for a in allocs)
             if fits <= limit:
                 param = next((a.stages_param for a in staged if a.stages_param), None)
                 what = f"{param} = {s}" if param else f"stages = {s}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilec import smem
 from tilec.diagnostics import Span
 from tilec.frontend import ast
 from tilec.frontend.types import SCALAR_TYPES
@@ -85,22 +86,30 @@ class Alloc:
     name: str
     span: Span
     elem: str
-    elems: int  # from its lowest offset to its highest (measure.extent)
+    elems: int  # from its lowest offset to its highest (smem.extent)
+    stride: int  # elements from one stage to the next when pipelined (smem.stage_stride)
     stages: int = 1
     stages_param: str | None = None  # the compile-time parameter the stage count came from
     # `shared<T>(layout, reuse = other)`: never live while `other` is, so it takes other's memory
     # when it fits there (all of other's stages count), and memory of its own otherwise.
     reuse: Alloc | None = None
 
+    def nbytes_at(self, stages: int) -> int:
+        """Bytes of `stages` stages of it (the planner's rule)."""
+        return smem.staged_elems(self.elems, self.stride, stages) * SCALAR_TYPES[self.elem][1]
+
     @property
     def nbytes(self) -> int:
         """Bytes of all its stages."""
-        return self.elems * SCALAR_TYPES[self.elem][1] * self.stages
+        return self.nbytes_at(self.stages)
+
+    def buffer(self) -> smem.Buffer:
+        return smem.Buffer(self.name, self.nbytes, self.reuse.name if self.reuse else None)
 
     @property
     def aliased(self) -> bool:
         """Whether it lives in the memory of the buffer it reuses."""
-        return self.reuse is not None and self.nbytes <= self.reuse.nbytes
+        return self.reuse is not None and smem.aliased(self.buffer(), self.reuse.buffer())
 
 
 @dataclass
