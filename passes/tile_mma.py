@@ -2,15 +2,14 @@ r"""Passes (lowered stage): mma.sync m16n8k16 fragments, ldmatrix and gemm (conv
 
 A tiled MMA of atoms (WM, WN, 1) gives each warp one contiguous (BM/WM)×(BN/WN) piece of the
 block tile; warp w = tid / 32 sits at (w mod WM, w div WM) (column-major, as CuTe's atom
-layout). Inside its piece the warp repeats the 16×8 atom TM×TN times. The register
-fragments are those of the PTX ISA "mma.m16n8k16" figures, with g = lane / 4, t = lane mod 4:
+layout). Inside its piece the warp repeats the 16×8 atom TM×TN times. Which lane holds which
+element of A, B and C, and which row each lane hands `ldmatrix.x4`, are the atom's TV layouts
+(`dialects/tile/atoms.py`, the PTX ISA's "mma.m16n8k16" figures as CuTe layouts); the
+lowering reads its lane arithmetic off them (`split`, `lane_coords`, `lane_place`), e.g. for
+C, ((4,8),(2,2)):((32,1),(16,8)) into the column-major 16×8 block:
 
-    A 16×16 (.f16, row)           B 16×8 (.f16, col)       C/D 16×8 (.f32)
-          k: 0..7    8..15               n: 0..7                 n: 0..7
-    m 0..7 [a0 a1]  [a4 a5]       k 0..7  [b0 b1]          m 0..7  [c0 c1]
-    m 8..15[a2 a3]  [a6 a7]       k 8..15 [b2 b3]          m 8..15 [c2 c3]
-    a(2i+e) at (g + 8(i&1), 2t + e + 8(i>>1))   b(2i+e) at (k = 2t + e + 8i, n = g)
-    c(2i+e) at (g + 8i, 2t + e)
+    thread modes  4:32 -> 2 columns a step (2t),  8:1 -> 1 row a step (g)
+    value modes   2:16 -> 1 column (a pair),      2:8 -> 8 rows (pair h at g + 8h)
 
 `ldmatrix.x4` loads four 8×8 b16 matrices; lanes 8q..8q+7 give the row addresses of matrix q
 and lane l receives row l/4, columns 2(l mod 4)+{0,1} of matrix q in register q. With K-major
@@ -31,6 +30,7 @@ from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.tile.atoms import Mode, SM80_16x8x16, place, split
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_fragments import (
@@ -41,37 +41,63 @@ from tilec.passes.tile_views import View, rows_from, tensor_type
 
 # The lowered mma.sync atoms and the element type of their A and B operands.
 ATOMS = {"sm80.mma_16x8x16.f32.f16.f16.f32": "f16", "sm80.mma_16x8x16.f32.bf16.bf16.f32": "bf16"}
-AM, AN, AK = 16, 8, 16
 WARP = 32
 
 
-# Index maps of one atom, as pure functions (the unit test runs them against numpy).
+# The atom's TV layouts (dialects/tile/atoms.py); the index maps below and the lowering's
+# address and accumulator arithmetic are read off them (the unit test runs the maps through
+# numpy's matrix product and checks the layouts against the PTX ISA's figures).
+ATOM = SM80_16x8x16
+AM, AN, AK = ATOM.shape
+# The value mode of C: a pair (c(2h), c(2h+1)) runs along N, pair h sits PAIR_ROWS * h down.
+C_PAIR, C_HALF = split(ATOM.value(ATOM.c), AM)
+PAIR_ROWS = C_HALF.row
+
+
 def a_elem(lane: int, r: int) -> tuple[int, int]:
     """(m, k) in the 16×16 A block of register half r (0..7) of `lane`."""
-    i, e = divmod(r, 2)
-    return lane // 4 + 8 * (i & 1), 2 * (lane % 4) + e + 8 * (i >> 1)
+    return ATOM.a_elem(lane, r)
 
 
 def b_elem(lane: int, r: int) -> tuple[int, int]:
     """(k, n) in the 16×8 B block of register half r (0..3) of `lane`."""
-    i, e = divmod(r, 2)
-    return 2 * (lane % 4) + e + 8 * i, lane // 4
+    return ATOM.b_elem(lane, r)
 
 
 def c_elem(lane: int, r: int) -> tuple[int, int]:
     """(m, n) in the 16×8 C block of accumulator r (0..3) of `lane`."""
-    i, e = divmod(r, 2)
-    return lane // 4 + 8 * i, 2 * (lane % 4) + e
+    return ATOM.c_elem(lane, r)
 
 
 def a_row(lane: int) -> tuple[int, int]:
     """(m, k) of the 8-element row whose address `lane` gives to ldmatrix.x4 for A."""
-    return lane % 8 + 8 * ((lane // 8) % 2), 8 * (lane // 16)
+    return place(ATOM.ldsm_a[0], AM, lane)
 
 
 def b_row(lane: int) -> tuple[int, int]:
     """(n, k) of the row `lane` gives to ldmatrix.x4 for the B blocks of n-atoms 2p, 2p+1."""
-    return lane % 8 + 8 * (lane // 16), 8 * ((lane // 8) % 2)
+    return place(ATOM.ldsm_b[0], 2 * AN, lane)
+
+
+def lane_coords(modes: list[Mode], lane: Term, b: IndexBuilder) -> list[Term]:
+    """The coordinates of `lane` along the modes of a layout of the warp (column-major; the
+    last mode takes the rest, no remainder)."""
+    coords, below = [], 1
+    for k, m in enumerate(modes):
+        step = b.div(lane, below)
+        coords.append(step if k == len(modes) - 1 else b.rem(step, m.extent))
+        below *= m.extent
+    return coords
+
+
+def lane_place(modes: list[Mode], coords: list[Term], b: IndexBuilder) -> tuple[Term, Term]:
+    """(row, column) of a lane in the block: its coordinates times each mode's steps."""
+    row: Term = 0
+    col: Term = 0
+    for m, c in zip(modes, coords, strict=True):
+        row = b.add(row, b.mul(c, m.row)) if m.row else row
+        col = b.add(col, b.mul(c, m.col)) if m.col else col
+    return row, col
 
 
 @dataclass(frozen=True)
@@ -234,7 +260,8 @@ class PairCoords:
     def __init__(self, part: MmaPartition, tid: ir.Value, b: IndexBuilder) -> None:
         at = Lanes.of(tid, part, b)
         self.part, self.b = part, b
-        g, t2 = b.div(at.lane, 4), b.mul(b.rem(at.lane, 4), 2)
+        modes = split(ATOM.thread(ATOM.c), AM)  # g = lane / 4 down, 2t = 2(lane % 4) along
+        g, t2 = lane_place(modes, lane_coords(modes, at.lane, b), b)
         self.m0: Term = b.add(b.mul(at.wm, part.piece[0]), g)
         self.n0: Term = b.add(b.mul(at.wn, part.piece[1]), t2)
 
@@ -242,7 +269,7 @@ class PairCoords:
         """(row, column) of the first element of pair h of chunk i."""
         b, tm = self.b, self.part.tiles[0]
         mi, ni = i % tm, i // tm
-        return [b.add(self.m0, mi * AM + 8 * h), b.add(self.n0, ni * AN)]
+        return [b.add(self.m0, mi * AM + PAIR_ROWS * h), b.add(self.n0, ni * AN)]
 
 
 class Feed:
@@ -262,12 +289,15 @@ class Feed:
     ) -> None:
         self.part, self.majors, self.b = part, majors, b
         at = Lanes.of(tid, part, b)
-        l8, q = b.rem(at.lane, 8), b.rem(b.div(at.lane, 8), 2)
-        hi = b.div(at.lane, 16)
         # (row, k) of this lane's ldmatrix row in an operand's 16×16 block (A) or 16×16 pair of
-        # n-atoms (B), for K-major and MN-major tiles.
-        self.lane_a = (b.add(l8, b.mul(q, 8)), b.mul(hi, 8)), (b.mul(q, 8), b.add(b.mul(hi, 8), l8))
-        self.lane_b = (b.add(l8, b.mul(hi, 8)), b.mul(q, 8)), (b.mul(hi, 8), b.add(b.mul(q, 8), l8))
+        # n-atoms (B), for K-major and MN-major tiles: ldmatrix's layouts, over one (8,2,2)
+        # decomposition of the lane (l % 8, (l / 8) % 2, l / 16).
+        layouts = [*ATOM.ldsm_a, *ATOM.ldsm_b]
+        if len({x.shape for x in layouts}) != 1:
+            raise AssertionError("the ldmatrix layouts decompose the lane alike")
+        coords = lane_coords(split(layouts[0], AM), at.lane, b)
+        ka, mna, kb, mnb = (lane_place(split(x, AM), coords, b) for x in layouts)
+        self.lane_a, self.lane_b = (ka, mna), (kb, mnb)
         self.m0, self.n0 = b.mul(at.wm, part.piece[0]), b.mul(at.wn, part.piece[1])
 
     def load(self, a: View, bv: View, ks: int) -> list[ir.Value]:

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from tilec.dialects.layout import algebra as A
+from tilec.dialects.tile.atoms import Mode, place, split
+from tilec.dialects.tile.atoms import SM80_16x8x16 as T
 from tilec.passes import tile_mma as M
 
 BM = BN = 128
@@ -109,3 +111,45 @@ def test_fragment_maps_cover_each_atom_once() -> None:
         seen = {fn(lane, r) for lane in range(32) for r in range(regs)}
         assert len(seen) == shape[0] * shape[1]
         assert all(0 <= x < shape[0] and 0 <= y < shape[1] for x, y in seen)
+
+
+# The PTX ISA's "mma.m16n8k16" fragment figures for .f16/.bf16 A, B and .f32 C, written out
+# as the ISA states them (g = lane / 4, t = lane mod 4), and ldmatrix.x4's row addresses: the
+# atom's TV layouts (dialects/tile/atoms.py), which the lowering reads, must give exactly these.
+def isa_a(lane: int, r: int) -> tuple[int, int]:
+    g, t, i, e = lane // 4, lane % 4, r // 2, r % 2
+    return g + 8 * (i % 2), 2 * t + e + 8 * (i // 2)
+
+
+def isa_b(lane: int, r: int) -> tuple[int, int]:
+    g, t, i, e = lane // 4, lane % 4, r // 2, r % 2
+    return 2 * t + e + 8 * i, g
+
+
+def isa_c(lane: int, r: int) -> tuple[int, int]:
+    g, t, i, e = lane // 4, lane % 4, r // 2, r % 2
+    return g + 8 * i, 2 * t + e
+
+
+def test_tv_layouts_are_the_ptx_isa_fragments() -> None:
+    for lane in range(32):
+        assert [T.a_elem(lane, r) for r in range(8)] == [isa_a(lane, r) for r in range(8)]
+        assert [T.b_elem(lane, r) for r in range(4)] == [isa_b(lane, r) for r in range(4)]
+        assert [T.c_elem(lane, r) for r in range(4)] == [isa_c(lane, r) for r in range(4)]
+        l8, q, hi = lane % 8, lane // 8 % 2, lane // 16
+        rows = [
+            (l8 + 8 * q, 8 * hi),
+            (8 * q, 8 * hi + l8),
+            (l8 + 8 * hi, 8 * q),
+            (8 * hi, 8 * q + l8),
+        ]
+        got = [place(x, 16, lane) for x in (*T.ldsm_a, *T.ldsm_b)]
+        assert got == rows
+    assert (T.values(T.a), T.values(T.b), T.values(T.c)) == (8, 4, 4)
+
+
+def test_split_reads_steps_off_the_layout_and_refuses_diagonals() -> None:
+    assert split(T.thread(T.c), 16) == [Mode(4, 0, 2), Mode(8, 1, 0)]
+    assert split(T.value(T.c), 16) == [Mode(2, 0, 1), Mode(2, 8, 0)]
+    with pytest.raises(ValueError, match="both sides"):
+        split(A.Layout((4, 2), (1, 17)), 16)  # 17 = one column and one row

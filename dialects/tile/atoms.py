@@ -1,0 +1,106 @@
+"""The MMA atoms' thread–value layouts, in the layout algebra's terms (CuTe's TV layouts).
+
+A TV layout maps (thread, value) — the lane of the warp and the index of a value in its
+registers — to the value's place in the atom's block, as the block's column-major index:
+`m + M·k` for an M×K operand. For SM80's `mma.sync.m16n8k16` (the PTX ISA's figures for
+.f16/.bf16 A and B and an .f32 C; g = lane / 4, t = lane mod 4):
+
+    A (16×16)   ((4,8),(2,2,2)):((32,1),(16,8,128))   a(2i+e) at (g + 8(i&1), 2t + e + 8(i>>1))
+    B (8×16)    ((4,8),(2,2)):((16,1),(8,64))         b(2i+e) at (n = g, k = 2t + e + 8i)
+    C (16×8)    ((4,8),(2,2)):((32,1),(16,8))         c(2i+e) at (g + 8i, 2t + e)
+
+`ldmatrix.x4` has a layout of its own: lane l gives the address of one 8-element row of the
+16×16 block it loads (four 8×8 matrices), the lane → (row, column) map of that row's first
+element. K-major tiles (rows along K) are read as they are; MN-major tiles with `.trans`,
+whose lanes point at the transposed rows:
+
+    A, K-major   (8,2,2):(1,8,128)     (l%8 + 8((l/8)%2), 8(l/16))
+    B, K-major   (8,2,2):(1,128,8)     (l%8 + 8(l/16), 8((l/8)%2))     B as (N, K)
+    A, MN-major  (8,2,2):(16,8,128)    (8((l/8)%2), 8(l/16) + l%8)
+    B, MN-major  (8,2,2):(16,128,8)    (8(l/16), 8((l/8)%2) + l%8)
+
+The lowering (passes/tile_mma.py) reads its address and accumulator arithmetic off these
+layouts (`split`: each mode moves along one side of the block); test/unit/test_tile_mma.py
+checks them against the PTX ISA's maps and runs the lowering's index maps through numpy.
+Pure Python: no MLIR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilec.dialects.layout.algebra import Layout, flatten, size
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One flattened mode of a layout into an R×C block: its extent and how far a step along
+    it moves down the rows and along the columns."""
+
+    extent: int
+    row: int
+    col: int
+
+
+def split(layout: Layout, rows: int) -> list[Mode]:
+    """The flattened modes of `layout` as (extent, row step, column step) in an R×C block
+    indexed column-major (`row + rows·col`). Each stride must move along one side only: a
+    multiple of `rows`, or below it (a TV layout of an MMA atom is such)."""
+    modes = []
+    for s, d in zip(flatten(layout.shape), flatten(layout.stride), strict=True):
+        if d % rows and d >= rows:
+            raise ValueError(f"stride {d} of {layout} moves along both sides of {rows} rows")
+        modes.append(Mode(s, 0 if d >= rows else d, d // rows))
+    return modes
+
+
+def place(layout: Layout, rows: int, index: int) -> tuple[int, int]:
+    """(row, column) of the element `layout(index)` in an R×C block (column-major)."""
+    return layout(index) % rows, layout(index) // rows
+
+
+@dataclass(frozen=True)
+class MmaAtom:
+    """One MMA atom's shape (M, N, K) and its TV layouts: (lane, value) → the column-major
+    index in A (M×K), B (N×K) and C (M×N); and ldmatrix's lane → row layouts."""
+
+    shape: tuple[int, int, int]
+    a: Layout
+    b: Layout
+    c: Layout
+    ldsm_a: tuple[Layout, Layout]  # (K-major, MN-major)
+    ldsm_b: tuple[Layout, Layout]
+
+    def thread(self, tv: Layout) -> Layout:
+        """The thread mode of a TV layout (lane → the first value's place)."""
+        return Layout(tv.shape[0], tv.stride[0])
+
+    def value(self, tv: Layout) -> Layout:
+        """The value mode of a TV layout (value index → its offset from lane's first)."""
+        return Layout(tv.shape[1], tv.stride[1])
+
+    def a_elem(self, lane: int, r: int) -> tuple[int, int]:
+        """(m, k) of value r of `lane` in A."""
+        return place(self.a, self.shape[0], lane + 32 * r)
+
+    def b_elem(self, lane: int, r: int) -> tuple[int, int]:
+        """(k, n) of value r of `lane` in B (its layout indexes (N, K))."""
+        n, k = place(self.b, self.shape[1], lane + 32 * r)
+        return k, n
+
+    def c_elem(self, lane: int, r: int) -> tuple[int, int]:
+        """(m, n) of value r of `lane` in C."""
+        return place(self.c, self.shape[0], lane + 32 * r)
+
+    def values(self, tv: Layout) -> int:
+        return size(tv) // 32
+
+
+SM80_16x8x16 = MmaAtom(
+    (16, 8, 16),
+    a=Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
+    b=Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
+    c=Layout(((4, 8), (2, 2)), ((32, 1), (16, 8))),
+    ldsm_a=(Layout((8, 2, 2), (1, 8, 128)), Layout((8, 2, 2), (16, 8, 128))),
+    ldsm_b=(Layout((8, 2, 2), (1, 128, 8)), Layout((8, 2, 2), (16, 128, 8))),
+)
