@@ -24,15 +24,34 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
+from tilec.dialects.tile.atoms import split, thread_mode, value_mode, wgmma_c
 from tilec.lowering import IndexBuilder, Term
 from tilec.passes.sm90_ring import i32
 from tilec.passes.sm90_values import Element, Value, aligned
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_access import if_else, when
 from tilec.passes.tile_fragments import constant, convert
-from tilec.passes.tile_mma import pair
+from tilec.passes.tile_mma import lane_coords, lane_place, pair
 from tilec.passes.tile_mma_store import write_pair
 from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
+
+# The accumulator's value modes (dialects/tile/atoms.wgmma_c): a pair along the row, the
+# pair HALF.row rows down, then blocks BLOCK.col columns apart.
+PAIR, HALF, BLOCK = split(value_mode(wgmma_c(8)), 64)
+
+
+def c_register(block: int, half: int) -> int:
+    """The first register of the pair `half` of 8-column block `block` (4 * block + 2 * half
+    for the f32 accumulator): the value mode's column-major index."""
+    return PAIR.extent * (half + HALF.extent * block)
+
+
+def c_lanes(atom: WgmmaAtom, tid: ir.Value, b: IndexBuilder) -> tuple[Term, Term]:
+    """(row, column) of this thread's first accumulator pair in its warp group's 64×N tile,
+    read off wgmma's C layout (warp 16 rows down, lane / 4 a row, lane % 4 two columns)."""
+    modes = split(thread_mode(wgmma_c(atom.n)), 64)
+    return lane_place(modes, lane_coords(modes, b.rem(tid, 128), b), b)
+
 
 CHUNK_ROWS = 64
 CHUNK_BYTES = CHUNK_ROWS * 128
@@ -98,11 +117,8 @@ class Epilogue:
         b = IndexBuilder()
         cols = 128 // elem_bytes(elem)
         assert elem_bytes(elem) == 2 and self.atom.n % cols == 0, "16-bit chunks of 64 columns"
-        t = b.rem(self.tid, 128)
-        lane = b.rem(t, 32)
-        row = b.add(b.mul(b.div(t, 32), 16), b.div(lane, 4))  # and row + 8
-        unit_byte = b.mul(b.rem(lane, 4), 4)  # a pair of 16-bit elements per thread
-        pair_col = b.mul(b.rem(lane, 4), 2)
+        row, pair_col = c_lanes(self.atom, self.tid, b)  # and row + 8
+        unit_byte = b.mul(pair_col, elem_bytes(elem))  # a pair of 16-bit elements per thread
         last = [s - 1 for s in self.view.shape]
         whole = all_of([in_bounds(self.view, last, b), *(aligned(v, b) for v in loads or [])])
         lanes = (row, unit_byte, pair_col)
@@ -149,13 +165,13 @@ class Epilogue:
         named_barrier(self.group, b)
 
         def write(guarded: bool) -> list:
-            for h in range(2):
-                r = b.add(row, 8 * h)
+            for h in range(HALF.extent):
+                r = b.add(row, HALF.row * h)
                 line = b.mul(r, 128)
                 phase = b.rem(r, 8)
                 for j in range(blocks):
-                    reg = 4 * (first + j) + 2 * h  # registers 4j + 2h and 4j + 2h + 1
-                    col = b.add(b.add(here[1], 8 * j), pair_col)
+                    reg = c_register(first + j, h)  # and the next: a pair along the row
+                    col = b.add(b.add(here[1], BLOCK.col * j), pair_col)
                     at_pair = Element(acc, reg, b.add(here[0], r), col, guarded)
                     values = [convert(v, elem) for v in value(at_pair)]
                     unit = arith.XOrIOp(b.value(phase), b.value(j)).result
@@ -222,10 +238,9 @@ def direct(
     the rows keep them aligned and the tile is whole, else element by element, guarded).
     `offset`: the group's first (row, column) in the tile."""
     b = IndexBuilder()
-    t = b.rem(tid, 128)
-    lane = b.rem(t, 32)
-    row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))
-    col0 = b.add(offset[1], b.mul(b.rem(lane, 4), 2))
+    row, col = c_lanes(atom, tid, b)
+    row0 = b.add(offset[0], row)
+    col0 = b.add(offset[1], col)
     last = [s - 1 for s in view.shape]
     even = arith.CmpIOp(
         arith.CmpIPredicate.eq, b.value(b.rem(view.stride[0], 2)), b.value(0)
@@ -236,10 +251,13 @@ def direct(
         vb = IndexBuilder()
         for mi in range(mt):
             for ni in range(nt):
-                for j in range(atom.n // 8):
-                    for h in range(2):
-                        at = [vb.add(row0, mi * 64 + 8 * h), vb.add(col0, ni * atom.n + 8 * j)]
-                        here = Element(mi * nt + ni, 4 * j + 2 * h, at[0], at[1])
+                for j in range(atom.n // BLOCK.col):
+                    for h in range(HALF.extent):
+                        at = [
+                            vb.add(row0, mi * 64 + HALF.row * h),
+                            vb.add(col0, ni * atom.n + BLOCK.col * j),
+                        ]
+                        here = Element(mi * nt + ni, c_register(j, h), at[0], at[1])
                         vals = [convert(v, view.elem) for v in value(here)]
                         write_pair(view, at, vals, True, guarded, vb)
         return []

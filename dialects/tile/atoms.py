@@ -54,6 +54,34 @@ def split(layout: Layout, rows: int) -> list[Mode]:
     return modes
 
 
+def shuffle_masks(modes: list[Mode], along: str) -> tuple[int, ...]:
+    """The lane xor distances that reach every lane holding the same row (`along` = "col":
+    the lanes differ only in modes that step along columns) or the same column ("row"), for
+    the warp's modes in lane order (power-of-two extents).
+
+        C of m16n8k16, thread modes 4:(0 rows, 2 cols), 8:(1 row, 0 cols):
+            along "col" (one row)  -> (1, 2);   along "row" (one column) -> (4, 8, 16)
+    """
+    masks, below = [], 1
+    for m in modes:
+        if m.extent & (m.extent - 1):
+            raise ValueError(f"a lane mode of extent {m.extent} is not a power of two")
+        if (m.row == 0) if along == "col" else (m.col == 0):
+            masks += [below << i for i in range(m.extent.bit_length() - 1)]
+        below *= m.extent
+    return tuple(masks)
+
+
+def thread_mode(tv: Layout) -> Layout:
+    """The thread mode of a TV layout (lane → the place of its first value)."""
+    return Layout(tv.shape[0], tv.stride[0])
+
+
+def value_mode(tv: Layout) -> Layout:
+    """The value mode of a TV layout (value index → its offset from the lane's first)."""
+    return Layout(tv.shape[1], tv.stride[1])
+
+
 def place(layout: Layout, rows: int, index: int) -> tuple[int, int]:
     """(row, column) of the element `layout(index)` in an R×C block (column-major)."""
     return layout(index) % rows, layout(index) // rows
@@ -72,12 +100,10 @@ class MmaAtom:
     ldsm_b: tuple[Layout, Layout]
 
     def thread(self, tv: Layout) -> Layout:
-        """The thread mode of a TV layout (lane → the first value's place)."""
-        return Layout(tv.shape[0], tv.stride[0])
+        return thread_mode(tv)
 
     def value(self, tv: Layout) -> Layout:
-        """The value mode of a TV layout (value index → its offset from lane's first)."""
-        return Layout(tv.shape[1], tv.stride[1])
+        return value_mode(tv)
 
     def a_elem(self, lane: int, r: int) -> tuple[int, int]:
         """(m, k) of value r of `lane` in A."""
@@ -104,3 +130,11 @@ SM80_16x8x16 = MmaAtom(
     ldsm_a=(Layout((8, 2, 2), (1, 8, 128)), Layout((8, 2, 2), (16, 8, 128))),
     ldsm_b=(Layout((8, 2, 2), (1, 128, 8)), Layout((8, 2, 2), (16, 128, 8))),
 )
+
+
+def wgmma_c(n: int) -> Layout:
+    """C (f32) of SM90's `wgmma.mma_async.m64nNk16`: (thread of the warp group, value) → the
+    column-major index in the 64×N tile. Warp w of the group holds rows 16w..16w+15, as the
+    m16n8k16 C does for its 16 rows, repeated every 8 columns (the PTX ISA's "wgmma .m64nNk16"
+    D figure: d(i) at row 16w + g + 8((i/2)%2), column 2t + i%2 + 8(i/4))."""
+    return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))

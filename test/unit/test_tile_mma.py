@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.atoms import Mode, place, split
+from tilec.dialects.tile.atoms import Mode, place, shuffle_masks, split, wgmma_c
 from tilec.dialects.tile.atoms import SM80_16x8x16 as T
 from tilec.passes import tile_mma as M
 
@@ -153,3 +153,26 @@ def test_split_reads_steps_off_the_layout_and_refuses_diagonals() -> None:
     assert split(T.value(T.c), 16) == [Mode(2, 0, 1), Mode(2, 8, 0)]
     with pytest.raises(ValueError, match="both sides"):
         split(A.Layout((4, 2), (1, 17)), 16)  # 17 = one column and one row
+
+
+@pytest.mark.parametrize("n", [8, 64, 128, 256])
+def test_wgmma_c_layout_is_the_ptx_isa_fragment(n: int) -> None:
+    """wgmma .m64nNk16 f32 D: d(i) of thread t (warp w = t / 32, g, t4 of its lane) at row
+    16w + g + 8((i/2)%2), column 2 t4 + i%2 + 8(i/4); every element of 64×N exactly once."""
+    tv = wgmma_c(n)
+    seen = set()
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        for i in range(n // 2):
+            want = (16 * w + lane // 4 + 8 * (i // 2 % 2), 2 * (lane % 4) + i % 2 + 8 * (i // 4))
+            assert place(tv, 64, t + 128 * i) == want
+            seen.add(want)
+    assert len(seen) == 64 * n
+
+
+def test_shuffle_masks_follow_the_layout() -> None:
+    lanes = split(T.thread(T.c), 16)
+    assert shuffle_masks(lanes, "col") == (1, 2)  # the 4 lanes of one row
+    assert shuffle_masks(lanes, "row") == (4, 8, 16)  # the 8 lanes of one column
+    with pytest.raises(ValueError, match="power of two"):
+        shuffle_masks([Mode(3, 1, 0)], "row")
