@@ -204,23 +204,32 @@ def has_uses(value: ir.Value) -> bool:
 
 
 def erase_dead(root: ir.Operation, prefix: str) -> None:
-    """Erase ops named `prefix*` whose results are all unused (repeat until none is left).
+    """Erase ops named `prefix*` whose results are all unused (and those only they used).
 
     IRDL ops carry no side-effect traits, so upstream DCE keeps them; passes that know an op
-    is pure call this instead.
+    is pure call this instead. One walk of `root`, then `erase_unused` on what it found.
     """
+    found: list[ir.Operation] = []
+    walk(root, lambda op: found.append(op) if op.name.startswith(prefix) else None)
+    erase_unused(found)
+
+
+def erase_unused(ops: list[ir.Operation]) -> None:
+    """Erase those of `ops` (in program order) whose results are all unused, users before
+    their producers, until none is left; the others stay untouched."""
+    alive = list(ops)
     while True:
-        dead: list[ir.Operation] = []
-
-        def collect(op: ir.Operation, dead: list[ir.Operation] = dead) -> None:
-            if op.name.startswith(prefix) and not any(has_uses(r) for r in op.results):
-                dead.append(op)
-
-        walk(root, collect)
-        if not dead:
+        kept: list[ir.Operation] = []
+        erased = False
+        for op in reversed(alive):
+            if any(has_uses(r) for r in op.results):
+                kept.append(op)
+            else:
+                op.erase()
+                erased = True
+        alive = kept[::-1]
+        if not erased:
             return
-        for op in dead:
-            op.erase()
 
 
 def is_float_type(t: ir.Type) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from tilec.binding import erase_dead, walk
+from tilec.binding import erase_unused, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import layout_of
 from tilec.lowering import IndexBuilder, Term
@@ -45,14 +45,15 @@ class ConvertLayoutToArith(Pass):
     def run(self, module: ir.Operation) -> None:
         ops: list[ir.Operation] = []
         walk(module, lambda op: ops.append(op) if op.name.startswith("layout.") else None)
+        makes = [op for op in ops if op.name == "layout.make"]
         failed = False
         for op in ops:
-            if op.name == "layout.make":
-                continue
-            failed |= not self.lower(op)
+            if op.name != "layout.make":
+                failed |= not self.lower(op)  # erases `op`
         if failed:
             self.fail()
-        erase_dead(module, "layout.")  # makes, and layouts no tile op reads any more
+        # The makes no op reads any more (the rest are lowered): no second walk of the module.
+        erase_unused(makes)
 
     def lower(self, op: ir.Operation) -> bool:
         name = op.name.removeprefix("layout.")
