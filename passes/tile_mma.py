@@ -30,7 +30,7 @@ from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.atoms import Mode, SM80_16x8x16, place, split
+from tilec.dialects.tile.atoms import Mode, SM80_16x8x16, place, split, tiled_c, value_mode
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_fragments import (
@@ -122,6 +122,12 @@ class MmaPartition:
 
     vec = 4  # values per chunk: c0..c3
 
+    @property
+    def tv(self) -> A.Layout:
+        """The C TV layout over the block (`atoms.tiled_c`): thread × value → m + BM·n; what a
+        thread holds is its value mode, in the accumulator's register order."""
+        return tiled_c(ATOM, self.warps, self.block)
+
     def group_key(self, mode: int, i: int, j: int) -> tuple[int, int]:
         """The group of value j of chunk i when `mode` is reduced: a row (mi, h) of the
         thread's pairs for mode 1 (c(2h), c(2h+1) lie in row g + 8h of m-atom mi), a column
@@ -156,7 +162,7 @@ def fragment(op: ir.Operation, mma: ir.Type, threads: int) -> Frag:
     block = tuple(ir.DenseI64ArrayAttr(op.attributes["block_shape"]))
     part = mma_partition(op, mma, block)
     t = tensor_type(op.results[0].type)
-    if A.size(t.layout) != part.iters * part.vec:
+    if A.size(t.layout) != A.size(value_mode(part.tv)):
         raise LoweringError(op, f"fragment layout {t.layout} is not this MMA's C partition")
     if part.warps[0] * part.warps[1] * WARP != threads:
         raise LoweringError(op, f"{part.warps} warps need {WARP * part.warps[0] * part.warps[1]}")

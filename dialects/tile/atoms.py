@@ -138,3 +138,30 @@ def wgmma_c(n: int) -> Layout:
     m16n8k16 C does for its 16 rows, repeated every 8 columns (the PTX ISA's "wgmma .m64nNk16"
     D figure: d(i) at row 16w + g + 8((i/2)%2), column 2t + i%2 + 8(i/4))."""
     return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))
+
+
+def rescale(x: Layout, rows: int, block_rows: int) -> Layout:
+    """`x`, a layout into a column-major block of `rows` rows, into one of `block_rows` rows
+    (a mode's row step kept, its column step times the new column stride)."""
+    modes = split(x, rows)
+    return Layout(tuple(m.extent for m in modes), tuple(m.row + block_rows * m.col for m in modes))
+
+
+def tiled_c(atom: MmaAtom, warps: tuple[int, int], block: tuple[int, int]) -> Layout:
+    """The C TV layout of an MMA tiled over warps (WM, WN, column-major, each warp a
+    contiguous (BM/WM)×(BN/WN) piece repeating the atom TM×TN times) on a BM×BN block:
+
+        thread  (atom lanes, (WM, WN))          -> m + BM·n of its first element
+        value   (atom values, TM, TN)            -> offset from it; value v = r + 4(mi + TM·ni)
+
+    the per-thread order of the accumulator `partition_c` gives (`(4, TM, TN):(1, 4, 4TM)`).
+    For m16n8k16 over 2×2 warps on 64×64: (4,8,2,2):(128,1,32,2048) threads,
+    (2,2,2,4):(64,8,16,512) values."""
+    (am, an, _), (wm, wn), (bm, bn) = atom.shape, warps, block
+    pm, pn = bm // wm, bn // wn
+    lanes = rescale(thread_mode(atom.c), am, bm)
+    values = rescale(value_mode(atom.c), am, bm)
+    return Layout(
+        ((*lanes.shape, wm, wn), (*values.shape, pm // am, pn // an)),
+        ((*lanes.stride, pm, bm * pn), (*values.stride, am, bm * an)),
+    )

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mlir import ir
+from mlir.dialects import func, gpu
 
+from tilec.banks import Evaluator
+from tilec.context import make_context
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.atoms import Mode, place, shuffle_masks, split, wgmma_c
+from tilec.dialects.tile.atoms import Mode, place, shuffle_masks, split, tiled_c, wgmma_c
 from tilec.dialects.tile.atoms import SM80_16x8x16 as T
+from tilec.lowering import IndexBuilder
 from tilec.passes import tile_mma as M
 
 BM = BN = 128
@@ -176,3 +181,31 @@ def test_shuffle_masks_follow_the_layout() -> None:
     assert shuffle_masks(lanes, "row") == (4, 8, 16)  # the 8 lanes of one column
     with pytest.raises(ValueError, match="power of two"):
         shuffle_masks([Mode(3, 1, 0)], "row")
+
+
+@pytest.mark.parametrize(
+    ("warps", "block"),
+    [((2, 2), (64, 64)), ((2, 4), (128, 256)), ((4, 2), (128, 64)), ((1, 1), (16, 16))],
+)
+def test_tiled_c_layout_is_where_the_lowering_puts_each_accumulator(warps, block) -> None:
+    """The tiled MMA's C TV layout (atoms.tiled_c) against the lowering: PairCoords' index
+    arithmetic, emitted as IR and evaluated for every thread, puts pair h of chunk i of thread
+    t where the layout puts value 2h + 4i of t; and the layout covers the block once."""
+    tv = tiled_c(T, warps, block)
+    threads = 32 * warps[0] * warps[1]
+    assert sorted(tv(i) for i in range(A.size(tv))) == list(range(block[0] * block[1]))
+    part = M.MmaPartition(block, warps)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("k", ([], []))
+        with ir.InsertionPoint(fn.add_entry_block()):
+            tid = gpu.ThreadIdOp(gpu.Dimension.x).result
+            coords = M.PairCoords(part, tid, IndexBuilder())
+            terms = {(i, h): coords(i, h) for i in range(part.iters) for h in range(2)}
+            func.ReturnOp([])
+        for t in range(threads):
+            ev = Evaluator((t, 0, 0), {})
+            for (i, h), (row, col) in terms.items():
+                got = tuple(x if isinstance(x, int) else ev.value(x) for x in (row, col))
+                assert got == place(tv, block[0], t + threads * (2 * h + 4 * i)), (t, i, h)
