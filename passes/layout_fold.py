@@ -18,8 +18,6 @@ so is a declared static result type that disagrees with the algebra.
 
 from __future__ import annotations
 
-import ast
-
 from mlir import ir
 from mlir.dialects import arith
 
@@ -34,6 +32,7 @@ from tilec.dialects.layout.ir import (
     is_static,
     layout_of,
     make,
+    slice_pattern,
 )
 from tilec.passes.base import Pass, register
 
@@ -45,20 +44,6 @@ def constant_index(value: ir.Value) -> int | None:
         return None
     attr = owner.attributes["value"]
     return attr.value if isinstance(attr, ir.IntegerAttr) else None
-
-
-def slice_pattern(text: str) -> A.Coord:
-    """A `layout.slice` pattern as a coordinate: `_` keeps a mode (None), `?` fixes it.
-
-    Which value fixes a mode does not change the sliced layout (only its offset), so `?`
-    becomes 0 here. `((?,_),_)` -> ((0, None), None).
-    """
-    if not text or set(text) - set("(),_? "):
-        raise A.LayoutError(f"slice pattern '{text}' may hold only '(', ')', ',', '_' and '?'")
-    try:
-        return ast.literal_eval(text.replace("_", "None").replace("?", "0"))
-    except (SyntaxError, ValueError):
-        raise A.LayoutError(f"slice pattern '{text}' is not a nested tuple") from None
 
 
 def substitute(layout: A.Layout, values: list[int]) -> A.Layout:

@@ -16,8 +16,10 @@ that compute it, so the tile stage shows where a shared buffer's layout comes fr
 `layout-fold` evaluates them back (checking each declared result against the algebra) and
 `convert-layout-to-arith` turns what addresses need into index math. Each op is emitted only
 where the dialect's op computes exactly the checker's value (`evaluate`, the fold's own
-semantics); anything else (a by-mode tiler, a layout the SPEC text cannot spell, a query) is
-a `layout.make` of the value, so the IR never disagrees with the checked program.
+semantics); `slice(crd, L)` is a `layout.slice` whose fixed coordinates are index operands
+(constants or the runtime values). Anything else (a by-mode tiler, a layout the SPEC text
+cannot spell, a query) is a `layout.make` of the value, so the IR never disagrees with the
+checked program.
 """
 
 from __future__ import annotations
@@ -26,11 +28,18 @@ from mlir import ir
 from mlir.dialects import arith
 
 from tilec import layout as L
-from tilec.dialects.layout.ir import BINARY_OPS, INT_ATTRS, UNARY_OPS, evaluate, layout_type
+from tilec.dialects.layout.ir import (
+    BINARY_OPS,
+    INT_ATTRS,
+    UNARY_OPS,
+    evaluate,
+    layout_type,
+    slice_pattern,
+)
 from tilec.dialects.layout.text import parse_layout
 from tilec.frontend import ast
 from tilec.frontend.shapes import int_tuple
-from tilec.frontend.values import IntV, LayoutV, SwizzleV, TupleV, V
+from tilec.frontend.values import IntV, LayoutV, SwizzleV, TupleV, UnderscoreV, V
 
 Layoutish = L.Layout | L.ComposedLayout
 
@@ -83,6 +92,8 @@ class LayoutGen:
         if isinstance(node, ast.Name):
             bound = self.lookup(node.id) if self.bound(node.id) else None
             return bound if isinstance(bound, ir.Value) else None
+        if isinstance(node, ast.Call) and node.func == "slice" and len(node.args) == 2:
+            return self.slice_op(node, obj)
         call = self.algebra_call(node)
         if call is None:
             return None
@@ -105,6 +116,50 @@ class LayoutGen:
                      for k, x in attrs.items()}  # fmt: skip
         op = self.op(f"layout.{name}", node.span, values, [layout_type(str(obj))], int_attrs)
         return op.result
+
+    def slice_op(self, node: ast.Call, obj: Layoutish) -> ir.Value | None:
+        """`slice(crd, L)`: layout.slice of L, `_` modes kept, the others fixed by index
+        operands (constants, or the runtime coordinates) in order: slice((_, 2), L) is
+        "(_,?)" with a constant 2."""
+        crd, of = node.args
+        source = self.values[id(of)]
+        parts: list[str] = []
+        coords: list[ast.Node] = []
+
+        def spell(n: ast.Node) -> bool:
+            v = self.values[id(n)]
+            if isinstance(v, UnderscoreV):
+                parts.append("_")
+            elif isinstance(v, IntV):
+                parts.append("?")
+                coords.append(n)
+            elif isinstance(v, TupleV) and isinstance(n, ast.Tuple):
+                parts.append("(")
+                for k, item in enumerate(n.items):
+                    parts.append("," if k else "")
+                    if not spell(item):
+                        return False
+                parts.append(",)" if len(n.items) == 1 else ")")
+            else:
+                return False
+            return True
+
+        if not isinstance(source, LayoutV) or not spell(crd):
+            return None
+        pattern = "".join(parts)
+        try:
+            if L.slice(slice_pattern(pattern), source.obj) != obj:
+                return None
+        except (L.LayoutError, TypeError, ValueError, IndexError):
+            return None
+        layout = self.layout_value(of)
+        if layout is None:
+            return None
+        values = [self.expr(n) for n in coords]
+        attrs = {"pattern": ir.StringAttr.get(pattern)}
+        return self.op(
+            "layout.slice", node.span, [layout, *values], [layout_type(str(obj))], attrs
+        ).result
 
     def operand_obj(self, node: ast.Node, name: str, k: int) -> object:
         """The layout an operand stands for: tile_to_shape's shape is the compact layout."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from mlir import ir
@@ -85,3 +86,17 @@ def evaluate(
     if name == "complement":
         return A.complement(operands[0], extra)
     raise KeyError(name)
+
+
+def slice_pattern(text: str) -> A.Coord:
+    """A `layout.slice` pattern as a coordinate: `_` keeps a mode (None), `?` fixes it.
+
+    Which value fixes a mode does not change the sliced layout (only its offset), so `?`
+    becomes 0 here. `((?,_),_)` -> ((0, None), None).
+    """
+    if not text or set(text) - set("(),_? "):
+        raise A.LayoutError(f"slice pattern '{text}' may hold only '(', ')', ',', '_' and '?'")
+    try:
+        return ast.literal_eval(text.replace("_", "None").replace("?", "0"))
+    except (SyntaxError, ValueError):
+        raise A.LayoutError(f"slice pattern '{text}' is not a nested tuple") from None
