@@ -19,6 +19,15 @@ DYNAMIC_SYMBOL = "__tile_dynamic_smem"
 _ARRAY = re.compile(r"^!llvm\.array<(\d+) x (\w+)>$")
 
 
+# Ops of the tilec dialects an earlier pass of the `lowered` stage must have lowered, and which.
+LOWERED_BY = {"tile.": "convert-tile-to-gpu", "layout.": "convert-layout-to-arith"}
+
+
+def left_for(op: ir.Operation) -> str | None:
+    """The pass that should have lowered `op`, None for ops that may stay."""
+    return next((p for prefix, p in LOWERED_BY.items() if op.name.startswith(prefix)), None)
+
+
 def is_shared_global(op: ir.Operation) -> bool:
     if op.name != "llvm.mlir.global" or "addr_space" not in op.attributes:
         return False
@@ -109,11 +118,10 @@ class OutlineTileKernels(Pass):
         failed = False
         for func in kernels:
             nested: list[ir.Operation] = []
-            walk(
-                func, lambda op, found=nested: found.append(op) if op.name[:5] == "tile." else None
-            )
+            walk(func, lambda op, found=nested: found.append(op) if left_for(op) else None)
             if nested:
-                self.error(nested[0], f"'{nested[0].name}' is left; run convert-tile-to-gpu first")
+                left = nested[0]
+                self.error(left, f"'{left.name}' is left; run {left_for(left)} first")
                 failed = True
             if len(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results):
                 self.error(func, "a kernel returns nothing")
