@@ -43,6 +43,24 @@ func.func @swizzled(%r: index, %c: index) -> index {
 
 // -----
 
+// The swizzle as a function of a buffer's elements, as convert-tile-to-gpu addresses a swizzled
+// shared buffer: the index passes through unchanged into the xor; the make dies with its use.
+// CHECK-LABEL: func.func @swizzle_function(
+// CHECK-SAME: %[[I:[^:]*]]: index
+// CHECK-NEXT: %[[MASK:.*]] = arith.constant 448 : index
+// CHECK-NEXT: %[[Y:.*]] = arith.andi %[[I]], %[[MASK]] : index
+// CHECK-NEXT: %[[SH:.*]] = arith.constant 3 : index
+// CHECK-NEXT: %[[Z:.*]] = arith.shrui %[[Y]], %[[SH]] : index
+// CHECK-NEXT: %[[X:.*]] = arith.xori %[[I]], %[[Z]] : index
+// CHECK-NEXT: return %[[X]]
+func.func @swizzle_function(%i: index) -> index {
+  %l = "layout.make"() : () -> !layout.layout<"Sw<3,3,3> o 0 o 8192:1">
+  %o = "layout.apply"(%l, %i) : (!layout.layout<"Sw<3,3,3> o 0 o 8192:1">, index) -> index
+  return %o : index
+}
+
+// -----
+
 // A shape that is not a power of two needs div/rem; size of a dynamic layout multiplies.
 // CHECK-LABEL: func.func @apply_odd(
 // CHECK: arith.remui %{{.*}}, %{{.*}} : index
