@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from mlir import ir, passmanager
+from mlir._mlir_libs import _mlir  # the bindings' globals: no public spelling in MLIR 22
 
 from tilec.diagnostics import Diagnostic, Span, render
 
@@ -239,3 +240,12 @@ def is_float_type(t: ir.Type) -> bool:
 
 def is_float_attr(a: ir.Attribute) -> bool:
     return isinstance(a, ir.FloatAttr)
+
+
+def add_dialect_search_prefix(prefix: str) -> None:
+    """Let the bindings find a Python module for a dialect namespace under `prefix` as well as
+    `mlir.dialects`. Every op handle the bindings make looks its dialect's module up, and a
+    lookup that fails is not remembered: for a dialect with no module (ours, from IRDL) each
+    handle re-ran a failing import (1,457 in convert-layout-to-arith on the GEMM alone)."""
+    if prefix not in _mlir.globals.dialect_search_modules:
+        _mlir.globals.append_dialect_search_prefix(prefix)

@@ -11,8 +11,9 @@ from functools import cache
 from importlib import resources
 
 from mlir import ir
-from mlir._mlir_libs import _mlir
 from mlir.dialects import irdl
+
+from tilec import binding
 
 # The IRDL sources, in order (a later dialect may name an earlier one's types).
 IRDL_SOURCES = (
@@ -32,20 +33,9 @@ def irdl_source_text() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def _search_tilec_dialects() -> None:
-    """Let the bindings find a Python module for the `layout` and `tile` namespaces
-    (`tilec.dialects.layout`, `tilec.dialects.tile`). Every op handle the bindings make looks
-    its dialect's module up, and a lookup that fails is not remembered: without this, each
-    `layout.*` or `tile.*` op seen from Python re-ran a failing import of `mlir.dialects.tile`
-    (1,457 of them in convert-layout-to-arith on the GEMM alone, half its time)."""
-    found = _mlir.globals.dialect_search_modules
-    if "tilec.dialects" not in found:
-        _mlir.globals.append_dialect_search_prefix("tilec.dialects")
-
-
 def make_context(*, allow_unregistered: bool = False) -> ir.Context:
     """A context with all upstream dialects and the tilec dialects loaded."""
-    _search_tilec_dialects()
+    binding.add_dialect_search_prefix("tilec.dialects")  # tilec.dialects.layout, .tile
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = allow_unregistered
     ctx.load_all_available_dialects()

@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
-from tilec import smem
 from tilec.lowering import IndexBuilder, Term
 from tilec.passes.tile_access import when
 from tilec.passes.tile_fragments import constant
 from tilec.passes.tile_views import gep
 
-BARRIER_BYTES = smem.BARRIER_BYTES  # the planner counts them in the ring
 # try_wait's time limit per attempt (ns hint); the lowering loops until the phase completes.
 WAIT_TICKS = 10_000_000
 

@@ -30,7 +30,15 @@ from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.atoms import Mode, SM80_16x8x16, place, split, tiled_c, value_mode
+from tilec.dialects.tile.atoms import (
+    Mode,
+    SM80_16x8x16,
+    place,
+    split,
+    thread_mode,
+    tiled_c,
+    value_mode,
+)
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.tile_fragments import (
@@ -50,7 +58,7 @@ WARP = 32
 ATOM = SM80_16x8x16
 AM, AN, AK = ATOM.shape
 # The value mode of C: a pair (c(2h), c(2h+1)) runs along N, pair h sits PAIR_ROWS * h down.
-C_PAIR, C_HALF = split(ATOM.value(ATOM.c), AM)
+C_PAIR, C_HALF = split(value_mode(ATOM.c), AM)
 PAIR_ROWS = C_HALF.row
 
 
@@ -266,7 +274,7 @@ class PairCoords:
     def __init__(self, part: MmaPartition, tid: ir.Value, b: IndexBuilder) -> None:
         at = Lanes.of(tid, part, b)
         self.part, self.b = part, b
-        modes = split(ATOM.thread(ATOM.c), AM)  # g = lane / 4 down, 2t = 2(lane % 4) along
+        modes = split(thread_mode(ATOM.c), AM)  # g = lane / 4 down, 2t = 2(lane % 4) along
         g, t2 = lane_place(modes, lane_coords(modes, at.lane, b), b)
         self.m0: Term = b.add(b.mul(at.wm, part.piece[0]), g)
         self.n0: Term = b.add(b.mul(at.wn, part.piece[1]), t2)

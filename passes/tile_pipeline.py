@@ -92,19 +92,25 @@ class Pipeline:
         allocs: list[ir.Operation] = []
         walk(func, lambda op: allocs.append(op) if op.name == "tile.alloc_shared" else None)
 
+        # (name, reused name, elements, stage stride or None when not pipelined here, bytes)
+        facts = []
+        for a in allocs:
+            t = tensor_type(a.results[0].type)
+            elems = buffer_extent(a, t.layout)[1]
+            size = elem_bytes(t.elem)
+            stride = smem.stage_stride(t.layout, size) if a in self.buffers else None
+            reuse = ir.StringAttr(a.attributes["reuse"]).value if "reuse" in a.attributes else None
+            facts.append((ir.StringAttr(a.attributes["name"]).value, reuse, elems, stride, size))
+
         def buffers(stages: int) -> list[smem.Buffer]:
-            result = []
-            for a in allocs:
-                t = tensor_type(a.results[0].type)
-                elems = buffer_extent(a, t.layout)[1]
-                if a in self.buffers:
-                    stride = smem.stage_stride(t.layout, elem_bytes(t.elem))
-                    elems = smem.staged_elems(elems, stride, stages)
-                reuse = a.attributes["reuse"] if "reuse" in a.attributes else None
-                name = ir.StringAttr(a.attributes["name"]).value
-                reused = None if reuse is None else ir.StringAttr(reuse).value
-                result.append(smem.Buffer(name, elems * elem_bytes(t.elem), reused))
-            return result
+            return [
+                smem.Buffer(
+                    name,
+                    size * (elems if stride is None else smem.staged_elems(elems, stride, stages)),
+                    reuse,
+                )
+                for name, reuse, elems, stride, size in facts
+            ]
 
         stages = self.stages
         while stages > 2 and smem.kernel_bytes(buffers(stages)) > limit:

@@ -23,7 +23,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_type
-from tilec.dialects.tile.atoms import shuffle_masks, split
+from tilec.dialects.tile.atoms import shuffle_masks, split, thread_mode
 from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_fragments import REDUCE_OP, Frag, Reduced, combine, constant
 from tilec.passes.tile_mma import AM, ATOM, WARP, Lanes, MmaPartition, PairCoords
@@ -31,7 +31,7 @@ from tilec.passes.tile_views import gep, shared_global, shared_pointer
 
 # xor distances of the lanes that share a row (mode 1 reduced) or a column (mode 0), read off
 # the atom's C layout: (1, 2) and (4, 8, 16) for m16n8k16.
-_C_LANES = split(ATOM.thread(ATOM.c), AM)
+_C_LANES = split(thread_mode(ATOM.c), AM)
 LANE_MASKS = {1: shuffle_masks(_C_LANES, "col"), 0: shuffle_masks(_C_LANES, "row")}
 
 

@@ -98,15 +98,15 @@ class LayoutGen:
         if call is None:
             return None
         name, operands, attrs, extra = call
+        objs = [self.operand_obj(n, name, k) for k, n in enumerate(operands)]
         try:
-            if evaluate(name, [self.operand_obj(n, name, k) for k, n in enumerate(operands)],
-                        attrs, extra) != obj:  # fmt: skip
+            if evaluate(name, objs, attrs, extra) != obj:
                 return None
         except (L.LayoutError, TypeError, ValueError, ArithmeticError, AttributeError, IndexError):
             return None
         values = []
-        for k, n in enumerate(operands):
-            value = self.layout_value(n, self.operand_obj(n, name, k))
+        for n, operand in zip(operands, objs, strict=True):
+            value = self.layout_value(n, operand)
             if value is None:
                 return None
             values.append(value)

@@ -99,12 +99,6 @@ class MmaAtom:
     ldsm_a: tuple[Layout, Layout]  # (K-major, MN-major)
     ldsm_b: tuple[Layout, Layout]
 
-    def thread(self, tv: Layout) -> Layout:
-        return thread_mode(tv)
-
-    def value(self, tv: Layout) -> Layout:
-        return value_mode(tv)
-
     def a_elem(self, lane: int, r: int) -> tuple[int, int]:
         """(m, k) of value r of `lane` in A."""
         return place(self.a, self.shape[0], lane + 32 * r)

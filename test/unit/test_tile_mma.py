@@ -17,7 +17,16 @@ from mlir.dialects import func, gpu
 from tilec.banks import Evaluator
 from tilec.context import make_context
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.atoms import Mode, place, shuffle_masks, split, tiled_c, wgmma_c
+from tilec.dialects.tile.atoms import (
+    Mode,
+    place,
+    shuffle_masks,
+    split,
+    thread_mode,
+    tiled_c,
+    value_mode,
+    wgmma_c,
+)
 from tilec.dialects.tile.atoms import SM80_16x8x16 as T
 from tilec.lowering import IndexBuilder
 from tilec.passes import tile_mma as M
@@ -154,8 +163,8 @@ def test_tv_layouts_are_the_ptx_isa_fragments() -> None:
 
 
 def test_split_reads_steps_off_the_layout_and_refuses_diagonals() -> None:
-    assert split(T.thread(T.c), 16) == [Mode(4, 0, 2), Mode(8, 1, 0)]
-    assert split(T.value(T.c), 16) == [Mode(2, 0, 1), Mode(2, 8, 0)]
+    assert split(thread_mode(T.c), 16) == [Mode(4, 0, 2), Mode(8, 1, 0)]
+    assert split(value_mode(T.c), 16) == [Mode(2, 0, 1), Mode(2, 8, 0)]
     with pytest.raises(ValueError, match="both sides"):
         split(A.Layout((4, 2), (1, 17)), 16)  # 17 = one column and one row
 
@@ -176,7 +185,7 @@ def test_wgmma_c_layout_is_the_ptx_isa_fragment(n: int) -> None:
 
 
 def test_shuffle_masks_follow_the_layout() -> None:
-    lanes = split(T.thread(T.c), 16)
+    lanes = split(thread_mode(T.c), 16)
     assert shuffle_masks(lanes, "col") == (1, 2)  # the 4 lanes of one row
     assert shuffle_masks(lanes, "row") == (4, 8, 16)  # the 8 lanes of one column
     with pytest.raises(ValueError, match="power of two"):
