@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from tilec.dialects.tile.atoms import split, thread_mode, value_mode, wgmma_c
+from tilec.dialects.tile.atoms import split, value_mode, wgmma_c
 from tilec.lowering import IndexBuilder, Term
 from tilec.passes.sm90_ring import i32
 from tilec.passes.sm90_values import Element, Value, aligned
 from tilec.passes.sm90_wgmma import WgmmaAtom
 from tilec.passes.tile_access import if_else, when
 from tilec.passes.tile_fragments import constant, convert
-from tilec.passes.tile_mma import lane_coords, lane_place, pair
+from tilec.passes.tile_mma import pair
 from tilec.passes.tile_mma_store import write_pair
 from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
 
@@ -46,11 +46,16 @@ def c_register(block: int, half: int) -> int:
     return PAIR.extent * (half + HALF.extent * block)
 
 
-def c_lanes(atom: WgmmaAtom, tid: ir.Value, b: IndexBuilder) -> tuple[Term, Term]:
-    """(row, column) of this thread's first accumulator pair in its warp group's 64×N tile,
-    read off wgmma's C layout (warp 16 rows down, lane / 4 a row, lane % 4 two columns)."""
-    modes = split(thread_mode(wgmma_c(atom.n)), 64)
-    return lane_place(modes, lane_coords(modes, b.rem(tid, 128), b), b)
+def c_lanes(tid: ir.Value, b: IndexBuilder) -> tuple[Term, Term, Term]:
+    """(row, byte in a 16-byte unit, column) of this thread's first accumulator pair in its
+    warp group's 64×N tile: wgmma's C layout (`atoms.wgmma_c`, thread modes 4:(0, 2 columns),
+    8:(1 row, 0), 4:(16 rows, 0)), spelled in the instruction order the kernels were measured
+    with; test_tile_mma evaluates it for every thread against the layout."""
+    t = b.rem(tid, 128)
+    lane = b.rem(t, 32)
+    row = b.add(b.mul(b.div(t, 32), 16), b.div(lane, 4))  # and row + 8
+    unit_byte = b.mul(b.rem(lane, 4), 4)  # a pair of 16-bit elements per thread
+    return row, unit_byte, b.mul(b.rem(lane, 4), 2)
 
 
 CHUNK_ROWS = 64
@@ -117,8 +122,7 @@ class Epilogue:
         b = IndexBuilder()
         cols = 128 // elem_bytes(elem)
         assert elem_bytes(elem) == 2 and self.atom.n % cols == 0, "16-bit chunks of 64 columns"
-        row, pair_col = c_lanes(self.atom, self.tid, b)  # and row + 8
-        unit_byte = b.mul(pair_col, elem_bytes(elem))  # a pair of 16-bit elements per thread
+        row, unit_byte, pair_col = c_lanes(self.tid, b)
         last = [s - 1 for s in self.view.shape]
         whole = all_of([in_bounds(self.view, last, b), *(aligned(v, b) for v in loads or [])])
         lanes = (row, unit_byte, pair_col)
@@ -238,9 +242,10 @@ def direct(
     the rows keep them aligned and the tile is whole, else element by element, guarded).
     `offset`: the group's first (row, column) in the tile."""
     b = IndexBuilder()
-    row, col = c_lanes(atom, tid, b)
-    row0 = b.add(offset[0], row)
-    col0 = b.add(offset[1], col)
+    t = b.rem(tid, 128)  # c_lanes' row and column, the offset added in the measured order
+    lane = b.rem(t, 32)
+    row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))
+    col0 = b.add(offset[1], b.mul(b.rem(lane, 4), 2))
     last = [s - 1 for s in view.shape]
     even = arith.CmpIOp(
         arith.CmpIPredicate.eq, b.value(b.rem(view.stride[0], 2)), b.value(0)

@@ -30,6 +30,7 @@ from tilec.dialects.tile.atoms import (
 from tilec.dialects.tile.atoms import SM80_16x8x16 as T
 from tilec.lowering import IndexBuilder
 from tilec.passes import tile_mma as M
+from tilec.passes.sm90_epilogue import c_lanes
 
 BM = BN = 128
 BK = 32
@@ -218,3 +219,21 @@ def test_tiled_c_layout_is_where_the_lowering_puts_each_accumulator(warps, block
             for (i, h), (row, col) in terms.items():
                 got = tuple(x if isinstance(x, int) else ev.value(x) for x in (row, col))
                 assert got == place(tv, block[0], t + threads * (2 * h + 4 * i)), (t, i, h)
+
+
+def test_sm90_epilogue_lanes_are_the_wgmma_c_layout() -> None:
+    """The SM90 epilogue's per-thread arithmetic (sm90_epilogue.c_lanes), emitted as IR and
+    evaluated for each thread of a warp group, is where wgmma's C layout puts the thread's
+    first value; the byte in a 16-byte unit is that column's pair of 16-bit elements."""
+    tv = wgmma_c(64)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("k", ([], []))
+        with ir.InsertionPoint(fn.add_entry_block()):
+            terms = c_lanes(gpu.ThreadIdOp(gpu.Dimension.x).result, IndexBuilder())
+            func.ReturnOp([])
+        for t in range(256):  # two warp groups: the second repeats the first
+            row, unit_byte, col = (Evaluator((t, 0, 0), {}).value(x) for x in terms)
+            assert (row, col) == place(tv, 64, t % 128), t
+            assert unit_byte == 2 * col
