@@ -92,7 +92,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.output in (None, "-"):
         sys.stdout.buffer.write(data)
     else:
-        Path(args.output).write_bytes(data)
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise DiagnosticError(
+                [Diagnostic("error", f"cannot write '{args.output}': {why}", None)]
+            ) from None
     if banks is not None:
         print("\n".join(banks.finish(options)), file=sys.stderr)
     if options.passport:

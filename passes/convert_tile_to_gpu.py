@@ -16,6 +16,7 @@ from tilec.passes import (
     tile_async_waits,
     tile_carry,
     tile_cluster,
+    tile_distribute,
     tile_epilogue,
     tile_loops,
     tile_memory,
@@ -30,6 +31,7 @@ from tilec.passes.base import Pass, register
 from tilec.passes.tile_fragments import (
     Deferred,
     Frag,
+    Partition,
     Reduced,
     binary,
     compare,
@@ -165,6 +167,7 @@ class KernelLowering:
         result = lowering(self, op, IndexBuilder())
         if result is not None:
             self.lowered[op.results[0]] = result
+            tile_distribute.check(op, op.results[0], result, self.threads)
 
     def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
         dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
@@ -267,7 +270,13 @@ class KernelLowering:
         kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
         other = constant(view.elem, kind(attr).value)
         like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
-        loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
+        if like is None:  # spread as tile-distribute decided
+            part = tile_distribute.spread_of_type(op, op.results[0], self.threads)
+            if not isinstance(part, Partition):
+                raise LoweringError(op, "a load's own spread is blocked (chunks along a mode)")
+            loaded = tile_memory.load(op, view, other, self.tid, self.threads, part)
+        else:
+            loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
         if "masked" in op.attributes:  # `like` is the mask: its false elements read `other`
             keep = lambda p, v: arith.SelectOp(p, v, other).result  # noqa: E731
             loaded = elementwise(op, [like, loaded], keep)
@@ -480,6 +489,8 @@ class ConvertTileToGpu(Pass):
         try:
             if (unlowered := unlowered_region(func)) is not None:
                 raise LoweringError(*unlowered)
+            if (bare := tile_distribute.undistributed(func)) is not None:
+                raise LoweringError(bare, tile_distribute.UNDISTRIBUTED)
             kernel = KernelLowering(func, module)
             loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
             for n, op in enumerate(ops):

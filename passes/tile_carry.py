@@ -14,29 +14,23 @@ tile ops do. A tensor of one element lowers to a plain value that every thread h
 running max or sum (`var m = fragment<f32>((1, 1)) = -inf`) is one scalar per thread, and a
 reduction's result (`Reduced`, the same in every thread) is carried as that scalar.
 
-A `fragment<T>(shape)` has no memory to read, so it takes the spread of the tensors it meets:
-the loads its values flow into or out of, through elementwise ops and loop iter_args (see
-`spread_of`). Without any, it is spread along its last mode, 16 bytes per chunk.
+How each register tensor is spread over the threads (a `fragment` without an MMA included)
+is tile-distribute's decision, read here from the `!tile.frag` types.
 """
 
 from __future__ import annotations
-
-import math
-from types import SimpleNamespace
 
 from mlir import ir
 from mlir.dialects import llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
-from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
-from tilec.passes.tile_fragments import Frag, Partition, Reduced
+from tilec.passes.tile_distribute import PLAIN, spread_of_type
+from tilec.passes.tile_fragments import Frag, Reduced
 from tilec.passes.tile_loops import moved_loop
-from tilec.passes.tile_views import elem_bytes, tensor_type
+from tilec.passes.tile_views import tensor_type
 
 Lowered = Frag | Reduced | ir.Value
-# Ops whose result is spread as their full-shape register operands (one element each).
-SAME_SPREAD = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")
 
 
 def carries_tiles(loop: ir.Operation) -> bool:
@@ -149,14 +143,14 @@ class CarriedLoop:
 
 
 def fresh(op: ir.Operation, threads: int) -> Lowered:
-    """A `tile.fragment` without an MMA, its values undefined until a fill (undef keeps them
-    out of local memory): a plain value (one element), a `Reduced` (spread as a reduction's
-    result, one value per group) or a `Frag`."""
+    """A `tile.fragment` without an MMA, spread as its type says (tile-distribute), its values
+    undefined until a fill (undef keeps them out of local memory): a plain value (one
+    element), a `Reduced` (spread as a reduction's result, one value per group) or a `Frag`."""
     elem = tensor_type(op.results[0].type).elem
     undef = llvm.UndefOp(elem).result
-    if single(op.results[0].type):
+    part = spread_of_type(op, op.results[0], threads)
+    if single(op.results[0].type) or part == PLAIN:
         return undef
-    part = spread_of(op, threads)
     if isinstance(part, tuple):
         part, mode = part
         keys = {part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)}
@@ -169,91 +163,3 @@ def filled(value: ir.Value | Reduced, c: ir.Value) -> ir.Value | Reduced:
     if isinstance(value, Reduced):
         return Reduced(value.part, value.mode, value.elem, dict.fromkeys(value.groups, c))
     return c
-
-
-def spread_of(op: ir.Operation, threads: int) -> Partition | tuple[Partition, int]:
-    """The partition of a `tile.fragment` without an MMA: that of a load it meets (see the
-    module docstring), else along its last mode in 16-byte chunks. A fragment that meets a
-    reduction's result (a running max of several rows, `fragment<f32>((ROWS, 1))`) is spread as
-    that result: (the reduced tensor's partition, the mode), lowered to a `Reduced`."""
-    return spread_of_value(op.results[0], threads)
-
-
-def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partition, int]:
-    t = tensor_type(value.type)
-    shape = tuple(A.flatten(A.shape(t.layout)))
-    seen: set[ir.Value] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if v in seen or tensor_type(v.type) is None:
-            continue
-        seen.add(v)
-        found = anchor(v, shape, threads)
-        if found is not None:
-            return found
-        owner = v.owner
-        if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce":
-            source = spread_of_value(owner.operands[0], threads)
-            if isinstance(source, Partition):
-                return source, ir.IntegerAttr(owner.attributes["mode"]).value
-        todo += neighbours(v, shape)
-    m = max((k for k, s in enumerate(shape) if s > 1), default=len(shape) - 1)
-    vec = largest_pow2_dividing(shape[m], max(1, VECTOR_BYTES // elem_bytes(t.elem)))
-    return Partition(shape, m, vec, threads)
-
-
-def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Partition | None:
-    """The spread of `v` if a plain load made it (from its tile's type), else None."""
-    owner = v.owner
-    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "tile.load":
-        return None
-    if len(owner.operands) > 1:
-        return None  # load(t, like = x): x's spread, found through `neighbours`
-    src = tensor_type(owner.operands[0].type)
-    inner = src.layout.inner if isinstance(src.layout, A.ComposedLayout) else src.layout
-    stride = [d if isinstance(d, int) else None for d in A.flatten(inner.stride)]
-    swizzle = src.layout.outer if isinstance(src.layout, A.ComposedLayout) else None
-    view = SimpleNamespace(stride=stride, elem=src.elem, swizzle=swizzle)
-    if len(stride) != len(shape) or math.prod(shape) != A.size(src.layout):
-        return None
-    return choose_partition(view, shape, threads)  # type: ignore[arg-type]
-
-
-def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
-    """Values spread as `v` is: across elementwise ops (not broadcasts), load's like, loops."""
-    out: list[ir.Value] = []
-    owner = v.owner
-    if isinstance(owner, ir.Operation | ir.OpView):
-        op = owner.operation
-        if op.name in SAME_SPREAD or (op.name == "tile.load" and len(op.operands) > 1):
-            out += [x for x in op.operands if full(x, shape)]
-        if op.name == "scf.for":
-            n = list(op.results).index(v)
-            out += [op.operands[3 + n], yielded(op, n), op.regions[0].blocks[0].arguments[1 + n]]
-    elif isinstance(owner, ir.Block):
-        loop = owner.owner
-        if loop.name == "scf.for" and v.arg_number > 0:
-            n = v.arg_number - 1
-            out += [loop.operands[3 + n], yielded(loop, n), loop.results[n]]
-    for use in v.uses:
-        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if user.name in SAME_SPREAD or (user.name == "tile.load" and use.operand_number == 1):
-            out += [r for r in user.results if full(r, shape)]
-        elif user.name == "scf.for" and use.operand_number >= 3:
-            n = use.operand_number - 3
-            out += [user.results[n], user.regions[0].blocks[0].arguments[1 + n]]
-        elif user.name == "scf.yield" and user.parent.name == "scf.for":
-            loop = user.parent
-            n = use.operand_number
-            out += [loop.results[n], loop.regions[0].blocks[0].arguments[1 + n]]
-    return out
-
-
-def yielded(loop: ir.Operation, n: int) -> ir.Value:
-    return list(loop.regions[0].blocks[0].operations)[-1].operands[n]
-
-
-def full(v: ir.Value, shape: tuple[int, ...]) -> bool:
-    t = tensor_type(v.type)
-    return t is not None and tuple(A.flatten(A.shape(t.layout))) == shape

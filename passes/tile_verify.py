@@ -9,7 +9,10 @@ SPEC string of `!layout.layout<"SPEC">`. This pass does, with the algebra's own 
 The layout of every `!tile.tensor<ELEM, "SPACE", "SPEC">` view is checked the same way, and its
 memory space must be global, shared or register. It also checks that `layout.make` has one
 `index` operand per `?` entry of its result, and that a `tile.alloc_shared` whose layout
-operand is (folded to) a `layout.make` has that layout as its type's.
+operand is (folded to) a `layout.make` has that layout as its type's. Where an op takes a
+register tensor either before tile-distribute (`!tile.tensor`) or after (`!tile.frag`), IRDL
+accepts any type (its loader cannot hold two base constraints in an any_of); this pass checks
+that such an operand or result is one of the two, and that a `!tile.frag`'s TV layout parses.
 """
 
 from __future__ import annotations
@@ -22,6 +25,33 @@ from tilec.dialects.layout.ir import spec_of
 from tilec.dialects.layout.text import parse_layout
 from tilec.dialects.tile.types import SPACES, TensorType
 from tilec.passes.base import Pass, register
+
+# Register-tensor slots IRDL leaves open: operand positions by op (every result of these ops
+# is one too). An optional operand that is absent is not checked.
+REGISTER_OPERANDS = {
+    "tile.fragment": (),
+    "tile.fill": (0,),
+    "tile.load": (1,),
+    "tile.store": (0, 2),
+    "tile.gemm": (1, 3),
+    "tile.binary": (),
+    "tile.unary": (0,),
+    "tile.convert": (0,),
+    "tile.compare": (),
+    "tile.select": (0,),
+    "tile.coord": (0,),
+    "tile.cluster_reduce": (0,),
+    "tile.reduce": (0,),
+}
+
+
+def register_slots(op: ir.Operation) -> list[ir.Value]:
+    """The operands and results of `op` that must be tile tensors (IRDL's open slots)."""
+    slots = REGISTER_OPERANDS.get(op.name)
+    if slots is None:
+        return []
+    operands = list(op.operands)
+    return [operands[k] for k in slots if k < len(operands)] + list(op.results)
 
 
 @register
@@ -41,12 +71,17 @@ class TileVerify(Pass):
                     self.error(op, f"unknown memory space '{tensor.space}' in {typ}")
                     failed = True
                 spec = tensor.layout if tensor is not None else spec_of(typ)
-                if spec is not None:
+                specs = [spec] if tensor is None or tensor.tv is None else [spec, tensor.tv]
+                for text in specs if spec is not None else []:
                     try:
-                        parse_layout(spec, allow_dynamic=True)
+                        parse_layout(text, allow_dynamic=True)
                     except LayoutError as exc:
-                        self.error(op, f"malformed layout '{spec}' in {typ}: {exc}")
+                        self.error(op, f"malformed layout '{text}' in {typ}: {exc}")
                         failed = True
+            for v in register_slots(op):
+                if TensorType.of(v.type) is None:
+                    self.error(op, f"'{op.name}' takes register tensors here, not {v.type}")
+                    failed = True
             spec = spec_of(op.results[0].type) if op.name == "layout.make" else None
             if spec is not None and len(op.operands) != spec.count("?"):
                 self.error(

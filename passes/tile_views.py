@@ -37,14 +37,16 @@ class TensorType:
     elem: ir.Type
     space: str
     layout: A.Layout | A.ComposedLayout
+    tv: str | None = None  # a register tensor's thread–value layout (tile-distribute)
 
 
 def tensor_type(typ: ir.Type) -> TensorType | None:
-    """The parts of a `!tile.tensor<ELEM, "SPACE", "LAYOUT">` type, None for other types."""
+    """The parts of a `!tile.tensor<ELEM, "SPACE", "LAYOUT">` or `!tile.frag` type, None for
+    other types."""
     t = types.TensorType.of(typ)
     if t is None:
         return None
-    return TensorType(ir.Type.parse(t.elem), t.space, t.layout_value())
+    return TensorType(ir.Type.parse(t.elem), t.space, t.layout_value(), t.tv)
 
 
 def elem_bytes(elem: ir.Type) -> int:

@@ -17,6 +17,18 @@ irdl.dialect @tile {
     irdl.parameters(elem: %elem, space: %space, layout: %layout)
   }
 
+  // A register tensor spread over the block's threads (tile-distribute writes it): its layout
+  // as a `!tile.tensor<ELEM, "register", LAYOUT>` had it, and its thread–value layout in CuTe
+  // text (thread × value → the tile's column-major index; docs/tile-dialect.md). Operands
+  // that take either type are `irdl.any`: these bindings' IRDL loader cannot put two base
+  // constraints in an any_of (it aborts); tile-verify checks what they hold.
+  irdl.type @frag {
+    %elem = irdl.any
+    %layout = irdl.base "#builtin.string"
+    %tv = irdl.base "#builtin.string"
+    irdl.parameters(elem: %elem, layout: %layout, tv: %tv)
+  }
+
   // A tiled MMA: an atom (with wgmma's N filled in) repeated over warps or warp groups.
   irdl.type @mma {
     %atom = irdl.base "#builtin.string"
@@ -147,7 +159,7 @@ irdl.dialect @tile {
   irdl.operation @fragment {
     %m = irdl.base @tile::@mma
     %shape = irdl.base "#builtin.dense_array"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(mma: optional %m)
     irdl.attributes {"block_shape" = %shape}
     irdl.results(result: %r)
@@ -155,7 +167,7 @@ irdl.dialect @tile {
 
   // fill(dst) {value}: set every element.
   irdl.operation @fill {
-    %t = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
     %v = irdl.any
     irdl.operands(dst: %t)
     irdl.attributes {"value" = %v}
@@ -171,9 +183,9 @@ irdl.dialect @tile {
   // a predicate tensor (i1) and its false elements read `other` too.
   irdl.operation @load {
     %t = irdl.base @tile::@tensor
-    %like = irdl.base @tile::@tensor
+    %like = irdl.any  // !tile.tensor or !tile.frag
     %other = irdl.any
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(src: %t, like: optional %like)
     irdl.attributes {"other" = %other}
     irdl.results(result: %r)
@@ -182,9 +194,9 @@ irdl.dialect @tile {
   // store(value, dst[, mask]): registers to memory, converting the element type; out-of-bounds
   // elements, and those where the predicate tensor `mask` is false, are not written.
   irdl.operation @store {
-    %v = irdl.base @tile::@tensor
+    %v = irdl.any  // !tile.tensor or !tile.frag
     %t = irdl.base @tile::@tensor
-    %mask = irdl.base @tile::@tensor
+    %mask = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(value: %v, dst: %t, mask: optional %mask)
   }
 
@@ -220,9 +232,9 @@ irdl.dialect @tile {
   // gemm(mma, a, b, acc): acc += a @ b^T over the block tile (a: M×K, b: N×K), in place.
   irdl.operation @gemm {
     %m = irdl.base @tile::@mma
-    %a = irdl.base @tile::@tensor
+    %a = irdl.any  // !tile.tensor or !tile.frag
     %b = irdl.base @tile::@tensor
-    %acc = irdl.base @tile::@tensor
+    %acc = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(mma: %m, a: %a, b: %b, acc: %acc)
   }
 
@@ -233,7 +245,7 @@ irdl.dialect @tile {
     %a = irdl.any
     %b = irdl.any
     %op = irdl.base "#builtin.string"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(lhs: %a, rhs: %b)
     irdl.attributes {"op" = %op}
     irdl.results(result: %r)
@@ -241,9 +253,9 @@ irdl.dialect @tile {
 
   // unary(x) {op}: neg exp exp2 log sqrt rsqrt tanh relu gelu sigmoid abs.
   irdl.operation @unary {
-    %t = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
     %op = irdl.base "#builtin.string"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(x: %t)
     irdl.attributes {"op" = %op}
     irdl.results(result: %r)
@@ -251,8 +263,8 @@ irdl.dialect @tile {
 
   // convert(x): the element type of the result.
   irdl.operation @convert {
-    %t = irdl.base @tile::@tensor
-    %r = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(x: %t)
     irdl.results(result: %r)
   }
@@ -263,7 +275,7 @@ irdl.dialect @tile {
     %a = irdl.any
     %b = irdl.any
     %pred = irdl.base "#builtin.string"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(lhs: %a, rhs: %b)
     irdl.attributes {"pred" = %pred}
     irdl.results(result: %r)
@@ -271,10 +283,10 @@ irdl.dialect @tile {
 
   // select(pred, a, b): where(pred, a, b), elementwise; scalars and size-1 modes broadcast.
   irdl.operation @select {
-    %p = irdl.base @tile::@tensor
+    %p = irdl.any  // !tile.tensor or !tile.frag
     %a = irdl.any
     %b = irdl.any
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(pred: %p, a: %a, b: %b)
     irdl.results(result: %r)
   }
@@ -282,9 +294,9 @@ irdl.dialect @tile {
   // coord(x) {mode}: an i32 register tensor spread as x, each element its coordinate along
   // `mode` within x's tile (CuTe's identity tensor, partitioned like x).
   irdl.operation @coord {
-    %t = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
     %mode = irdl.base "#builtin.integer"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(x: %t)
     irdl.attributes {"mode" = %mode}
     irdl.results(result: %r)
@@ -293,9 +305,9 @@ irdl.dialect @tile {
   // cluster_reduce(x) {kind}: max, min or sum of x over the blocks of the kernel's cluster,
   // element by element (each block holds its own x; every block gets the same result).
   irdl.operation @cluster_reduce {
-    %t = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
     %kind = irdl.base "#builtin.string"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(x: %t)
     irdl.attributes {"kind" = %kind}
     irdl.results(result: %r)
@@ -303,10 +315,10 @@ irdl.dialect @tile {
 
   // reduce(x) {kind, mode}: max, min or sum along one mode, which keeps size 1.
   irdl.operation @reduce {
-    %t = irdl.base @tile::@tensor
+    %t = irdl.any  // !tile.tensor or !tile.frag
     %kind = irdl.base "#builtin.string"
     %mode = irdl.base "#builtin.integer"
-    %r = irdl.base @tile::@tensor
+    %r = irdl.any  // !tile.tensor or !tile.frag
     irdl.operands(x: %t)
     irdl.attributes {"kind" = %kind, "mode" = %mode}
     irdl.results(result: %r)

@@ -14,18 +14,25 @@ SPACES = ("global", "shared", "register")
 # Any word as the space: `tile-verify` reports one that is not in SPACES.
 _TENSOR = re.compile(r'!tile\.tensor<(.+), "(\w+)", "([^"]*)">')
 _MMA = re.compile(r'!tile\.mma<"([^"]*)", "([^"]*)">')
+# A register tensor spread over the threads (tile-distribute): its layout, then its TV layout.
+_FRAG = re.compile(r'!tile\.frag<(.+), "([^"]*)", "([^"]*)">')
 
 
 @dataclass(frozen=True)
 class TensorType:
-    """`!tile.tensor<ELEM, "SPACE", "LAYOUT">`: a view's element type, space and layout text."""
+    """`!tile.tensor<ELEM, "SPACE", "LAYOUT">`: a view's element type, space and layout text;
+    or `!tile.frag<ELEM, "LAYOUT", "TV">`, a register tensor whose thread–value layout
+    tile-distribute decided (`tv`: thread × value → the tile's column-major index)."""
 
     elem: str  # the MLIR spelling: f16, bf16, f32, ...
     space: str
     layout: str  # CuTe text; `?` entries are runtime values
+    tv: str | None = None  # register tensors after tile-distribute
 
     def get(self) -> ir.Type:
         """The MLIR type (needs a context with the tile dialect loaded)."""
+        if self.tv is not None:
+            return ir.Type.parse(f'!tile.frag<{self.elem}, "{self.layout}", "{self.tv}">')
         return ir.Type.parse(f'!tile.tensor<{self.elem}, "{self.space}", "{self.layout}">')
 
     def layout_value(self) -> L.Layout | L.ComposedLayout:
@@ -35,8 +42,12 @@ class TensorType:
     @staticmethod
     def of(t: ir.Type) -> TensorType | None:
         """The tensor type `t` is, or None if it is another type."""
-        m = _TENSOR.fullmatch(str(t))
-        return TensorType(m.group(1), m.group(2), m.group(3)) if m else None
+        text = str(t)
+        m = _TENSOR.fullmatch(text)
+        if m:
+            return TensorType(m.group(1), m.group(2), m.group(3))
+        m = _FRAG.fullmatch(text)
+        return TensorType(m.group(1), "register", m.group(2), m.group(3)) if m else None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 // RUN: tile-opt -p "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})" %s | filecheck %s --check-prefix=NVVM
 // RUN: not tilec compile %s --emit ptx 2>&1 | filecheck %s --check-prefix=NOSTAGE
 // RUN: not tilec compile %s.missing.tile 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: mkdir -p %t.dir && not tilec compile %s --from gpu --emit nvvm -o %t.dir 2>&1 | filecheck %s --check-prefix=ISDIR
 // RUN: not tilec compile %s --from gpu --emit nope 2>&1 | filecheck %s --check-prefix=BADEMIT
 // RUN: not tilec compile %s --from gpu -D BM 2>&1 | filecheck %s --check-prefix=BADPARAM
 
@@ -26,6 +27,9 @@
 // NOSTAGE: error: cannot tell which stage
 // NOSTAGE-NEXT: note: name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE
 // MISSING: error: cannot read '{{.*}}.missing.tile'
+// An output path that is a folder is an error naming it, not a traceback.
+// ISDIR: error: cannot write '{{.*}}.dir': Is a directory
+// ISDIR-NOT: Traceback
 // BADEMIT: error: unknown stage 'nope'
 // BADPARAM: error: -D expects NAME=VALUE, got 'BM'
 

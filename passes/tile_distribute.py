@@ -1,0 +1,476 @@
+r"""Passes: `tile-distribute`, every register tensor's thread–value layout written into its type.
+
+In the tile stage a register tensor is a block-level value, `!tile.tensor<f32, "register",
+"(1,4096):(1,1)">`: nothing says which thread holds which element. This pass decides it, the
+way Triton's layout assignment does, and writes it down as CuTe's TV layout (thread × value →
+the tile's column-major index):
+
+    !tile.frag<f32, "(1,4096):(1,1)", "((128),(8,4)):((8),(1,1024))">
+
+convert-tile-to-gpu then lowers each register tensor as its type says (and checks that what
+it built is that layout). Four kinds of spread, each with its TV layout:
+
+  blocked   chunks of V elements along mode m, chunk v for thread v mod T (`Partition`; see
+            tile_fragments): `P ∘ ((T),(V,I)):((V),(1,V·T))` with P taking e (mode m fastest)
+            to the column-major index. A load picks it from its tile's layout (16-byte chunks
+            along the unit-stride mode); a `fragment` takes the one of the tensors it meets.
+  mma       the C fragment of a tiled MMA (`atoms.tiled_c`): `fragment(mma)`, what it flows into.
+  reduced   reduced along mode k: `R o 0 o TV` with TV the source's layout and R the source
+            block's shape with the reduced tile's column-major strides, mode k's stride 0 (the
+            threads of one group hold the same value).
+  plain     one element every thread holds (`((T),(1)):((0),(0))`): a one-element fragment,
+            a one-element reduction's result.
+
+Anchors: `fragment` (an MMA's, or the spread of what it meets), `load` (its tile's, or that of
+its `like`), `reduce` (its operand's, reduced). Elementwise ops, `coord` and `cluster_reduce`
+take their operands'; a loop's iter_args and results their initial value's. Operands spread
+differently, or a loop whose value changes its spread, are located errors here.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from types import SimpleNamespace
+
+from mlir import ir
+
+from tilec.binding import walk
+from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.text import parse_layout
+from tilec.dialects.tile.types import TensorType as TypeText
+from tilec.lowering import LoweringError
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
+from tilec.passes.tile_fragments import Deferred, Frag, Partition, Reduced
+from tilec.passes.tile_mma import MmaPartition, mma_partition
+from tilec.passes.tile_views import elem_bytes, tensor_type
+
+PLAIN = "plain"  # one element every thread holds
+Part = Partition | MmaPartition
+Spread = Part | tuple[Part, int] | str  # blocked / mma, (source, mode) reduced, PLAIN
+# Ops whose result is spread as their full-shape register operands (one element each).
+SAME_SPREAD = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")
+UNDISTRIBUTED = "a register tensor without its thread–value layout: run tile-distribute first"
+STAYS = "a loop's value must stay spread over the threads as it was when the loop began"
+FULL = "expected a register tensor of a full tile"
+
+
+# TV layouts ---------------------------------------------------------------------------------
+
+
+def blocked_tv(part: Partition) -> A.Layout:
+    """thread × value → column-major index of a blocked spread (value v = j + V·i)."""
+    cm = A.compact_col_major(part.shape)
+    order = part.order
+    by_e = A.Layout(tuple(part.shape[k] for k in order), tuple(cm[k] for k in order))
+    t, v, n = part.threads, part.vec, part.iters
+    tv = A.composition(by_e, A.Layout(((t,), (v, n)), ((v,), (1, v * t))))
+    modes = (
+        [A.flatten(A.shape(tv)[k]) for k in (0, 1)],
+        [A.flatten(A.stride(tv)[k]) for k in (0, 1)],
+    )
+    return A.Layout(tuple(tuple(x) for x in modes[0]), tuple(tuple(x) for x in modes[1]))
+
+
+def plain_tv(threads: int) -> str:
+    return str(A.Layout(((threads,), (1,)), ((0,), (0,))))
+
+
+def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
+    """The TV layout a spread's type carries; `single`: the tensor has one element (then a
+    reduction's result is plain: every thread holds the one value)."""
+    if spread == PLAIN or (single and isinstance(spread, tuple)):
+        return plain_tv(threads)
+    if isinstance(spread, tuple):
+        part, mode = spread
+        block = part.block if isinstance(part, MmaPartition) else part.shape
+        reduced = [1 if k == mode else s for k, s in enumerate(block)]
+        cm = A.compact_col_major(tuple(reduced))
+        strides = tuple(0 if k == mode else cm[k] for k in range(len(block)))
+        return f"{A.Layout(tuple(block), strides)} o 0 o {tv_text(part, threads)}"
+    if isinstance(spread, MmaPartition):
+        return str(spread.tv)
+    return str(blocked_tv(spread))
+
+
+@cache
+def decode(
+    shape: tuple[int, ...], tv: str, threads: int
+) -> Partition | tuple[Partition, int] | str:
+    """The blocked, reduced-blocked or plain spread whose TV layout is `tv` (ValueError for
+    another: an MMA's fragments are lowered from their MMA, not from this)."""
+    if tv == plain_tv(threads):
+        return PLAIN
+    if " o 0 o " in tv:
+        outer, inner = tv.split(" o 0 o ", 1)
+        r = parse_layout(outer)
+        block, strides = tuple(A.flatten(r.shape)), A.flatten(r.stride)
+        zero = [k for k, d in enumerate(strides) if d == 0]
+        source = decode(block, inner, threads) if len(zero) == 1 else None
+        if isinstance(source, Partition):
+            return source, zero[0]
+        raise ValueError(f"'{tv}' is not a reduced blocked spread")
+    extended = [k for k, s in enumerate(shape) if s > 1] or list(range(len(shape)))
+    for m in extended:
+        for vec in (1, 2, 4, 8, 16):
+            if shape[m] % vec == 0:
+                part = Partition(shape, m, vec, threads)
+                if str(blocked_tv(part)) == tv:
+                    return part
+    raise ValueError(f"'{tv}' is not a blocked spread of {shape} over {threads} threads")
+
+
+def spread_of_type(op: ir.Operation, value: ir.Value, threads: int) -> Spread:
+    """A register tensor's spread, read from its `!tile.frag` type (a located error if it has
+    none, or one that is not blocked, reduced or plain)."""
+    t = tensor_type(value.type)
+    if t is None or t.tv is None:
+        raise LoweringError(op, UNDISTRIBUTED)
+    try:
+        return decode(tuple(A.flatten(A.shape(t.layout))), t.tv, threads)
+    except ValueError as err:
+        raise LoweringError(op, str(err)) from None
+
+
+def check(op: ir.Operation, value: ir.Value, lowered: object, threads: int) -> None:
+    """That convert-tile-to-gpu built `value` (as `lowered`: a Frag, Deferred, Reduced or
+    plain ir.Value) as its type says: an internal check that keeps the types true."""
+    t = tensor_type(value.type)
+    if t is None or t.space != "register":
+        return
+    if isinstance(lowered, Reduced):
+        spread: Spread = (lowered.part, lowered.mode)
+    elif isinstance(lowered, Frag | Deferred):
+        spread = lowered.part
+    elif isinstance(lowered, ir.Value):
+        spread = PLAIN
+    else:
+        return
+    single = A.size(t.layout) == 1
+    if t.tv != tv_text(spread, threads, single):
+        raise LoweringError(
+            op, f"lowered as {tv_text(spread, threads, single)}, but its type says {t.tv}"
+        )
+
+
+def undistributed(func: ir.Operation) -> ir.Operation | None:
+    """The first op whose result is a register tensor without its TV layout."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        for r in op.results:
+            t = tensor_type(r.type)
+            if t is not None and t.space == "register" and t.tv is None:
+                found.append(op)
+
+    walk(func, visit)
+    return found[0] if found else None
+
+
+# Deciding spreads ---------------------------------------------------------------------------
+
+
+def describe(part: Part) -> str:
+    """A spread in the words of the language."""
+    if isinstance(part, MmaPartition):
+        return f"the C fragment of an MMA on a {part.block[0]}x{part.block[1]} block"
+    return (
+        f"a {'x'.join(map(str, part.shape))} tile in {part.vec}-element chunks along mode "
+        f"{part.m} over {part.threads} threads"
+    )
+
+
+def is_register(value: ir.Value) -> bool:
+    t = tensor_type(value.type)
+    return t is not None and t.space == "register"
+
+
+def single(value: ir.Value) -> bool:
+    return A.size(tensor_type(value.type).layout) == 1
+
+
+class Spreads:
+    """The spread of every register tensor of one kernel, decided in program order."""
+
+    def __init__(self, func: ir.Operation) -> None:
+        self.threads = math.prod(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.of: dict[ir.Value, Spread] = {}
+        self.likes: dict[ir.Operation, list[Spread | None]] = {}  # carrying loops' inits
+
+    def visit(self, op: ir.Operation) -> None:
+        rule = RULES.get(op.name)
+        if rule is not None:
+            rule(self, op)
+        elif any(is_register(r) for r in op.results):
+            raise LoweringError(op, f"tile-distribute has no rule for '{op.name}'")
+
+    def get(self, op: ir.Operation, value: ir.Value) -> Spread:
+        if value not in self.of:
+            raise LoweringError(op, "operand's spread was not decided before its use")
+        return self.of[value]
+
+    def full(self, op: ir.Operation, value: ir.Value) -> Part:
+        s = self.get(op, value)
+        if isinstance(s, tuple) or s == PLAIN:
+            raise LoweringError(op, FULL)
+        return s
+
+    def fragment(self, op: ir.Operation) -> None:
+        r = op.results[0]
+        if op.operands:
+            block = tuple(ir.DenseI64ArrayAttr(op.attributes["block_shape"]))
+            self.of[r] = mma_partition(op, op.operands[0].type, block)
+        else:
+            self.of[r] = PLAIN if single(r) else spread_of_value(r, self.threads)
+
+    def load(self, op: ir.Operation) -> None:
+        r = op.results[0]
+        if len(op.operands) == 1:
+            self.of[r] = spread_of_load(op, self.threads)
+            return
+        like = self.full(op, op.operands[1])
+        shape = tuple(A.flatten(A.shape(tensor_type(op.operands[0].type).layout)))
+        if isinstance(like, MmaPartition) and shape != like.block:
+            raise LoweringError(op, f"loading a {shape} tile like a {like.block} fragment")
+        if isinstance(like, Partition) and shape != like.shape:
+            raise LoweringError(op, f"loading a {shape} tile like a {like.shape} tensor")
+        self.of[r] = like
+
+    def reduce(self, op: ir.Operation) -> None:
+        mode = ir.IntegerAttr(op.attributes["mode"]).value
+        self.of[op.results[0]] = (self.full(op, op.operands[0]), mode)
+
+    def coord(self, op: ir.Operation) -> None:
+        s = self.get(op, op.operands[0])
+        if isinstance(s, tuple):
+            raise LoweringError(op, "coord of this register tensor is not lowered yet")
+        self.of[op.results[0]] = s
+
+    def same(self, op: ir.Operation) -> None:
+        self.of[op.results[0]] = self.get(op, op.operands[0])
+
+    def elementwise(self, op: ir.Operation) -> None:
+        """As tile_fragments.elementwise combines: plain operands broadcast as scalars, reduced
+        ones over the full ones, all over one partition."""
+        spreads = [self.get(op, v) for v in op.operands if is_register(v)]
+        frags = [s for s in spreads if s != PLAIN]
+        if not frags:
+            self.of[op.results[0]] = PLAIN
+            return
+        full = [s for s in frags if not isinstance(s, tuple)]
+        part = full[0] if full else frags[0][0]
+        for s in frags:
+            other = s[0] if isinstance(s, tuple) else s
+            if other != part:
+                raise LoweringError(
+                    op,
+                    f"operands are spread over the threads differently: {describe(part)} and "
+                    f"{describe(other)} (hint: give both operands the same tile shape and "
+                    "layout, or load one like the other: load(t, like = other))",
+                )
+        modes = {s[1] for s in frags if isinstance(s, tuple)}
+        self.of[op.results[0]] = (part, modes.pop()) if not full and len(modes) == 1 else part
+
+    def loop(self, op: ir.Operation) -> None:
+        if not any(is_register(r) for r in op.results):
+            return
+        likes = [self.get(op, v) if is_register(v) else None for v in list(op.operands)[3:]]
+        self.likes[op] = likes
+        args = list(op.regions[0].blocks[0].arguments)[1:]
+        for like, arg, result in zip(likes, args, op.results, strict=True):
+            if like is not None:
+                self.of[arg] = self.of[result] = like
+
+    def yield_(self, op: ir.Operation) -> None:
+        likes = self.likes.get(op.parent)
+        if likes is None:
+            return
+        for v, like in zip(op.operands, likes, strict=True):
+            if like is not None and not carries(self.get(op, v), like, single(v)):
+                raise LoweringError(op, STAYS)
+
+
+def carries(value: Spread, like: Spread, one: bool) -> bool:
+    """Whether a loop carrying `like` may yield `value` (tile_carry.flatten's cases)."""
+    if like == PLAIN:
+        return value == PLAIN or (isinstance(value, tuple) and one)
+    if isinstance(like, tuple):
+        return value == PLAIN or value == like
+    return value == like
+
+
+RULES = {
+    "tile.fragment": Spreads.fragment,
+    "tile.load": Spreads.load,
+    "tile.reduce": Spreads.reduce,
+    "tile.coord": Spreads.coord,
+    "tile.cluster_reduce": Spreads.same,
+    **dict.fromkeys(SAME_SPREAD, Spreads.elementwise),
+    "scf.for": Spreads.loop,
+    "scf.yield": Spreads.yield_,
+}
+
+
+# A load's own spread, and a fragment's from what it meets -------------------------------------
+
+
+def spread_of_load(op: ir.Operation, threads: int) -> Partition:
+    """A plain load's spread: 16-byte chunks along its tile's unit-stride mode, as far as the
+    tile's layout keeps them contiguous (tile_access.choose_partition on the type's layout)."""
+    src = tensor_type(op.operands[0].type)
+    shape = tuple(A.flatten(A.shape(src.layout)))
+    if not all(isinstance(s, int) for s in shape):
+        raise LoweringError(op, "a block-level access needs a static tile shape; tile first")
+    return choose_partition(view_of(src), shape, threads)  # type: ignore[arg-type]
+
+
+def view_of(src) -> SimpleNamespace:  # noqa: ANN001
+    """What choose_partition reads of a view (strides, element, swizzle), from its type."""
+    inner = src.layout.inner if isinstance(src.layout, A.ComposedLayout) else src.layout
+    stride = [d if isinstance(d, int) else None for d in A.flatten(inner.stride)]
+    swizzle = src.layout.outer if isinstance(src.layout, A.ComposedLayout) else None
+    return SimpleNamespace(stride=stride, elem=src.elem, swizzle=swizzle)
+
+
+def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partition, int]:
+    """The spread of a `fragment` without an MMA: that of a plain load it meets through
+    elementwise ops and loop iter_args, or of a reduction's result it meets (as that result:
+    a running max of several rows, `fragment<f32>((ROWS, 1))`); else along its last mode in
+    16-byte chunks."""
+    t = tensor_type(value.type)
+    shape = tuple(A.flatten(A.shape(t.layout)))
+    seen: set[ir.Value] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen or tensor_type(v.type) is None:
+            continue
+        seen.add(v)
+        found = anchor(v, shape, threads)
+        if found is not None:
+            return found
+        owner = v.owner
+        if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce":
+            source = spread_of_value(owner.operands[0], threads)
+            if isinstance(source, Partition):
+                return source, ir.IntegerAttr(owner.attributes["mode"]).value
+        todo += neighbours(v, shape)
+    m = max((k for k, s in enumerate(shape) if s > 1), default=len(shape) - 1)
+    vec = largest_pow2_dividing(shape[m], max(1, VECTOR_BYTES // elem_bytes(t.elem)))
+    return Partition(shape, m, vec, threads)
+
+
+def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Partition | None:
+    """The spread of `v` if a plain load made it (from its tile's type), else None."""
+    owner = v.owner
+    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "tile.load":
+        return None
+    if len(owner.operands) > 1:
+        return None  # load(t, like = x): x's spread, found through `neighbours`
+    src = tensor_type(owner.operands[0].type)
+    view = view_of(src)
+    if len(view.stride) != len(shape) or math.prod(shape) != A.size(src.layout):
+        return None
+    return choose_partition(view, shape, threads)  # type: ignore[arg-type]
+
+
+def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
+    """Values spread as `v` is: across elementwise ops (not broadcasts), load's like, loops."""
+    out: list[ir.Value] = []
+    owner = v.owner
+    if isinstance(owner, ir.Operation | ir.OpView):
+        op = owner.operation
+        if op.name in SAME_SPREAD or (op.name == "tile.load" and len(op.operands) > 1):
+            out += [x for x in op.operands if full(x, shape)]
+        if op.name == "scf.for":
+            n = list(op.results).index(v)
+            out += [op.operands[3 + n], yielded(op, n), op.regions[0].blocks[0].arguments[1 + n]]
+    elif isinstance(owner, ir.Block):
+        loop = owner.owner
+        if loop.name == "scf.for" and v.arg_number > 0:
+            n = v.arg_number - 1
+            out += [loop.operands[3 + n], yielded(loop, n), loop.results[n]]
+    for use in v.uses:
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if user.name in SAME_SPREAD or (user.name == "tile.load" and use.operand_number == 1):
+            out += [r for r in user.results if full(r, shape)]
+        elif user.name == "scf.for" and use.operand_number >= 3:
+            n = use.operand_number - 3
+            out += [user.results[n], user.regions[0].blocks[0].arguments[1 + n]]
+        elif user.name == "scf.yield" and user.parent.name == "scf.for":
+            loop = user.parent
+            n = use.operand_number
+            out += [loop.results[n], loop.regions[0].blocks[0].arguments[1 + n]]
+    return out
+
+
+def yielded(loop: ir.Operation, n: int) -> ir.Value:
+    return list(loop.regions[0].blocks[0].operations)[-1].operands[n]
+
+
+def full(v: ir.Value, shape: tuple[int, ...]) -> bool:
+    t = tensor_type(v.type)
+    return t is not None and tuple(A.flatten(A.shape(t.layout))) == shape
+
+
+# The pass -------------------------------------------------------------------------------------
+
+
+def retype(value: ir.Value, spread: Spread, threads: int) -> str | None:
+    """Give `value` its TV layout; a value typed already must have this one (else: why not)."""
+    t = TypeText.of(value.type)
+    tv = tv_text(spread, threads, single(value))
+    if t.tv is None:
+        value.set_type(TypeText(t.elem, "register", t.layout, tv).get())
+    elif t.tv != tv:
+        return f"its type says {t.tv}, but it is spread as {tv}"
+    return None
+
+
+def defining_op(value: ir.Value) -> ir.Operation:
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else owner.owner
+
+
+@register
+class TileDistribute(Pass):
+    """Give every register tensor its thread–value layout: `!tile.frag<ELEM, LAYOUT, TV>`.
+
+        %x = "tile.load"(%t) {other = 0.0 : f16} : (!tile.tensor<f16, "global", "(1,4096):(?,1)">)
+               -> !tile.tensor<f16, "register", "(1,4096):(1,1)">
+      → (128 threads)
+        ... -> !tile.frag<f16, "(1,4096):(1,1)", "((128),(8,4)):((8),(1,1024))">
+
+    Loads, MMA fragments and reductions fix a spread; elementwise ops, coord and loops pass it
+    on; a fragment without an MMA takes the spread of what it meets. Operands spread
+    differently are a located error.
+    """
+
+    name = "tile-distribute"
+
+    def run(self, module: ir.Operation) -> None:
+        funcs: list[ir.Operation] = []
+        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
+        done = [self.distribute(f) for f in funcs if "tile.kernel" in f.attributes]
+        if not all(done):
+            self.fail()
+
+    def distribute(self, func: ir.Operation) -> bool:
+        if "tile.threads" not in func.attributes:
+            self.error(func, "a tile kernel needs a tile.threads attribute")
+            return False
+        spreads = Spreads(func)
+        ops: list[ir.Operation] = []
+        walk(func, ops.append)
+        try:
+            for op in ops:
+                spreads.visit(op)
+        except LoweringError as err:
+            self.error(err.op, str(err))
+            return False
+        for value, spread in spreads.of.items():
+            if (why := retype(value, spread, spreads.threads)) is not None:
+                self.error(defining_op(value), why)
+                return False
+        return True
