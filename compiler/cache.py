@@ -1,8 +1,11 @@
-"""Compile cache: bundles on disk keyed by source, parameters, target and tilec version."""
+"""Compile cache: bundles on disk keyed by source, parameters, target and tilec version, and
+stored under that key combined with a digest of the compiler's own code: a compiler change
+(same version) compiles again instead of returning bundles an older compiler made."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -39,6 +42,23 @@ def cache_key(source: str, params: Mapping[str, Any], target: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+@functools.cache
+def compiler_digest() -> str:
+    """sha256 (hex) of the compiler's code: every .py and .mlir file of the tilec packages
+    that compile (tilec, tilec.passes, tilec.dialects), by path, read once per process."""
+    import tilec
+    import tilec.dialects
+    import tilec.passes
+
+    h = hashlib.sha256()
+    for package in (tilec, tilec.passes, tilec.dialects):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".mlir") and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def cached_compile(
     source: str, params: Mapping[str, Any], target: str, compile_fn: CompileFn
 ) -> Path:
@@ -50,8 +70,9 @@ def cached_compile(
     own.
     """
     key = cache_key(source, params, target)
-    root = cache_dir() / key[:2]
-    final = root / key
+    slot = hashlib.sha256(f"{key}:{compiler_digest()}".encode()).hexdigest()
+    root = cache_dir() / slot[:2]
+    final = root / slot
     if (final / MANIFEST_NAME).is_file():
         return final
     manifest, ptx, wide_ptx, special_ptx = compile_fn(source, dict(params), target)

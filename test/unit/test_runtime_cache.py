@@ -77,6 +77,25 @@ def test_miss_then_hit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert leftovers == []
 
 
+def test_a_compiler_change_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bundles an older compiler made (same version, same source) are not returned."""
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    calls: list[Any] = []
+    first = cache.cached_compile("src", {"BM": 64}, "sm_80", fake_compile(calls))
+    monkeypatch.setattr(cache, "compiler_digest", lambda: "another compiler")
+    second = cache.cached_compile("src", {"BM": 64}, "sm_80", fake_compile(calls))
+    assert first != second and len(calls) == 2
+    assert load(first).manifest.source_hash == load(second).manifest.source_hash
+
+
+def test_compiler_digest_reads_the_passes() -> None:
+    import tilec.passes
+
+    digest = cache.compiler_digest()
+    assert len(digest) == 64 and digest == cache.compiler_digest()
+    assert (Path(tilec.passes.__file__).parent / "tile_distribute.py").is_file()
+
+
 def test_default_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TILEC_CACHE_DIR", raising=False)
     assert cache.cache_dir() == Path.home() / ".cache" / "tilec"
