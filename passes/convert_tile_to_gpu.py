@@ -16,7 +16,6 @@ from tilec.passes import (
     tile_async_waits,
     tile_carry,
     tile_cluster,
-    tile_distribute,
     tile_epilogue,
     tile_loops,
     tile_memory,
@@ -25,6 +24,7 @@ from tilec.passes import (
     tile_mma_store,
     tile_pipeline,
     tile_remat,
+    tile_spreads,
     tile_views,
 )
 from tilec.passes.base import Pass, register
@@ -45,6 +45,12 @@ from tilec.passes.tile_fragments import (
 from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
+from tilec.passes.tile_refusals import (
+    COPY_FAMILIES,
+    UNWAITED,
+    unlowered_copy,
+    unlowered_region,
+)
 from tilec.passes.tile_views import View, tensor_type
 
 DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
@@ -167,7 +173,7 @@ class KernelLowering:
         result = lowering(self, op, IndexBuilder())
         if result is not None:
             self.lowered[op.results[0]] = result
-            tile_distribute.check(op, op.results[0], result, self.threads)
+            tile_spreads.check(op, op.results[0], result, self.threads)
 
     def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
         dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
@@ -214,8 +220,10 @@ class KernelLowering:
 
     def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
         """A loop that carries register tensors: rebuilt to carry their scalars."""
-        if holds_gemm(op):
-            raise LoweringError(op, "a loop that updates a var cannot hold a gemm yet")
+        if self.loops.rebuilds(op):  # both would rebuild it; a gemm whose acc is made in it is fine
+            raise LoweringError(
+                op, "a loop that updates a var cannot also carry a gemm accumulator made outside it"
+            )
         terminator = list(op.regions[0].blocks[0].operations)[-1]
         self.carrying.append((terminator, tile_carry.CarriedLoop(op, self.lowered, self.casts)))
 
@@ -271,7 +279,7 @@ class KernelLowering:
         other = constant(view.elem, kind(attr).value)
         like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
         if like is None:  # spread as tile-distribute decided
-            part = tile_distribute.spread_of_type(op, op.results[0], self.threads)
+            part = tile_spreads.spread_of_type(op, op.results[0], self.threads)
             if not isinstance(part, Partition):
                 raise LoweringError(op, "a load's own spread is blocked (chunks along a mode)")
             loaded = tile_memory.load(op, view, other, self.tid, self.threads, part)
@@ -392,50 +400,6 @@ LOWERINGS: dict[str, Lowering] = {
     "scf.for": KernelLowering.carried_loop,
     "scf.yield": KernelLowering.carried_yield,
 }
-# Copy atoms by family (the name up to its first dot): `auto` (a copy without an atom) becomes
-# vector loads and stores, `cp_async.*` cp.async (tile_async checks the width). Any other atom
-# is refused: lowering it as one of these would silently emit something else.
-COPY_FAMILIES = ("auto", "cp_async")
-NOT_YET = {
-    "vec": "the copy lowering picks its own vector width",
-    "universal": "the copy lowering picks its own vector width",
-}
-# copy<tma> completes on the mbarrier ring between a warp_specialize producer and its consumers,
-# which convert-tile-sm90 builds; outside such a kernel there is no ring to complete on.
-TMA_OUTSIDE = (
-    "copy<tma> is lowered only in the producer of a warp_specialize kernel (convert-tile-sm90), "
-    "whose mbarrier ring its loads complete on"
-)
-# A cp.async copy outside tile-pipeline is waited for where tile-async-waits says (its
-# tile.async_commit / tile.async_wait ops); without them nothing would wait for it.
-UNWAITED = (
-    "a cp.async copy outside tile-pipeline needs tile-async-waits first, which places its "
-    "commit and the waits for it"
-)
-# Region attributes from the source that an earlier pass must have lowered (and removed).
-UNLOWERED_REGIONS = {
-    "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "
-    "first: here its roles would run on every thread, one after the other, without setmaxnreg",
-}
-
-
-def unlowered_copy(atom: str) -> str:
-    family = atom.split(".")[0]
-    why = TMA_OUTSIDE if family == "tma" else f"copy<{atom}> is not lowered yet"
-    if family in NOT_YET:
-        why += f": {NOT_YET[family]}"
-    return f"{why} (lowered: copy without an atom, copy<cp_async.*>)"
-
-
-def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
-    """The first op of `func` (in program order) with a region attribute nothing lowers."""
-    found: list[tuple[ir.Operation, str]] = []
-
-    def visit(op: ir.Operation) -> None:
-        found.extend((op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes)
-
-    walk(func, visit)
-    return found[0] if found else None
 
 
 def lowered_here(op: ir.Operation) -> bool:
@@ -489,8 +453,8 @@ class ConvertTileToGpu(Pass):
         try:
             if (unlowered := unlowered_region(func)) is not None:
                 raise LoweringError(*unlowered)
-            if (bare := tile_distribute.undistributed(func)) is not None:
-                raise LoweringError(bare, tile_distribute.UNDISTRIBUTED)
+            if (bare := tile_spreads.undistributed(func)) is not None:
+                raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
             kernel = KernelLowering(func, module)
             loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
             for n, op in enumerate(ops):

@@ -25,9 +25,9 @@ from mlir.dialects import llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
-from tilec.passes.tile_distribute import PLAIN, spread_of_type
 from tilec.passes.tile_fragments import Frag, Reduced
 from tilec.passes.tile_loops import moved_loop
+from tilec.passes.tile_spreads import PLAIN, spread_of_type
 from tilec.passes.tile_views import tensor_type
 
 Lowered = Frag | Reduced | ir.Value

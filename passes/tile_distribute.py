@@ -30,142 +30,25 @@ differently, or a loop whose value changes its spread, are located errors here.
 from __future__ import annotations
 
 import math
-from functools import cache
 from types import SimpleNamespace
 
 from mlir import ir
 
 from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.layout.text import parse_layout
 from tilec.dialects.tile.types import TensorType as TypeText
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
-from tilec.passes.tile_fragments import Deferred, Frag, Partition, Reduced
+from tilec.passes.tile_fragments import Partition, rows_match
 from tilec.passes.tile_mma import MmaPartition, mma_partition
+from tilec.passes.tile_spreads import PLAIN, Part, Spread, tv_text
 from tilec.passes.tile_views import elem_bytes, tensor_type
 
-PLAIN = "plain"  # one element every thread holds
-Part = Partition | MmaPartition
-Spread = Part | tuple[Part, int] | str  # blocked / mma, (source, mode) reduced, PLAIN
 # Ops whose result is spread as their full-shape register operands (one element each).
 SAME_SPREAD = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")
-UNDISTRIBUTED = "a register tensor without its thread–value layout: run tile-distribute first"
 STAYS = "a loop's value must stay spread over the threads as it was when the loop began"
 FULL = "expected a register tensor of a full tile"
-
-
-# TV layouts ---------------------------------------------------------------------------------
-
-
-def blocked_tv(part: Partition) -> A.Layout:
-    """thread × value → column-major index of a blocked spread (value v = j + V·i)."""
-    cm = A.compact_col_major(part.shape)
-    order = part.order
-    by_e = A.Layout(tuple(part.shape[k] for k in order), tuple(cm[k] for k in order))
-    t, v, n = part.threads, part.vec, part.iters
-    tv = A.composition(by_e, A.Layout(((t,), (v, n)), ((v,), (1, v * t))))
-    modes = (
-        [A.flatten(A.shape(tv)[k]) for k in (0, 1)],
-        [A.flatten(A.stride(tv)[k]) for k in (0, 1)],
-    )
-    return A.Layout(tuple(tuple(x) for x in modes[0]), tuple(tuple(x) for x in modes[1]))
-
-
-def plain_tv(threads: int) -> str:
-    return str(A.Layout(((threads,), (1,)), ((0,), (0,))))
-
-
-def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
-    """The TV layout a spread's type carries; `single`: the tensor has one element (then a
-    reduction's result is plain: every thread holds the one value)."""
-    if spread == PLAIN or (single and isinstance(spread, tuple)):
-        return plain_tv(threads)
-    if isinstance(spread, tuple):
-        part, mode = spread
-        block = part.block if isinstance(part, MmaPartition) else part.shape
-        reduced = [1 if k == mode else s for k, s in enumerate(block)]
-        cm = A.compact_col_major(tuple(reduced))
-        strides = tuple(0 if k == mode else cm[k] for k in range(len(block)))
-        return f"{A.Layout(tuple(block), strides)} o 0 o {tv_text(part, threads)}"
-    if isinstance(spread, MmaPartition):
-        return str(spread.tv)
-    return str(blocked_tv(spread))
-
-
-@cache
-def decode(
-    shape: tuple[int, ...], tv: str, threads: int
-) -> Partition | tuple[Partition, int] | str:
-    """The blocked, reduced-blocked or plain spread whose TV layout is `tv` (ValueError for
-    another: an MMA's fragments are lowered from their MMA, not from this)."""
-    if tv == plain_tv(threads):
-        return PLAIN
-    if " o 0 o " in tv:
-        outer, inner = tv.split(" o 0 o ", 1)
-        r = parse_layout(outer)
-        block, strides = tuple(A.flatten(r.shape)), A.flatten(r.stride)
-        zero = [k for k, d in enumerate(strides) if d == 0]
-        source = decode(block, inner, threads) if len(zero) == 1 else None
-        if isinstance(source, Partition):
-            return source, zero[0]
-        raise ValueError(f"'{tv}' is not a reduced blocked spread")
-    extended = [k for k, s in enumerate(shape) if s > 1] or list(range(len(shape)))
-    for m in extended:
-        for vec in (1, 2, 4, 8, 16):
-            if shape[m] % vec == 0:
-                part = Partition(shape, m, vec, threads)
-                if str(blocked_tv(part)) == tv:
-                    return part
-    raise ValueError(f"'{tv}' is not a blocked spread of {shape} over {threads} threads")
-
-
-def spread_of_type(op: ir.Operation, value: ir.Value, threads: int) -> Spread:
-    """A register tensor's spread, read from its `!tile.frag` type (a located error if it has
-    none, or one that is not blocked, reduced or plain)."""
-    t = tensor_type(value.type)
-    if t is None or t.tv is None:
-        raise LoweringError(op, UNDISTRIBUTED)
-    try:
-        return decode(tuple(A.flatten(A.shape(t.layout))), t.tv, threads)
-    except ValueError as err:
-        raise LoweringError(op, str(err)) from None
-
-
-def check(op: ir.Operation, value: ir.Value, lowered: object, threads: int) -> None:
-    """That convert-tile-to-gpu built `value` (as `lowered`: a Frag, Deferred, Reduced or
-    plain ir.Value) as its type says: an internal check that keeps the types true."""
-    t = tensor_type(value.type)
-    if t is None or t.space != "register":
-        return
-    if isinstance(lowered, Reduced):
-        spread: Spread = (lowered.part, lowered.mode)
-    elif isinstance(lowered, Frag | Deferred):
-        spread = lowered.part
-    elif isinstance(lowered, ir.Value):
-        spread = PLAIN
-    else:
-        return
-    single = A.size(t.layout) == 1
-    if t.tv != tv_text(spread, threads, single):
-        raise LoweringError(
-            op, f"lowered as {tv_text(spread, threads, single)}, but its type says {t.tv}"
-        )
-
-
-def undistributed(func: ir.Operation) -> ir.Operation | None:
-    """The first op whose result is a register tensor without its TV layout."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> None:
-        for r in op.results:
-            t = tensor_type(r.type)
-            if t is not None and t.space == "register" and t.tv is None:
-                found.append(op)
-
-    walk(func, visit)
-    return found[0] if found else None
 
 
 # Deciding spreads ---------------------------------------------------------------------------
@@ -262,7 +145,7 @@ class Spreads:
         part = full[0] if full else frags[0][0]
         for s in frags:
             other = s[0] if isinstance(s, tuple) else s
-            if other != part:
+            if not (rows_match(*s, part) if isinstance(s, tuple) else s == part):
                 raise LoweringError(
                     op,
                     f"operands are spread over the threads differently: {describe(part)} and "
@@ -333,7 +216,7 @@ def view_of(src) -> SimpleNamespace:  # noqa: ANN001
     return SimpleNamespace(stride=stride, elem=src.elem, swizzle=swizzle)
 
 
-def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partition, int]:
+def spread_of_value(value: ir.Value, threads: int) -> Part | tuple[Part, int]:
     """The spread of a `fragment` without an MMA: that of a plain load it meets through
     elementwise ops and loop iter_args, or of a reduction's result it meets (as that result:
     a running max of several rows, `fragment<f32>((ROWS, 1))`); else along its last mode in
@@ -353,7 +236,7 @@ def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partitio
         owner = v.owner
         if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce":
             source = spread_of_value(owner.operands[0], threads)
-            if isinstance(source, Partition):
+            if not isinstance(source, tuple):
                 return source, ir.IntegerAttr(owner.attributes["mode"]).value
         todo += neighbours(v, shape)
     m = max((k for k, s in enumerate(shape) if s > 1), default=len(shape) - 1)
@@ -361,9 +244,15 @@ def spread_of_value(value: ir.Value, threads: int) -> Partition | tuple[Partitio
     return Partition(shape, m, vec, threads)
 
 
-def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Partition | None:
-    """The spread of `v` if a plain load made it (from its tile's type), else None."""
+def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Part | None:
+    """The spread of `v` if a plain load (from its tile's type) or an MMA's fragment made it,
+    else None."""
     owner = v.owner
+    if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.fragment":
+        if not owner.operands:
+            return None
+        block = tuple(ir.DenseI64ArrayAttr(owner.attributes["block_shape"]))
+        return mma_partition(owner.operation, owner.operands[0].type, block)
     if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "tile.load":
         return None
     if len(owner.operands) > 1:

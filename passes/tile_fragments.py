@@ -293,6 +293,29 @@ def describe(part: Partition) -> str:
     )
 
 
+def lines_up(x: Frag | Reduced | Deferred, part: object) -> bool:
+    """Whether `x` combines element by element with a tensor spread as `part`: the same
+    spread, or a reduction whose groups `part`'s elements find (`rows_match`)."""
+    if isinstance(x, Reduced):
+        return rows_match(x.part, x.mode, part)
+    return x.part == part
+
+
+def rows_match(source: object, mode: int, part: object) -> bool:
+    """Whether a reduction along `mode` of a tensor spread as `source` broadcasts over one
+    spread as `part`: the same spread, or two MMA C fragments whose other mode is laid out
+    alike (same warps, same extent of that mode): rows of S (BM x BN) over O (BM x D)."""
+    if source == part:
+        return True
+    kept = 1 - mode
+    return (
+        type(source).__name__ == type(part).__name__ == "MmaPartition"
+        and source.warps == part.warps  # type: ignore[attr-defined]
+        and source.block[kept] == part.block[kept]  # type: ignore[attr-defined]
+        and (mode == 1 or source.block[0] == part.block[0])  # type: ignore[attr-defined]
+    )
+
+
 def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred | Reduced:  # noqa: ANN001
     """Apply fn(*scalars) element by element; scalars and reduced tensors broadcast. With a
     deferred operand the result is deferred too: fn runs where it is stored. Reduced tensors
@@ -302,7 +325,7 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred 
         return fn(*operands)
     full = [x for x in frags if not isinstance(x, Reduced)]
     part = (full or frags)[0].part
-    other = next((x.part for x in frags if x.part != part), None)
+    other = next((x.part for x in frags if not lines_up(x, part)), None)
     if other is not None:
         raise LoweringError(
             op,

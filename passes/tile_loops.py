@@ -63,6 +63,12 @@ class CarriedLoops:
         self.loops.append(loop)
         return len(self.loops) - 1
 
+    def rebuilds(self, loop: ir.Operation) -> bool:
+        """Whether this loop carries accumulators made outside it, or prefetched fragments
+        (then it is rebuilt here, and cannot also carry a `var` of its own)."""
+        k = next((k for k, known in enumerate(self.loops) if known == loop), None)
+        return k is not None and (k in self.accs or k in self.prefetching)
+
     def enter(self, n: int, frags: dict[ir.Value, object]) -> None:
         """Before op n: rebuild each loop around it that carries an accumulator, once."""
         for loop in self.of[n]:

@@ -24,7 +24,7 @@ whose chunk i = mi + TM*ni holds c0..c3 of atom (mi, ni).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm
@@ -114,7 +114,9 @@ class MmaPartition:
 
     block: tuple[int, int]  # (BM, BN)
     warps: tuple[int, int]  # (WM, WN)
-    elem: str = "f16"  # of A and B
+    # of A and B: not part of the C layout, so not of equality (two accumulators of f16 and
+    # bf16 MMAs on one block and warps are spread alike)
+    elem: str = field(default="f16", compare=False)
 
     @property
     def piece(self) -> tuple[int, int]:

@@ -83,7 +83,7 @@ def fragment(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) ->
     v = args[0]
     if isinstance(v, LayoutV) and v.block_shape is not None:
         return TensorV(elem, "register", obj, block_shape=v.block_shape, mma=v.mma)
-    return TensorV(elem, "register", obj)
+    return TensorV(elem, "register", obj, fresh=True)
 
 
 @builtin("local_tile", 3, 3)

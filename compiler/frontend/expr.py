@@ -285,7 +285,8 @@ class ExprChecker(StatementChecker):
         for t, n in zip(operands, nodes, strict=True):
             if frag is None or not isinstance(t, TensorV):
                 continue
-            if t.mma != frag.mma or not broadcastable(t.block_shape, frag.block_shape):
+            shape = t.block_shape if t.mma is not None else t.logical_shape
+            if not t.meets(frag) or not broadcastable(shape, frag.block_shape):
                 return self.error(
                     f"this register tensor ({spread(t)}) is spread over the threads differently "
                     f"from the MMA fragment it meets ({spread(frag)}): load it with "

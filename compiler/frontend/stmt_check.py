@@ -220,6 +220,8 @@ def assignable(var: V, value: V) -> str | None:
             return f"its elements are {var.elem} (convert with ': {var.elem}')"
         if L.tuple_str(value.logical_shape) != L.tuple_str(var.logical_shape):
             return "a var keeps its shape"
+        if var.fresh and value.mma_rows:
+            return None  # a fresh fragment takes an MMA reduction's spread (tile-distribute)
         if (value.mma, value.block_shape) != (var.mma, var.block_shape):
             return "it is spread over the threads differently"
         return None

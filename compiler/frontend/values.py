@@ -124,7 +124,25 @@ class TensorV(V):
     # block-level operations (store, elementwise math) see that block tile.
     block_shape: tuple[int, ...] | None = None
     mma: Any = None
+    # `fragment<T>(shape)` without an MMA: no spread of its own; the compiler spreads it as what
+    # it meets (tile-distribute), an MMA fragment's reduction included.
+    fresh: bool = False
     kind = "tensor"
+
+    @property
+    def mma_rows(self) -> bool:
+        """A reduction of an MMA fragment (its rows or columns): spread as the fragment's."""
+        from tilec import layout
+
+        return self.mma is not None and layout.shape(self.layout) == self.block_shape
+
+    def meets(self, frag: TensorV) -> bool:
+        """Whether this tensor may meet the MMA-derived `frag` in elementwise math: of the same
+        MMA, or a fresh fragment of a reduction's shape (spread as that reduction)."""
+        if self.mma is not None or not self.fresh:
+            return self.mma == frag.mma
+        sizes = self.logical_shape if isinstance(self.logical_shape, tuple) else ()
+        return frag.block_shape is not None and 1 in sizes and len(sizes) == len(frag.block_shape)
 
     @property
     def logical_shape(self) -> object:

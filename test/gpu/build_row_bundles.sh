@@ -4,7 +4,8 @@
 # build/rows (or $1): examples/softmax.tile and layernorm.tile at several tile widths (COLS)
 # and split over clusters (on sm_90a), examples/softmax_persistent.tile and
 # layernorm_persistent.tile (sm_90a), test/gpu/scores_softmax.tile,
-# test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile.
+# test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile, and
+# examples/attention.tile for test_attention.py.
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
@@ -58,3 +59,11 @@ one examples/attention_step.tile attention_step attention_default
 one examples/attention_step.tile attention_step attention_wm2 -D WM=2
 one examples/attention_step.tile attention_step attention_n128 -D BN=128
 one examples/attention_step.tile attention_step attention_bf16 -D T=bf16
+# examples/attention.tile: FlashAttention-2's loop over K/V tiles (m, l and o loop-carried).
+one examples/attention.tile attention flash_default
+one examples/attention.tile attention flash_s1 -D STAGES=1
+one examples/attention.tile attention flash_s3 -D STAGES=3
+one examples/attention.tile attention flash_m64 -D BM=64
+one examples/attention.tile attention flash_m64n128 -D BM=64 -D BN=128
+one examples/attention.tile attention flash_w8 -D WM=8
+one examples/attention.tile attention flash_bf16 -D T=bf16

@@ -7,6 +7,15 @@
 // RUN: not tile-opt -p convert-tile-to-gpu --split-input-file %s 2>&1 | filecheck %s --check-prefix=BARE
 // RUN: tile-opt -p convert-tile-to-gpu --split-input-file --verify-diagnostics %s.typed
 // RUN: not tile-opt -p tile-distribute --split-input-file %s.typed 2>&1 | filecheck %s --check-prefix=RETYPE
+// RUN: tilec compile %repo/examples/attention.tile -D BM=64 --emit tile | tile-opt -p tile-distribute | filecheck %s --check-prefix=FLASH
+
+// FlashAttention's loop (BM = 64): the running row max m and sum l are fresh (64,1) fragments that meet
+// the reduction of S (an m16n8k16 accumulator over 4x1 warps on 64x64: lanes (4,8):(128,1),
+// warps (4,1):(16,4096); values (2,2):(64,8), column repeats 8:512), so they are spread as
+// it is, the column's stride 0: each row's value in the four lanes of its quad. The loop
+// carries them and o (the P V accumulator) with those TV layouts.
+// FLASH: "tile.fragment"() {{.*}} -> !tile.frag<f32, "(64,1):(1,64)", "(64,64):(1,0) o 0 o ((4,8,4,1),(2,2,1,8)):((128,1,16,4096),(64,8,16,512))">
+// FLASH: scf.for {{.*}} -> (!tile.frag<f32, "(64,1):(1,64)", "(64,64):(1,0) o 0 o ((4,8,4,1),(2,2,1,8)):((128,1,16,4096),(64,8,16,512))">, !tile.frag<f32, "(4,1,8):(1,4,4)", "((4,8,4,1),(2,2,1,8)):((128,1,16,4096),(64,8,16,512))">, !tile.frag<f32, "(64,1):(1,64)", "(64,64):(1,0) o 0 o
 
 // A value typed already keeps its TV layout only if it is the one decided here (a lone 64x64
 // f32 fragment: 16-byte chunks along its last mode, thread t at column 4t mod 64, row 4t/64).

@@ -1,0 +1,56 @@
+"""Passes (lowered stage): what convert-tile-to-gpu refuses, and the words it refuses with.
+
+Copy atoms by family, region attributes an earlier pass must have lowered, and cp.async copies
+nothing waits for: each a located error naming what would lower it, never other code.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from tilec.binding import walk
+
+# Copy atoms by family (the name up to its first dot): `auto` (a copy without an atom) becomes
+# vector loads and stores, `cp_async.*` cp.async (tile_async checks the width). Any other atom
+# is refused: lowering it as one of these would silently emit something else.
+COPY_FAMILIES = ("auto", "cp_async")
+NOT_YET = {
+    "vec": "the copy lowering picks its own vector width",
+    "universal": "the copy lowering picks its own vector width",
+}
+# copy<tma> completes on the mbarrier ring between a warp_specialize producer and its consumers,
+# which convert-tile-sm90 builds; outside such a kernel there is no ring to complete on.
+TMA_OUTSIDE = (
+    "copy<tma> is lowered only in the producer of a warp_specialize kernel (convert-tile-sm90), "
+    "whose mbarrier ring its loads complete on"
+)
+# A cp.async copy outside tile-pipeline is waited for where tile-async-waits says (its
+# tile.async_commit / tile.async_wait ops); without them nothing would wait for it.
+UNWAITED = (
+    "a cp.async copy outside tile-pipeline needs tile-async-waits first, which places its "
+    "commit and the waits for it"
+)
+# Region attributes from the source that an earlier pass must have lowered (and removed).
+UNLOWERED_REGIONS = {
+    "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "
+    "first: here its roles would run on every thread, one after the other, without setmaxnreg",
+}
+
+
+def unlowered_copy(atom: str) -> str:
+    family = atom.split(".")[0]
+    why = TMA_OUTSIDE if family == "tma" else f"copy<{atom}> is not lowered yet"
+    if family in NOT_YET:
+        why += f": {NOT_YET[family]}"
+    return f"{why} (lowered: copy without an atom, copy<cp_async.*>)"
+
+
+def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
+    """The first op of `func` (in program order) with a region attribute nothing lowers."""
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> None:
+        found.extend((op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes)
+
+    walk(func, visit)
+    return found[0] if found else None

@@ -1,0 +1,156 @@
+r"""Passes (lowered stage): a register tensor's spread over the threads and its TV layout.
+
+What tile-distribute writes into a `!tile.frag` type and convert-tile-to-gpu reads back: a
+spread is a blocked `Partition` (tile_fragments), an MMA's C (`MmaPartition`), a reduction
+`(source, mode)` of either, or PLAIN (one element every thread holds). `tv_text` writes its
+TV layout (thread × value → the tile's column-major index), `decode` reads one back,
+`spread_of_type` reads a value's, `check` tells whether a lowered value is what its type
+says. docs/tile-dialect.md has the four layouts with examples.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from mlir import ir
+
+from tilec.binding import walk
+from tilec.dialects.layout import algebra as A
+from tilec.dialects.layout.text import parse_layout
+from tilec.lowering import LoweringError
+from tilec.passes.tile_fragments import Deferred, Frag, Partition, Reduced
+from tilec.passes.tile_mma import AM, AN, MmaPartition
+from tilec.passes.tile_views import tensor_type
+
+PLAIN = "plain"  # one element every thread holds
+Part = Partition | MmaPartition
+Spread = Part | tuple[Part, int] | str  # blocked / mma, (source, mode) reduced, PLAIN
+UNDISTRIBUTED = "a register tensor without its thread–value layout: run tile-distribute first"
+
+
+def blocked_tv(part: Partition) -> A.Layout:
+    """thread × value → column-major index of a blocked spread (value v = j + V·i)."""
+    cm = A.compact_col_major(part.shape)
+    order = part.order
+    by_e = A.Layout(tuple(part.shape[k] for k in order), tuple(cm[k] for k in order))
+    t, v, n = part.threads, part.vec, part.iters
+    tv = A.composition(by_e, A.Layout(((t,), (v, n)), ((v,), (1, v * t))))
+    modes = (
+        [A.flatten(A.shape(tv)[k]) for k in (0, 1)],
+        [A.flatten(A.stride(tv)[k]) for k in (0, 1)],
+    )
+    return A.Layout(tuple(tuple(x) for x in modes[0]), tuple(tuple(x) for x in modes[1]))
+
+
+def plain_tv(threads: int) -> str:
+    return str(A.Layout(((threads,), (1,)), ((0,), (0,))))
+
+
+def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
+    """The TV layout a spread's type carries; `single`: the tensor has one element (then a
+    reduction's result is plain: every thread holds the one value)."""
+    if spread == PLAIN or (single and isinstance(spread, tuple)):
+        return plain_tv(threads)
+    if isinstance(spread, tuple):
+        part, mode = spread
+        block = part.block if isinstance(part, MmaPartition) else part.shape
+        reduced = [1 if k == mode else s for k, s in enumerate(block)]
+        cm = A.compact_col_major(tuple(reduced))
+        strides = tuple(0 if k == mode else cm[k] for k in range(len(block)))
+        return f"{A.Layout(tuple(block), strides)} o 0 o {tv_text(part, threads)}"
+    if isinstance(spread, MmaPartition):
+        return str(spread.tv)
+    return str(blocked_tv(spread))
+
+
+@cache
+def decode(shape: tuple[int, ...], tv: str, threads: int) -> Spread:
+    """The spread whose TV layout is `tv` on a tile of `shape` (ValueError if there is none):
+    plain, blocked, an MMA's C (`shape` its block), or a reduction of a blocked or MMA one."""
+    if tv == plain_tv(threads):
+        return PLAIN
+    if " o 0 o " in tv:
+        outer, inner = tv.split(" o 0 o ", 1)
+        r = parse_layout(outer)
+        block, strides = tuple(A.flatten(r.shape)), A.flatten(r.stride)
+        zero = [k for k, d in enumerate(strides) if d == 0]
+        source = decode(block, inner, threads) if len(zero) == 1 else None
+        if isinstance(source, Partition | MmaPartition):
+            return source, zero[0]
+        raise ValueError(f"'{tv}' is not a reduced blocked or MMA spread")
+    if (mma := mma_of(shape, tv)) is not None:
+        return mma
+    extended = [k for k, s in enumerate(shape) if s > 1] or list(range(len(shape)))
+    for m in extended:
+        for vec in (1, 2, 4, 8, 16):
+            if shape[m] % vec == 0:
+                part = Partition(shape, m, vec, threads)
+                if str(blocked_tv(part)) == tv:
+                    return part
+    raise ValueError(f"'{tv}' is not a blocked spread of {shape} over {threads} threads")
+
+
+def mma_of(block: tuple[int, ...], tv: str) -> MmaPartition | None:
+    """The tiled MMA whose C layout on `block` is `tv` (atoms.tiled_c: threads (lanes, WM, WN),
+    values (atom values, TM, TN)), or None."""
+    try:
+        lay = parse_layout(tv)
+    except A.LayoutError:
+        return None
+    threads, values = A.shape(lay)
+    if len(block) != 2 or not (isinstance(threads, tuple) and isinstance(values, tuple)):
+        return None
+    if len(threads) != 4 or len(values) != 4:
+        return None
+    warps = (threads[2], threads[3])
+    if (warps[0] * values[2] * AM, warps[1] * values[3] * AN) != block:
+        return None
+    part = MmaPartition((block[0], block[1]), warps)
+    return part if str(part.tv) == tv else None
+
+
+def spread_of_type(op: ir.Operation, value: ir.Value, threads: int) -> Spread:
+    """A register tensor's spread, read from its `!tile.frag` type (a located error if it has
+    none, or one that is not blocked, reduced or plain)."""
+    t = tensor_type(value.type)
+    if t is None or t.tv is None:
+        raise LoweringError(op, UNDISTRIBUTED)
+    try:
+        return decode(tuple(A.flatten(A.shape(t.layout))), t.tv, threads)
+    except ValueError as err:
+        raise LoweringError(op, str(err)) from None
+
+
+def check(op: ir.Operation, value: ir.Value, lowered: object, threads: int) -> None:
+    """That convert-tile-to-gpu built `value` (as `lowered`: a Frag, Deferred, Reduced or
+    plain ir.Value) as its type says: an internal check that keeps the types true."""
+    t = tensor_type(value.type)
+    if t is None or t.space != "register":
+        return
+    if isinstance(lowered, Reduced):
+        spread: Spread = (lowered.part, lowered.mode)
+    elif isinstance(lowered, Frag | Deferred):
+        spread = lowered.part
+    elif isinstance(lowered, ir.Value):
+        spread = PLAIN
+    else:
+        return
+    single = A.size(t.layout) == 1
+    if t.tv != tv_text(spread, threads, single):
+        raise LoweringError(
+            op, f"lowered as {tv_text(spread, threads, single)}, but its type says {t.tv}"
+        )
+
+
+def undistributed(func: ir.Operation) -> ir.Operation | None:
+    """The first op whose result is a register tensor without its TV layout."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        for r in op.results:
+            t = tensor_type(r.type)
+            if t is not None and t.space == "register" and t.tv is None:
+                found.append(op)
+
+    walk(func, visit)
+    return found[0] if found else None
