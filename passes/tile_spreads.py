@@ -28,22 +28,39 @@ Spread = Part | tuple[Part, int] | str  # blocked / mma, (source, mode) reduced,
 UNDISTRIBUTED = "a register tensor without its thread–value layout: run tile-distribute first"
 
 
-def blocked_tv(part: Partition) -> A.Layout:
-    """thread × value → column-major index of a blocked spread (value v = j + V·i)."""
-    cm = A.compact_col_major(part.shape)
-    order = part.order
-    by_e = A.Layout(tuple(part.shape[k] for k in order), tuple(cm[k] for k in order))
+def by_e(part: Partition, strides: tuple[int, ...]) -> A.Layout:
+    """e (mode m fastest, then the others in order) → the index `strides` give a coordinate."""
+    return A.Layout(tuple(part.shape[k] for k in part.order), tuple(strides[k] for k in part.order))
+
+
+def chunks(part: Partition) -> A.Layout:
+    """thread × value → e: value v = j + V·i is element j of the thread's chunk i."""
     t, v, n = part.threads, part.vec, part.iters
-    tv = A.composition(by_e, A.Layout(((t,), (v, n)), ((v,), (1, v * t))))
-    modes = (
-        [A.flatten(A.shape(tv)[k]) for k in (0, 1)],
-        [A.flatten(A.stride(tv)[k]) for k in (0, 1)],
-    )
-    return A.Layout(tuple(tuple(x) for x in modes[0]), tuple(tuple(x) for x in modes[1]))
+    return A.Layout(((t,), (v, n)), ((v,), (1, v * t)))
+
+
+@cache
+def blocked_tv(part: Partition) -> A.Layout | None:
+    """thread × value → column-major index of a blocked spread, as one layout: the chunks
+    composed with e's order; None where that composition is not defined (a mode of 3 or 5
+    that the threads' chunks cut across), and the TV layout stays `by_e o 0 o chunks`."""
+    try:
+        tv = A.composition(by_e(part, A.compact_col_major(part.shape)), chunks(part))
+    except A.LayoutError:
+        return None
+    shape = tuple(tuple(A.flatten(A.shape(tv)[k])) for k in (0, 1))
+    return A.Layout(shape, tuple(tuple(A.flatten(A.stride(tv)[k])) for k in (0, 1)))
 
 
 def plain_tv(threads: int) -> str:
     return str(A.Layout(((threads,), (1,)), ((0,), (0,))))
+
+
+def reduced_strides(block: tuple[int, ...], mode: int) -> tuple[int, ...]:
+    """The reduced tile's column-major strides over `block`'s coordinates, `mode`'s 0."""
+    reduced = tuple(1 if k == mode else s for k, s in enumerate(block))
+    cm = A.compact_col_major(reduced)
+    return tuple(0 if k == mode else cm[k] for k in range(len(block)))
 
 
 def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
@@ -54,40 +71,73 @@ def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
     if isinstance(spread, tuple):
         part, mode = spread
         block = part.block if isinstance(part, MmaPartition) else part.shape
-        reduced = [1 if k == mode else s for k, s in enumerate(block)]
-        cm = A.compact_col_major(tuple(reduced))
-        strides = tuple(0 if k == mode else cm[k] for k in range(len(block)))
+        strides = reduced_strides(tuple(block), mode)
+        if isinstance(part, Partition) and blocked_tv(part) is None:
+            return f"{by_e(part, strides)} o 0 o {chunks(part)}"
         return f"{A.Layout(tuple(block), strides)} o 0 o {tv_text(part, threads)}"
     if isinstance(spread, MmaPartition):
         return str(spread.tv)
-    return str(blocked_tv(spread))
+    tv = blocked_tv(spread)
+    if tv is None:
+        return f"{by_e(spread, A.compact_col_major(spread.shape))} o 0 o {chunks(spread)}"
+    return str(tv)
 
 
 @cache
 def decode(shape: tuple[int, ...], tv: str, threads: int) -> Spread:
     """The spread whose TV layout is `tv` on a tile of `shape` (ValueError if there is none):
-    plain, blocked, an MMA's C (`shape` its block), or a reduction of a blocked or MMA one."""
+    plain, blocked, an MMA's C (`shape` its block), or a reduction of a blocked or MMA one.
+    Candidates are read off the text and kept if `tv_text` writes exactly `tv` for them."""
     if tv == plain_tv(threads):
         return PLAIN
-    if " o 0 o " in tv:
-        outer, inner = tv.split(" o 0 o ", 1)
-        r = parse_layout(outer)
-        block, strides = tuple(A.flatten(r.shape)), A.flatten(r.stride)
-        zero = [k for k, d in enumerate(strides) if d == 0]
-        source = decode(block, inner, threads) if len(zero) == 1 else None
-        if isinstance(source, Partition | MmaPartition):
-            return source, zero[0]
-        raise ValueError(f"'{tv}' is not a reduced blocked or MMA spread")
-    if (mma := mma_of(shape, tv)) is not None:
+    if " o " not in tv and (mma := mma_of(shape, tv)) is not None:
         return mma
-    extended = [k for k, s in enumerate(shape) if s > 1] or list(range(len(shape)))
-    for m in extended:
+    outer = parse_layout(tv.split(" o 0 o ", 1)[0]) if " o 0 o " in tv else None
+    zero = [k for k, d in enumerate(A.flatten(outer.stride)) if d == 0] if outer else []
+    if len(zero) == 1:
+        found = next((c for c in reductions(shape, tv, threads, outer, zero[0])), None)
+        if found is None:
+            raise ValueError(f"'{tv}' is not a reduced blocked or MMA spread")
+        return found
+    found = next((c for c in blocked(shape, threads) if tv_text(c, threads) == tv), None)
+    if found is None:
+        raise ValueError(f"'{tv}' is not a blocked spread of {shape} over {threads} threads")
+    return found
+
+
+def blocked(shape: tuple[int, ...], threads: int):  # noqa: ANN201
+    """Every blocked spread of `shape` over `threads` (m along a mode of extent > 1)."""
+    modes = [k for k, s in enumerate(shape) if s > 1] or list(range(len(shape)))
+    for m in modes:
         for vec in (1, 2, 4, 8, 16):
             if shape[m] % vec == 0:
-                part = Partition(shape, m, vec, threads)
-                if str(blocked_tv(part)) == tv:
-                    return part
-    raise ValueError(f"'{tv}' is not a blocked spread of {shape} over {threads} threads")
+                yield Partition(shape, m, vec, threads)
+
+
+def reductions(shape: tuple[int, ...], tv: str, threads: int, outer: A.Layout, z: int):  # noqa: ANN201
+    """The reductions whose TV layout is `tv`: `R o 0 o TV` (R over the source block, TV the
+    source's), or `by_e o 0 o chunks` (a blocked source whose TV is no single layout; by_e
+    lists the source's modes in e's order, the zero stride the reduced one's)."""
+    block = tuple(A.flatten(outer.shape))
+    try:
+        source = decode(block, tv.split(" o 0 o ", 1)[1], threads)
+    except ValueError:
+        source = None
+    reduced = tuple(1 if k == z else e for k, e in enumerate(block))
+    if isinstance(source, Partition | MmaPartition) and tv_text((source, z), threads) == tv:
+        if reduced == shape:
+            yield source, z
+    for m in range(len(block)):  # block is in e's order: its mode 0 is the source's mode m
+        order = [m] + [k for k in range(len(block)) if k != m]
+        natural = [0] * len(block)
+        for n, k in enumerate(order):
+            natural[k] = block[n]
+        mode = order[z]
+        if tuple(1 if k == mode else e for k, e in enumerate(natural)) != shape:
+            continue
+        for part in blocked(tuple(natural), threads):
+            if part.m == m and tv_text((part, mode), threads) == tv:
+                yield part, mode
 
 
 def mma_of(block: tuple[int, ...], tv: str) -> MmaPartition | None:

@@ -39,7 +39,7 @@
 // The loop carries the row sums as one scalar per row group of the thread: 2.
 // LOWERED-LABEL: func.func @rows(
 // LOWERED: scf.for {{.*}} -> (f32, f32) {
-// LOWERED-NOT: tile.
+// LOWERED-NOT: "tile.
 // LOWERED: return
 func.func @rows(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
   %0 = "tile.make_tensor"(%arg0, %arg1, %arg1, %arg1) {name = "x"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
@@ -107,3 +107,24 @@ func.func @accumulator(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, 
 }
 
 // BARE: error: a register tensor without its thread–value layout: run tile-distribute first
+
+// -----
+
+// A 5x12 f32 tile over 32 threads: chunks of 4 along mode 1 (e = column + 12 row), 15 chunks,
+// so thread t < 15 holds one. The chunks cut across the rows (12 is no multiple of 32 x 4), so
+// no single layout composes them with e's order: the TV layout is that composition written
+// out, `by_e o 0 o chunks` (e → (12,5):(5,1), the column-major index), which convert-tile-to-gpu
+// reads back to the same spread.
+// CHECK-LABEL: func.func @odd(
+// CHECK: "tile.load"({{.*}} -> !tile.frag<f32, "(5,12):(1,5)", "(12,5):(5,1) o 0 o ((32),(4,1)):((4),(1,128))">
+// LOWERED-LABEL: func.func @odd(
+// LOWERED-NOT: "tile.
+// LOWERED: return
+func.func @odd(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.threads = array<i64: 32, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg1, %arg1, %arg1) {name = "x"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %1 = "tile.local_tile"(%0, %arg1, %arg1) {coord = "(?,?)", tile = array<i64: 5, 12>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(5,12):(?,1)">
+  %2 = "tile.load"(%1) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "(5,12):(?,1)">) -> !tile.tensor<f32, "register", "(5,12):(1,5)">
+  %3 = "tile.binary"(%2, %2) {op = "add"} : (!tile.tensor<f32, "register", "(5,12):(1,5)">, !tile.tensor<f32, "register", "(5,12):(1,5)">) -> !tile.tensor<f32, "register", "(5,12):(1,5)">
+  "tile.store"(%3, %1) : (!tile.tensor<f32, "register", "(5,12):(1,5)">, !tile.tensor<f32, "global", "(5,12):(?,1)">) -> ()
+  return
+}
