@@ -46,11 +46,10 @@ ORDERED = ("tile.store", "tile.copy", "tile.gemm", "tile.barrier", "tile.reduce"
 
 
 def load(
-    op: ir.Operation, view: View, other: ir.Value, like: Frag | None, tid: ir.Value, threads: int
+    op: ir.Operation, view: View, other: ir.Value, like: Frag, tid: ir.Value, threads: int
 ) -> Frag | Deferred:
-    """The tile of `view` in registers, partitioned as `like` (its own choice when None)."""
-    if like is None:
-        return load_tile(op, view, other, tid, threads)
+    """The tile of `view` in registers, partitioned as `like` (a load without `like` is spread
+    as its type says: convert-tile-to-gpu calls tile_memory.load for it)."""
     shape = view.static_shape(op)
     if isinstance(like.part, MmaPartition):
         if shape != like.part.block:
