@@ -1,6 +1,7 @@
 """Attention forward (examples/attention.tile, FlashAttention-2's loop on mma.sync) beside
 torch's scaled_dot_product_attention (FlashAttention's kernels where torch picks them) on the
-same randn tensors, in one run: TFLOP/s (4·H·M·N·D per call, no causal mask) and the ratio.
+same randn tensors, in one run: TFLOP/s (4·H·M·N·D per call, half that for the `causal`
+bundles, which SDPA runs with is_causal) and the ratio.
 
 Bundles: test/gpu/build_row_bundles.sh (build/rows/flash_*). Each case checks the bundle
 against SDPA before timing it; rounds interleave the two, each a median of CUDA-event timings
@@ -35,7 +36,8 @@ def case(kernel, name: str, heads: int, n: int) -> tuple[float, float]:  # noqa:
     o = torch.full_like(q, float("nan"))
     scale = D**-0.5
     ours = lambda: kernel(q, k, v, o, scale)  # noqa: E731
-    theirs = lambda: F.scaled_dot_product_attention(q[None], k[None], v[None])  # noqa: E731
+    causal = "causal" in name
+    theirs = lambda: F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)  # noqa: E731
     ours()
     ref = theirs()[0]
     err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
@@ -51,7 +53,7 @@ def case(kernel, name: str, heads: int, n: int) -> tuple[float, float]:  # noqa:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=Path, default=Path("build/rows"))
-    ap.add_argument("--bundles", default="flash_default,flash_s1,flash_s3,flash_m64,flash_w8")
+    ap.add_argument("--bundles", default="flash_default,flash_m64,flash_causal,flash_causal_m64")
     args = ap.parse_args()
     print(f"# attention forward, D = {D}, {datetime.date.today()}, {torch.cuda.get_device_name()}")
     print("| bundle | heads x M=N | tilec TFLOP/s | SDPA TFLOP/s | tilec / SDPA |")
@@ -60,7 +62,7 @@ def main() -> None:
         kernel = load(args.rows / f"{name}_sm90a")
         for heads, n in SHAPES:
             ours, theirs = case(kernel, name, heads, n)
-            flops = 4 * heads * n * n * D
+            flops = 4 * heads * n * n * D // (2 if "causal" in name else 1)
             print(
                 f"| {name} | {heads}x{n} | {flops / ours / 1e9:.0f} | "
                 f"{flops / theirs / 1e9:.0f} | {theirs / ours:.2f} |",

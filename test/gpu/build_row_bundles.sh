@@ -66,4 +66,6 @@ one examples/attention.tile attention flash_s3 -D STAGES=3
 one examples/attention.tile attention flash_m64 -D BM=64
 one examples/attention.tile attention flash_m64n128 -D BM=64 -D BN=128
 one examples/attention.tile attention flash_w8 -D WM=8
+one examples/attention.tile attention flash_causal -D CAUSAL=1
+one examples/attention.tile attention flash_causal_m64 -D CAUSAL=1 -D BM=64
 one examples/attention.tile attention flash_bf16 -D T=bf16

@@ -1,6 +1,7 @@
 """GPU tier: examples/attention.tile, FlashAttention-2's forward loop (S = Q Kᵀ per K/V tile,
 the running row max m and row sum l and the output accumulator o carried by the loop, P V with
-P from registers), against float64 torch on random ragged shapes with NaN-poisoned outputs.
+P from registers), against float64 torch on random ragged shapes with NaN-poisoned outputs;
+the `causal` bundles against a top-left causal mask (query rows above M = N included).
 Bundles: test/gpu/build_row_bundles.sh (build/rows/flash_*)."""
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ def attention(bundle: str, m: int, n: int, sharp: float, heads: int = 1) -> floa
     scale = sharp * D**-0.5
     kernel(q, k, v, o, scale)
     torch.cuda.synchronize()
-    p = torch.softmax(scale * (q.double() @ k.double().transpose(1, 2)), dim=2)
+    scores = scale * (q.double() @ k.double().transpose(1, 2))
+    if "causal" in bundle:  # key column c <= query row r (top-left, as torch's is_causal)
+        seen = torch.ones(m, n, device="cuda", dtype=torch.bool).tril()
+        scores = scores.masked_fill(~seen, float("-inf"))
+    p = torch.softmax(scores, dim=2)
     ref = p @ v.double()
     assert not torch.isnan(o).any(), "unwritten or NaN outputs"
     return ((o.double() - ref).norm() / ref.norm()).item()
