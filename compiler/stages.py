@@ -56,8 +56,8 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,tile-distribute,"
-        "convert-tile-to-gpu,"
+        "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,"
+        "tile-carry-accumulators,tile-distribute,convert-tile-to-gpu,"
         f"convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),

@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "convert-layout-to-arith": "convert_layout_to_arith",
     "convert-tile-sm90": "convert_tile_sm90",
     "tile-async-waits": "tile_async_waits",
+    "tile-carry-accumulators": "tile_carry_accumulators",
     "tile-distribute": "tile_distribute",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
     "pipeline-steady-state": "pipeline_steady_state",

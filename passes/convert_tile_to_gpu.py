@@ -220,9 +220,12 @@ class KernelLowering:
 
     def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
         """A loop that carries register tensors: rebuilt to carry their scalars."""
-        if self.loops.rebuilds(op):  # both would rebuild it; a gemm whose acc is made in it is fine
+        if self.loops.rebuilds(op):  # tile_loops would rebuild it too
             raise LoweringError(
-                op, "a loop that updates a var cannot also carry a gemm accumulator made outside it"
+                op,
+                "a loop that updates a var cannot also hold a prefetching gemm (prefetch = 1) or "
+                "an in-place gemm into an accumulator made outside it (tile-carry-accumulators "
+                "carries those)",
             )
         terminator = list(op.regions[0].blocks[0].operations)[-1]
         self.carrying.append((terminator, tile_carry.CarriedLoop(op, self.lowered, self.casts)))
@@ -247,21 +250,24 @@ class KernelLowering:
             return mma_coords(x, mode, self.tid)
         return coordinates(op, x, mode, self.tid)
 
-    def gemm(self, op: ir.Operation, b: IndexBuilder) -> None:
+    def gemm(self, op: ir.Operation, b: IndexBuilder) -> Frag | None:
         if tile_pipeline.PREFETCH in op.attributes:
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
             acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
             tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
-            return
+            return None
         barriers = tile_pipeline.PIPELINED not in op.attributes
         a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
         acc = self.frag(op, op.operands[3])
+        if op.results:  # the value form (tile-carry-accumulators): into a new fragment
+            acc = Frag(acc.part, acc.elem, [list(row) for row in acc.values])
         if isinstance(a, Frag):  # an accumulator as A: the FA2 trick
             tile_mma_regs.gemm_register_a(op, a, bv, acc, self.tid, barriers)
         else:
             tile_mma.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
+        return acc if op.results else None
 
     def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
         gpu.BarrierOp()

@@ -133,6 +133,10 @@ class Spreads:
     def same(self, op: ir.Operation) -> None:
         self.of[op.results[0]] = self.get(op, op.operands[0])
 
+    def gemm(self, op: ir.Operation) -> None:
+        if op.results:  # the value form: the updated accumulator, spread as it was
+            self.of[op.results[0]] = self.full(op, op.operands[3])
+
     def elementwise(self, op: ir.Operation) -> None:
         """As tile_fragments.elementwise combines: plain operands broadcast as scalars, reduced
         ones over the full ones, all over one partition."""
@@ -189,6 +193,7 @@ RULES = {
     "tile.reduce": Spreads.reduce,
     "tile.coord": Spreads.coord,
     "tile.cluster_reduce": Spreads.same,
+    "tile.gemm": Spreads.gemm,
     **dict.fromkeys(SAME_SPREAD, Spreads.elementwise),
     "scf.for": Spreads.loop,
     "scf.yield": Spreads.yield_,

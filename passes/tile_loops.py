@@ -1,11 +1,13 @@
 """Passes (lowered stage): loops that carry register values across their iterations.
 
 convert-tile-to-gpu lowers a register tensor to per-thread scalars, so a loop whose body
-updates one made outside it (a GEMM's accumulator, a prefetching gemm's next k-step
-fragments, a `var`) is rebuilt as an `scf.for` carrying those scalars as iter_args:
-`CarriedLoops` finds the loops around each gemm and rebuilds them at their first tile op and
-yields after their last; `with_iter_args` and `moved_loop` rebuild one loop (tile_carry uses
-them for loops that carry `var`s).
+updates one made outside it is rebuilt as an `scf.for` carrying those scalars as iter_args.
+A `var` and (after tile-carry-accumulators) a gemm's accumulator are iter_args already, and
+tile_carry rebuilds their loops; `CarriedLoops` is for what the IR does not carry: a
+prefetching gemm's accumulator and next k-step fragments (loaded before the loop), and an
+in-place accumulator where tile-carry-accumulators did not run. It rebuilds the loops around
+each such gemm at their first tile op and yields after their last; `with_iter_args` and
+`moved_loop` rebuild one loop.
 """
 
 from __future__ import annotations

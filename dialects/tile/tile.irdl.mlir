@@ -229,13 +229,16 @@ irdl.dialect @tile {
     irdl.results(result: %m)
   }
 
-  // gemm(mma, a, b, acc): acc += a @ b^T over the block tile (a: M×K, b: N×K), in place.
+  // gemm(mma, a, b, acc): acc += a @ b^T over the block tile (a: M×K, b: N×K), in place; with
+  // a result (tile-carry-accumulators writes that form), the updated accumulator instead.
   irdl.operation @gemm {
     %m = irdl.base @tile::@mma
     %a = irdl.any  // !tile.tensor or !tile.frag
     %b = irdl.base @tile::@tensor
     %acc = irdl.any  // !tile.tensor or !tile.frag
+    %r = irdl.any  // the updated accumulator (tile-carry-accumulators)
     irdl.operands(mma: %m, a: %a, b: %b, acc: %acc)
+    irdl.results(result: optional %r)
   }
 
   // --- Elementwise math and reductions -------------------------------------------------------

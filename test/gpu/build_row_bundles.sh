@@ -5,7 +5,7 @@
 # and split over clusters (on sm_90a), examples/softmax_persistent.tile and
 # layernorm_persistent.tile (sm_90a), test/gpu/scores_softmax.tile,
 # test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile, and
-# examples/attention.tile for test_attention.py.
+# examples/attention.tile for test_attention.py, test/gpu/var_gemm.tile for test_var_gemm.py.
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
@@ -68,4 +68,6 @@ one examples/attention.tile attention flash_m64n128 -D BM=64 -D BN=128
 one examples/attention.tile attention flash_w8 -D WM=8
 one examples/attention.tile attention flash_causal -D CAUSAL=1
 one examples/attention.tile attention flash_causal_m64 -D CAUSAL=1 -D BM=64
+# test/gpu/var_gemm.tile: a K loop carrying a var beside the accumulator (test_var_gemm.py).
+one test/gpu/var_gemm.tile var_gemm var_gemm
 one examples/attention.tile attention flash_bf16 -D T=bf16
