@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import ClassVar
 
 from mlir import ir
@@ -54,6 +54,27 @@ class Pass:
     @staticmethod
     def fail() -> None:
         raise PassFailure()
+
+    def each_kernel(self, module: ir.Operation, fn: Callable[[ir.Operation], object]) -> None:
+        """Call `fn` on every tile kernel (a `func.func` with `tile.kernel`) of `module`. A
+        `LoweringError` it raises is reported at its op and the next kernel is tried, so each
+        kernel's first error is reported; then the pass fails if any kernel did."""
+        from tilec.binding import walk
+        from tilec.lowering import LoweringError
+
+        funcs: list[ir.Operation] = []
+        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
+        failed = False
+        for func in funcs:
+            if "tile.kernel" not in func.attributes:
+                continue
+            try:
+                fn(func)
+            except LoweringError as err:
+                self.error(err.op, str(err))
+                failed = True
+        if failed:
+            self.fail()
 
 
 class Registry(MutableMapping[str, type[Pass]]):

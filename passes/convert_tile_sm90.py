@@ -376,19 +376,12 @@ class ConvertTileSm90(Pass):
     epilogue: str = "tma"
 
     def run(self, module: ir.Operation) -> None:
-        funcs: list[ir.Operation] = []
-        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
         if self.epilogue not in ("tma", "direct"):
             self.error(module, f"epilogue must be tma or direct, got '{self.epilogue}'")
             self.fail()
-        failed = False
-        for func in funcs:
-            if "tile.kernel" not in func.attributes or not is_warp_specialized(func):
-                continue
-            try:
+
+        def lower(func: ir.Operation) -> None:
+            if is_warp_specialized(func):
                 Sm90Kernel(func, module, self.epilogue).lower()
-            except LoweringError as err:
-                self.error(err.op, str(err))
-                failed = True
-        if failed:
-            self.fail()
+
+        self.each_kernel(module, lower)

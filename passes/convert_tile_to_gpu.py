@@ -444,38 +444,29 @@ class ConvertTileToGpu(Pass):
     name = "convert-tile-to-gpu"
 
     def run(self, module: ir.Operation) -> None:
-        funcs: list[ir.Operation] = []
-        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
-        # Every kernel is tried, so each one's first error is reported; then the pass fails.
-        lowered = [self.lower_kernel(f, module) for f in funcs if "tile.kernel" in f.attributes]
-        if not all(lowered):
-            self.fail()
+        self.each_kernel(module, lambda func: lower_kernel(func, module))
 
-    def lower_kernel(self, func: ir.Operation, module: ir.Operation) -> bool:
-        """Lower one kernel in place; False after reporting why it cannot be."""
-        ops: list[ir.Operation] = []
-        walk(func, lambda op: ops.append(op) if lowered_here(op) else None)
-        names = [op.name for op in ops]  # loops are rebuilt (and their old ops erased) on the way
-        try:
-            if (unlowered := unlowered_region(func)) is not None:
-                raise LoweringError(*unlowered)
-            if (bare := tile_spreads.undistributed(func)) is not None:
-                raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
-            kernel = KernelLowering(func, module)
-            loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
-            for n, op in enumerate(ops):
-                loops.enter(n, kernel.lowered)
-                with ir.InsertionPoint(op), op.location:
-                    kernel.lower(op)
-                loops.leave(n)
-            tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
-            for op in [*reversed(tile_ops), *kernel.casts]:
-                for r in op.results:
-                    user = next((u.owner for u in r.uses), None)
-                    if user is not None:
-                        raise LoweringError(user, "a tile tensor cannot cross into this op")
-                op.erase()
-        except LoweringError as err:
-            self.error(err.op, str(err))
-            return False
-        return True
+
+def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
+    """Lower one kernel in place (a LoweringError says why it cannot be)."""
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if lowered_here(op) else None)
+    names = [op.name for op in ops]  # loops are rebuilt (and their old ops erased) on the way
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    if (bare := tile_spreads.undistributed(func)) is not None:
+        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
+    kernel = KernelLowering(func, module)
+    loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
+    for n, op in enumerate(ops):
+        loops.enter(n, kernel.lowered)
+        with ir.InsertionPoint(op), op.location:
+            kernel.lower(op)
+        loops.leave(n)
+    tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
+    for op in [*reversed(tile_ops), *kernel.casts]:
+        for r in op.results:
+            user = next((u.owner for u in r.uses), None)
+            if user is not None:
+                raise LoweringError(user, "a tile tensor cannot cross into this op")
+        op.erase()

@@ -137,28 +137,18 @@ class TileCarryAccumulators(Pass):
     name = "tile-carry-accumulators"
 
     def run(self, module: ir.Operation) -> None:
-        funcs: list[ir.Operation] = []
-        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
-        done = [self.carry(f) for f in funcs if "tile.kernel" in f.attributes]
-        if not all(done):
-            self.fail()
+        self.each_kernel(module, carry)
 
-    def carry(self, func: ir.Operation) -> bool:
-        gemms: list[ir.Operation] = []
-        walk(func, lambda op: gemms.append(op) if op.name == "tile.gemm" else None)
-        accs = list(dict.fromkeys(op.operands[3] for op in gemms))
-        try:
-            for acc in accs:
-                home = defining_block(acc)
-                if not carried(acc, home):
-                    continue
-                targets = {op for op in mutators(acc) if op.name == "tile.gemm"}
-                after = ops_after(acc, home)
-                thread(after, acc, acc, targets)
-        except LoweringError as err:
-            self.error(err.op, str(err))
-            return False
-        return True
+
+def carry(func: ir.Operation) -> None:
+    """Every accumulator of `func` that a gemm updates inside a loop, threaded through it."""
+    gemms: list[ir.Operation] = []
+    walk(func, lambda op: gemms.append(op) if op.name == "tile.gemm" else None)
+    for acc in dict.fromkeys(op.operands[3] for op in gemms):
+        home = defining_block(acc)
+        if carried(acc, home):
+            targets = {op for op in mutators(acc) if op.name == "tile.gemm"}
+            thread(ops_after(acc, home), acc, acc, targets)
 
 
 def defining_block(value: ir.Value) -> ir.Block:

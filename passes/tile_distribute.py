@@ -344,27 +344,16 @@ class TileDistribute(Pass):
     name = "tile-distribute"
 
     def run(self, module: ir.Operation) -> None:
-        funcs: list[ir.Operation] = []
-        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
-        done = [self.distribute(f) for f in funcs if "tile.kernel" in f.attributes]
-        if not all(done):
-            self.fail()
+        self.each_kernel(module, self.distribute)
 
-    def distribute(self, func: ir.Operation) -> bool:
+    def distribute(self, func: ir.Operation) -> None:
         if "tile.threads" not in func.attributes:
-            self.error(func, "a tile kernel needs a tile.threads attribute")
-            return False
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
         spreads = Spreads(func)
         ops: list[ir.Operation] = []
         walk(func, ops.append)
-        try:
-            for op in ops:
-                spreads.visit(op)
-        except LoweringError as err:
-            self.error(err.op, str(err))
-            return False
+        for op in ops:
+            spreads.visit(op)
         for value, spread in spreads.of.items():
             if (why := retype(value, spread, spreads.threads)) is not None:
-                self.error(defining_op(value), why)
-                return False
-        return True
+                raise LoweringError(defining_op(value), why)
