@@ -6,6 +6,11 @@
 // RUN: tile-opt -p tile-carry-accumulators,tile-distribute,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
 // RUN: tile-opt -p tile-carry-accumulators --split-input-file --verify-diagnostics %s.bad
 // RUN: tile-opt -p tile-carry-accumulators %s.prefetch | filecheck %s --check-prefix=PREFETCH
+// RUN: tilec compile %repo/test/gpu/var_gemm.tile --emit lowered | filecheck %s --check-prefix=VAR
+
+// A K loop that also counts its steps in a var (refused before the accumulator was carried):
+// the lowered loop carries the 32 accumulator values and the count, 33 scalars.
+// VAR: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 
 // PREFETCH-LABEL: func.func @prefetching(
 // PREFETCH: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
