@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -45,17 +46,15 @@ def cache_key(source: str, params: Mapping[str, Any], target: str) -> str:
 @functools.cache
 def compiler_digest() -> str:
     """sha256 (hex) of the compiler's code: every .py and .mlir file of the tilec packages
-    that compile (tilec, tilec.passes, tilec.dialects), by path, read once per process."""
-    import tilec
-    import tilec.dialects
-    import tilec.passes
-
+    that compile (tilec, tilec.passes, tilec.dialects), by path, read once per process. The
+    packages are found, not imported (importing tilec.passes would load MLIR)."""
     h = hashlib.sha256()
-    for package in (tilec, tilec.passes, tilec.dialects):
-        root = Path(package.__file__).parent
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".mlir") and "__pycache__" not in path.parts:
-                h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    for name in ("tilec", "tilec.passes", "tilec.dialects"):
+        spec = importlib.util.find_spec(name)
+        for root in map(Path, spec.submodule_search_locations if spec else []):
+            for path in sorted(root.rglob("*")):
+                if path.suffix in (".py", ".mlir") and "__pycache__" not in path.parts:
+                    h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 

@@ -13,7 +13,8 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilec.binding import PassFailure, emit
+from tilec.binding import PassFailure, emit, walk
+from tilec.lowering import LoweringError
 
 
 @dataclasses.dataclass
@@ -59,9 +60,6 @@ class Pass:
         """Call `fn` on every tile kernel (a `func.func` with `tile.kernel`) of `module`. A
         `LoweringError` it raises is reported at its op and the next kernel is tried, so each
         kernel's first error is reported; then the pass fails if any kernel did."""
-        from tilec.binding import walk
-        from tilec.lowering import LoweringError
-
         funcs: list[ir.Operation] = []
         walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
         failed = False

@@ -23,11 +23,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm, scf
 
-from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Reduced
 from tilec.passes.tile_loops import moved_loop
-from tilec.passes.tile_spreads import PLAIN, spread_of_type
+from tilec.passes.tile_spreads import PLAIN, single, spread_of_type
 from tilec.passes.tile_views import tensor_type
 
 Lowered = Frag | Reduced | ir.Value
@@ -36,12 +35,6 @@ Lowered = Frag | Reduced | ir.Value
 def carries_tiles(loop: ir.Operation) -> bool:
     """Whether an scf.for carries a register tensor (a `var` the loop updates)."""
     return any(tensor_type(r.type) is not None for r in loop.results)
-
-
-def single(typ: ir.Type) -> bool:
-    """Whether a register-tensor type holds one element (lowered to a plain value)."""
-    t = tensor_type(typ)
-    return t is not None and A.size(t.layout) == 1
 
 
 def flatten(op: ir.Operation, value: Lowered, like: Lowered) -> list[ir.Value]:

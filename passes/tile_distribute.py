@@ -40,9 +40,9 @@ from tilec.dialects.tile.types import TensorType as TypeText
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
-from tilec.passes.tile_fragments import Partition, rows_match
+from tilec.passes.tile_fragments import Partition, combined_spread
 from tilec.passes.tile_mma import MmaPartition, mma_partition
-from tilec.passes.tile_spreads import PLAIN, Part, Spread, tv_text
+from tilec.passes.tile_spreads import PLAIN, Part, Spread, single, tv_text
 from tilec.passes.tile_views import elem_bytes, tensor_type
 
 # Ops whose result is spread as their full-shape register operands (one element each).
@@ -54,23 +54,9 @@ FULL = "expected a register tensor of a full tile"
 # Deciding spreads ---------------------------------------------------------------------------
 
 
-def describe(part: Part) -> str:
-    """A spread in the words of the language."""
-    if isinstance(part, MmaPartition):
-        return f"the C fragment of an MMA on a {part.block[0]}x{part.block[1]} block"
-    return (
-        f"a {'x'.join(map(str, part.shape))} tile in {part.vec}-element chunks along mode "
-        f"{part.m} over {part.threads} threads"
-    )
-
-
 def is_register(value: ir.Value) -> bool:
     t = tensor_type(value.type)
     return t is not None and t.space == "register"
-
-
-def single(value: ir.Value) -> bool:
-    return A.size(tensor_type(value.type).layout) == 1
 
 
 class Spreads:
@@ -105,7 +91,7 @@ class Spreads:
             block = tuple(ir.DenseI64ArrayAttr(op.attributes["block_shape"]))
             self.of[r] = mma_partition(op, op.operands[0].type, block)
         else:
-            self.of[r] = PLAIN if single(r) else spread_of_value(r, self.threads)
+            self.of[r] = PLAIN if single(r.type) else spread_of_value(r, self.threads)
 
     def load(self, op: ir.Operation) -> None:
         r = op.results[0]
@@ -138,26 +124,15 @@ class Spreads:
             self.of[op.results[0]] = self.full(op, op.operands[3])
 
     def elementwise(self, op: ir.Operation) -> None:
-        """As tile_fragments.elementwise combines: plain operands broadcast as scalars, reduced
-        ones over the full ones, all over one partition."""
+        """As convert-tile-to-gpu combines (tile_fragments.combined_spread): plain operands
+        broadcast as scalars, reductions over the full operands, all over one partition."""
         spreads = [self.get(op, v) for v in op.operands if is_register(v)]
-        frags = [s for s in spreads if s != PLAIN]
+        frags = [s if isinstance(s, tuple) else (s, None) for s in spreads if s != PLAIN]
         if not frags:
             self.of[op.results[0]] = PLAIN
             return
-        full = [s for s in frags if not isinstance(s, tuple)]
-        part = full[0] if full else frags[0][0]
-        for s in frags:
-            other = s[0] if isinstance(s, tuple) else s
-            if not (rows_match(*s, part) if isinstance(s, tuple) else s == part):
-                raise LoweringError(
-                    op,
-                    f"operands are spread over the threads differently: {describe(part)} and "
-                    f"{describe(other)} (hint: give both operands the same tile shape and "
-                    "layout, or load one like the other: load(t, like = other))",
-                )
-        modes = {s[1] for s in frags if isinstance(s, tuple)}
-        self.of[op.results[0]] = (part, modes.pop()) if not full and len(modes) == 1 else part
+        part, mode = combined_spread(op, frags)
+        self.of[op.results[0]] = part if mode is None else (part, mode)
 
     def loop(self, op: ir.Operation) -> None:
         if not any(is_register(r) for r in op.results):
@@ -174,7 +149,7 @@ class Spreads:
         if likes is None:
             return
         for v, like in zip(op.operands, likes, strict=True):
-            if like is not None and not carries(self.get(op, v), like, single(v)):
+            if like is not None and not carries(self.get(op, v), like, single(v.type)):
                 raise LoweringError(op, STAYS)
 
 
@@ -263,10 +238,9 @@ def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Part | None:
     if len(owner.operands) > 1:
         return None  # load(t, like = x): x's spread, found through `neighbours`
     src = tensor_type(owner.operands[0].type)
-    view = view_of(src)
-    if len(view.stride) != len(shape) or math.prod(shape) != A.size(src.layout):
+    if tuple(A.flatten(A.shape(src.layout))) != shape:
         return None
-    return choose_partition(view, shape, threads)  # type: ignore[arg-type]
+    return spread_of_load(owner.operation, threads)
 
 
 def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
@@ -314,7 +288,7 @@ def full(v: ir.Value, shape: tuple[int, ...]) -> bool:
 def retype(value: ir.Value, spread: Spread, threads: int) -> str | None:
     """Give `value` its TV layout; a value typed already must have this one (else: why not)."""
     t = TypeText.of(value.type)
-    tv = tv_text(spread, threads, single(value))
+    tv = tv_text(spread, threads, single(value.type))
     if t.tv is None:
         value.set_type(TypeText(t.elem, "register", t.layout, tv).get())
     elif t.tv != tv:

@@ -92,6 +92,18 @@ class Partition:
         """The group of element j of chunk i when `mode` is reduced (see `group_key`)."""
         return group_key(self, mode, i, j)
 
+    def under(self, mode: int, part: object) -> bool:
+        """Whether a reduction of this along `mode` broadcasts over a tensor spread as `part`
+        (its groups are `part`'s elements' groups): when `part` is this spread."""
+        return self == part
+
+    def describe(self) -> str:
+        """The spread in the words of the language: tile shape, vector width, mode, threads."""
+        return (
+            f"a {'x'.join(map(str, self.shape))} tile in {self.vec}-element chunks along mode "
+            f"{self.m} over {self.threads} threads"
+        )
+
     def thread_bits(self, mode: int) -> tuple[int, int]:
         """The bit range [lo, hi) of the thread number t that holds part of `mode`'s
         coordinate (empty when the mode lies in the chunk number or the vector alone)."""
@@ -285,35 +297,26 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
 Value = Frag | Reduced | Deferred | ir.Value
 
 
-def describe(part: Partition) -> str:
-    """A partition in the words of the language: tile shape, vector width, mode, threads."""
-    return (
-        f"a {'x'.join(map(str, part.shape))} tile in {part.vec}-element chunks along mode "
-        f"{part.m} over {part.threads} threads"
-    )
-
-
-def lines_up(x: Frag | Reduced | Deferred, part: object) -> bool:
-    """Whether `x` combines element by element with a tensor spread as `part`: the same
-    spread, or a reduction whose groups `part`'s elements find (`rows_match`)."""
-    if isinstance(x, Reduced):
-        return rows_match(x.part, x.mode, part)
-    return x.part == part
-
-
-def rows_match(source: object, mode: int, part: object) -> bool:
-    """Whether a reduction along `mode` of a tensor spread as `source` broadcasts over one
-    spread as `part`: the same spread, or two MMA C fragments whose other mode is laid out
-    alike (same warps, same extent of that mode): rows of S (BM x BN) over O (BM x D)."""
-    if source == part:
-        return True
-    kept = 1 - mode
-    return (
-        type(source).__name__ == type(part).__name__ == "MmaPartition"
-        and source.warps == part.warps  # type: ignore[attr-defined]
-        and source.block[kept] == part.block[kept]  # type: ignore[attr-defined]
-        and (mode == 1 or source.block[0] == part.block[0])  # type: ignore[attr-defined]
-    )
+def combined_spread(
+    op: ir.Operation, spreads: list[tuple[object, int | None]]
+) -> tuple[object, int | None]:
+    """The spread of elementwise math on operands spread as `spreads` (plain ones left out):
+    (partition, None) of a full tensor, (partition, mode) of a reduction along `mode`. The
+    result takes the full operands' partition, over which the reductions broadcast (`under`),
+    and is a reduction when all operands are, along one mode. Operands that do not line up are
+    a located error. tile-distribute decides types with this, convert-tile-to-gpu lowers."""
+    full = [p for p, mode in spreads if mode is None]
+    part = full[0] if full else spreads[0][0]
+    for p, mode in spreads:
+        if not (p == part if mode is None else p.under(mode, part)):  # type: ignore[attr-defined]
+            raise LoweringError(
+                op,
+                f"operands are spread over the threads differently: {part.describe()} and "  # type: ignore[attr-defined]
+                f"{p.describe()} (hint: give both operands the same tile shape and layout, or "  # type: ignore[attr-defined]
+                "load one like the other: load(t, like = other))",
+            )
+    modes = {mode for _, mode in spreads}
+    return (part, modes.pop()) if not full and len(modes) == 1 else (part, None)
 
 
 def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred | Reduced:  # noqa: ANN001
@@ -323,22 +326,14 @@ def elementwise(op: ir.Operation, operands: list[Value], fn) -> Frag | Deferred 
     frags = [x for x in operands if isinstance(x, Frag | Reduced | Deferred)]
     if not frags:  # one-element tensors are plain values every thread holds
         return fn(*operands)
-    full = [x for x in frags if not isinstance(x, Reduced)]
-    part = (full or frags)[0].part
-    other = next((x.part for x in frags if not lines_up(x, part)), None)
-    if other is not None:
-        raise LoweringError(
-            op,
-            f"operands are spread over the threads differently: {describe(part)} and "
-            f"{describe(other)} (hint: give both operands the same tile shape and layout, or "
-            "load one like the other: load(t, like = other))",
-        )
-    if not full and len({x.mode for x in frags}) == 1:
+    spreads = [(x.part, x.mode if isinstance(x, Reduced) else None) for x in frags]
+    part, mode = combined_spread(op, spreads)
+    if mode is not None:
         groups = {
             key: fn(*[x.groups[key] if isinstance(x, Reduced) else x for x in operands])
             for key in frags[0].groups
         }
-        return Reduced(part, frags[0].mode, next(iter(groups.values())).type, groups)
+        return Reduced(part, mode, next(iter(groups.values())).type, groups)
     deferred = [x for x in operands if isinstance(x, Deferred)]
     if deferred:
 

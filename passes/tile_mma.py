@@ -145,6 +145,23 @@ class MmaPartition:
         tm = self.tiles[0]
         return (i % tm, j // 2) if mode == 1 else (i // tm, j % 2)
 
+    def under(self, mode: int, part: object) -> bool:
+        """Whether a reduction of this along `mode` broadcasts over a tensor spread as `part`:
+        this spread, or another MMA's C over the same warps whose kept mode is laid out alike
+        (the rows of S, BM x BN, over O, BM x D; `group_key` of a row depends on them alone)."""
+        if self == part:
+            return True
+        kept = 1 - mode
+        return (
+            isinstance(part, MmaPartition)
+            and self.warps == part.warps
+            and self.block[kept] == part.block[kept]
+            and (mode == 1 or self.block[0] == part.block[0])
+        )
+
+    def describe(self) -> str:
+        return f"the C fragment of an MMA on a {self.block[0]}x{self.block[1]} block"
+
 
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)

@@ -28,6 +28,12 @@ Spread = Part | tuple[Part, int] | str  # blocked / mma, (source, mode) reduced,
 UNDISTRIBUTED = "a register tensor without its thread–value layout: run tile-distribute first"
 
 
+def single(typ: ir.Type) -> bool:
+    """Whether a register-tensor type holds one element (lowered to a plain value)."""
+    t = tensor_type(typ)
+    return t is not None and A.size(t.layout) == 1
+
+
 def by_e(part: Partition, strides: tuple[int, ...]) -> A.Layout:
     """e (mode m fastest, then the others in order) → the index `strides` give a coordinate."""
     return A.Layout(tuple(part.shape[k] for k in part.order), tuple(strides[k] for k in part.order))
@@ -63,6 +69,7 @@ def reduced_strides(block: tuple[int, ...], mode: int) -> tuple[int, ...]:
     return tuple(0 if k == mode else cm[k] for k in range(len(block)))
 
 
+@cache
 def tv_text(spread: Spread, threads: int, single: bool = False) -> str:
     """The TV layout a spread's type carries; `single`: the tensor has one element (then a
     reduction's result is plain: every thread holds the one value)."""
@@ -185,11 +192,9 @@ def check(op: ir.Operation, value: ir.Value, lowered: object, threads: int) -> N
         spread = PLAIN
     else:
         return
-    single = A.size(t.layout) == 1
-    if t.tv != tv_text(spread, threads, single):
-        raise LoweringError(
-            op, f"lowered as {tv_text(spread, threads, single)}, but its type says {t.tv}"
-        )
+    written = tv_text(spread, threads, single(value.type))
+    if t.tv != written:
+        raise LoweringError(op, f"lowered as {written}, but its type says {t.tv}")
 
 
 def undistributed(func: ir.Operation) -> ir.Operation | None:
