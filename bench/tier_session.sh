@@ -2,7 +2,8 @@
 # One call on the GPU machine: the GPU tier and the sanitizer tier from prebuilt bundles
 # (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
-# and torch (`sm90`), the speed baselines (`baseline`), or the row kernels (`rows`). Build
+# and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), the speed baselines
+# (`baseline`), or the row kernels (`rows`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
 #   bash test/gpu/build_sm90_bundles.sh
@@ -81,6 +82,32 @@ sm90)
     --out "$out/sm90-fused.md" | grep "^|"
   python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 --act gelu \
     --fused $s/epilogue/act2_beta0/gemm90_bias_act --out "$out/sm90-gelu.md" | grep "^|"
+  ;;
+pingpong)
+  # Ping-pong consumers (PP = 1; bundles: test/gpu/build_sm90_bundles.sh and
+  # bench/build_pingpong.sh): the SM90 tests, the sanitizers on them, then beside the
+  # cooperative kernels, cuBLAS and Triton, the fused epilogue and the batched kernel.
+  python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_gemm_sm90.py 2>&1 \
+    | tee "$out/sm90-tests.log" | tail -3
+  s=build/sm90
+  python3 test/gpu/sanitize.py $s/pp_bf16 $s/epilogue/act2_pp $s/batched/pp --size N=136 \
+    --log "$out/sanitize-pp.log" | tee "$out/sanitize-pp.txt"
+  p=build/pingpong
+  python3 bench/bench_gemm.py --dtype bf16 --bundle $p/coop/gemm90 --bundle $p/pp_n128_s4/gemm90 \
+    --bundle $p/pp_n128_s5/gemm90 --bundle $p/pp_n128_s6/gemm90 --bundle $p/pp_m64n256_s4/gemm90 \
+    --bundle $p/pp_n128_g8/gemm90 --triton tutorial --shape 2048x2048x2048 --shape 4096x4096x4096 \
+    --shape 8192x8192x8192 --shape 4096x11008x4096 --out "$out/pp-bf16.md" | grep "^|\|^- "
+  for act in 1 2; do
+    name=$([ $act = 1 ] && echo relu || echo gelu)
+    python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --act $name \
+      --fused $p/coop_act$act/gemm90_bias_act --out "$out/coop-$name.md" | grep "^|"
+    python3 bench/bench_gemm_fused.py --plain $p/pp_n128_s6/gemm90 --act $name \
+      --fused $p/pp_act$act/gemm90_bias_act --out "$out/pp-$name.md" | grep "^|"
+  done
+  for v in coop_batched pp_batched pp_batched_s4; do
+    python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --batched $p/$v/gemm90_batched \
+      --out "$out/$v.md" | grep "^|"
+  done
   ;;
 baseline)
   base=bench/baselines/h200.json

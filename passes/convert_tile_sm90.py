@@ -33,7 +33,7 @@ from tilec import smem
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes import sm90_epilogue, sm90_roles, sm90_tma, sm90_values
+from tilec.passes import sm90_epilogue, sm90_pingpong, sm90_roles, sm90_tma, sm90_values
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
@@ -105,9 +105,17 @@ class Sm90Kernel(ConsumerOps):
         ops: list[ir.Operation] = []
         walk(self.func, lambda o: ops.append(o) if o.name.startswith("tile.") else None)
         self.plan(ops)
+        consumer = self.roles["consumer"]
+        self.pingpong = sm90_pingpong.requested(consumer)
         entry = self.func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), self.func.location:
             self.prologue()
+        self.turns = None
+        if self.pingpong:  # the order of the turns' barriers: after the epilogue's 1 + group
+            groups = self.warpgroups(consumer)
+            first = 1 + len(groups)
+            group = partial(self.consumer_index, IndexBuilder())
+            self.turns = sm90_pingpong.alternate(consumer, groups, group, first)
         for op in ops:
             self.loops.close_outside(op, self.accs)
             if op.name == "tile.gemm":  # moves the op: before its insertion point is taken
@@ -184,8 +192,9 @@ class Sm90Kernel(ConsumerOps):
         i8 = ir.IntegerType.get_signless(8)
         full = gep(self.base, ring_bytes, i8, b)
         empty = gep(self.base, ring_bytes + self.stages * smem.BARRIER_BYTES, i8, b)
-        consumers = len(self.warpgroups(self.roles["consumer"])) * WARPGROUP
-        self.ring = Ring(self.stages, full, empty, consumers)
+        # Every consumer thread releases a stage it read; with ping-pong, one group reads it.
+        groups = 1 if self.pingpong else len(self.warpgroups(self.roles["consumer"]))
+        self.ring = Ring(self.stages, full, empty, groups * WARPGROUP)
         self.ring.init(self.tid, b)
         self.epilogue_base = gep(self.base, self.stages * self.stage_bytes, i8, b)
         if self.tma_store is not None:
@@ -262,6 +271,17 @@ class Sm90Kernel(ConsumerOps):
         tiling = [int(x) for x in mma.tiling.strip("()").split(",")]
         if len(tiling) != 3 or tiling[2] != 1:
             raise LoweringError(op, f"wgmma tiling {mma.tiling}: (m, n, 1) warp groups")
+        groups = len(self.warpgroups(self.roles["consumer"]))
+        if self.pingpong and tiling[0] * tiling[1] != 1:
+            raise LoweringError(
+                op, f"a pingpong consumer group holds whole tiles: tile the wgmma over "
+                f"(1, 1, 1) warp groups, not {mma.tiling}",
+            )  # fmt: skip
+        if not self.pingpong and tiling[0] * tiling[1] != groups:
+            raise LoweringError(
+                op, f"the {groups} consumer warp group(s) split each tile: the wgmma tiling "
+                f"{mma.tiling} must cover {groups}",
+            )  # fmt: skip
         self.tiling = (tiling[0], tiling[1])
 
     def tile_coord(self, op: ir.Operation, b: IndexBuilder) -> None:

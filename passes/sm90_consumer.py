@@ -50,6 +50,11 @@ class ConsumerOps:
         first = min(self.warpgroups(self.roles["consumer"]))
         return arith.SubIOp(b.value(self.warpgroup), b.value(first)).result
 
+    def place(self, b: IndexBuilder) -> Term:
+        """The consumer group's place among those that split a tile (0 with ping-pong: each
+        group holds whole tiles)."""
+        return 0 if self.pingpong else self.consumer_index(b)
+
     def gemm(self, op: ir.Operation, b: IndexBuilder) -> None:
         """Wait for the stage, issue its wgmmas as one group, keep it in flight, release the
         stage the group before read."""
@@ -64,7 +69,7 @@ class ConsumerOps:
             )
         wm, _ = self.tiling
         mt, nt = self.subtiles()
-        cw = self.consumer_index(b)
+        cw = self.place(b)
         here = b.mul(stage, self.stage_bytes)
         i8 = ir.IntegerType.get_signless(8)
         a_rows, b_rows = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)
@@ -107,6 +112,8 @@ class ConsumerOps:
     def drain(self, loop: ir.Operation) -> None:
         """After a consumer loop: wait for its last wgmma group, release the last stage."""
         b = IndexBuilder()
+        if self.turns is not None:  # the wgmmas are issued: the other group's turn
+            self.turns.hand_over(self.consumer_index(b))
         nvvm.WgmmaWaitGroupSyncOp(0)
         end = counter_of(loop, self.roles["consumer"], b, at_end=True)
         ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
@@ -136,7 +143,7 @@ class ConsumerOps:
             )
         wm, _ = self.tiling
         mt, nt = self.subtiles()
-        cw = self.consumer_index(b)
+        cw = self.place(b)
         rows, cols = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)
         value = self.values[op.operands[0]]
         if self.tma_store is None:
@@ -151,8 +158,8 @@ class ConsumerOps:
         address = llvm.PtrToIntOp(i64, self.store_descriptor).result
         made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
         epilogue = sm90_epilogue.Epilogue(
-            self.atom, self.epilogue_base, cw, self.tid, self.leader(b), self.store_descriptor,
-            made, view, (rows, cols), outer,
+            self.atom, self.epilogue_base, self.consumer_index(b), self.tid, self.leader(b),
+            self.store_descriptor, made, view, (rows, cols), outer,
         )  # fmt: skip
         epilogue.store(value, (mt, nt), at, view.elem, self.loading.get(op.operands[0]))
 

@@ -72,15 +72,21 @@ def op(name: str, operands: list[ir.Value], attrs: dict[str, str] | None = None)
 
 
 def named_barrier(group: ir.Value, b: IndexBuilder) -> None:
-    """bar.sync 1 + group, 128: the warp group's own barrier (0 is the block's). Called as the
-    intrinsic: MLIR 22's `nvvm.barrier` prints a trailing `loc(...)` its parser rejects, so a
-    `lowered` module holding one would not parse back (`tilec build`'s wide variant does)."""
-    ident = i32(b.add(group, 1), b)
+    """bar.sync 1 + group, 128: the warp group's own barrier (0 is the block's)."""
+    barrier(b.add(group, 1), 128, b)
+
+
+def barrier(ident: Term, count: int, b: IndexBuilder, arrive: bool = False) -> None:
+    """bar.sync (or, `arrive`, bar.arrive) on named barrier `ident` for `count` threads.
+    Called as the intrinsic: MLIR 22's `nvvm.barrier` prints a trailing `loc(...)` its parser
+    rejects, so a `lowered` module holding one would not parse back (`tilec build`'s wide
+    variant does)."""
+    kind = "arrive" if arrive else "sync"
     op(
         "llvm.call_intrinsic",
-        [ident, constant(ir.IntegerType.get_signless(32), 128)],
+        [i32(ident, b), constant(ir.IntegerType.get_signless(32), count)],
         {
-            "intrin": '"llvm.nvvm.barrier.cta.sync.aligned.count"',
+            "intrin": f'"llvm.nvvm.barrier.cta.{kind}.aligned.count"',
             "fastmathFlags": "#llvm.fastmath<none>",
             "op_bundle_sizes": "array<i32>",
             "operandSegmentSizes": "array<i32: 2, 0>",

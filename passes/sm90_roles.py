@@ -27,7 +27,7 @@ from mlir.dialects import arith, nvvm, scf
 
 from tilec.lowering import IndexBuilder
 
-KEYS = ("tile.role", "tile.warpgroups", "tile.registers")
+KEYS = ("tile.role", "tile.warpgroups", "tile.registers", "tile.pingpong")
 WARPGROUP = 128  # threads
 
 

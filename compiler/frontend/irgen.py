@@ -290,7 +290,10 @@ class KernelGen(ExprGen):
                 attrs: dict[str, ir.Attribute] = {"tile.role": ir.StringAttr.get(role.kind)}
                 for kw in role.kwargs:
                     ints = static_ints(self.values[id(kw.value)]) or []
-                    key = "tile.warpgroups" if kw.name.startswith("warpgroup") else "tile.registers"
+                    if kw.name == "pingpong" and ints == [0]:
+                        continue  # the cooperative schedule: no attribute
+                    plural = kw.name.startswith("warpgroup")  # warpgroup = 0, warpgroups = 1..2
+                    key = "tile.warpgroups" if plural else f"tile.{kw.name}"
                     attrs[key] = (
                         ir.DenseI64ArrayAttr.get(ints) if key == "tile.warpgroups" else i64(ints[0])
                     )

@@ -203,9 +203,14 @@ class StatementChecker:
                     f"{self.target}",
                     kw.span,
                 )
+        elif kw.name == "pingpong" and role.kind == "consumer":
+            if not (isinstance(value, IntV) and value.value in (0, 1)):
+                self.error("pingpong takes 0 or 1 (a static int)", kw.value.span)
         else:
+            also = " and pingpong =" if role.kind == "consumer" else ""
             self.error(
-                f"{role.kind}(...) takes warpgroup(s) = and registers =, not '{kw.name}'", kw.span
+                f"{role.kind}(...) takes warpgroup(s) =, registers ={also}, not '{kw.name}'",
+                kw.span,
             )
 
     # Expressions ------------------------------------------------------------------------------

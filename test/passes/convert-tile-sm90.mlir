@@ -295,3 +295,99 @@ func.func @deep(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tiles: index, %k: 
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: } {tile.persistent = "linear"}
+
+// -----
+
+// Ping-pong (`consumer(..., pingpong = 1)`): the consumer groups take the tiles in turns, each
+// holding a whole 128x128 tile (tiling (1,1,1): four 64x64 wgmma tiles per group). Turn i is
+// group i mod 2's; the main loops take turns through named barriers 3 and 4 (1 and 2 are the
+// epilogue's): a group waits on 3 + group before its main loop from its second turn on, and
+// arrives on the other's once it has issued its wgmmas, before it waits for them.
+func.func @pingpong(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tiles: index, %k: index, %kt: index) attributes {tile.kernel, tile.target = "sm_90a", tile.threads = array<i64: 384, 1, 1>} {
+  %A = "tile.make_tensor"(%a, %k, %k, %k) {name = "A"} : (!llvm.ptr, index, index, index) -> !tile.tensor<bf16, "global", "(?,?):(?,1)">
+  %B = "tile.make_tensor"(%b, %k, %k, %k) {name = "B"} : (!llvm.ptr, index, index, index) -> !tile.tensor<bf16, "global", "(?,?):(?,1)">
+  %C = "tile.make_tensor"(%c, %k, %k, %k) {name = "C"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %sA = "tile.alloc_shared"() {name = "sA"} : () -> !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">
+  %sB = "tile.alloc_shared"() {name = "sB"} : () -> !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">
+  %mma = "tile.tiled_mma"() : () -> !tile.mma<"sm90.wgmma_64x64x16.f32.bf16.bf16", "(1,1,1)">
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.execute_region {
+    scf.execute_region {
+      %bx = "tile.block_id"() {dim = 0 : i64} : () -> index
+      %gx = "tile.grid_dim"() {dim = 0 : i64} : () -> index
+      scf.for %t = %bx to %tiles step %gx {
+        scf.for %i = %c0 to %kt step %c1 {
+          %ta = "tile.local_tile"(%A, %t, %i) {coord = "(?,?)", tile = array<i64: 128, 64>} : (!tile.tensor<bf16, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<bf16, "global", "(128,64):(?,1)">
+          "tile.copy"(%ta, %sA) {atom = "tma"} : (!tile.tensor<bf16, "global", "(128,64):(?,1)">, !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">) -> ()
+          %tb = "tile.local_tile"(%B, %t, %i) {coord = "(?,?)", tile = array<i64: 128, 64>} : (!tile.tensor<bf16, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<bf16, "global", "(128,64):(?,1)">
+          "tile.copy"(%tb, %sB) {atom = "tma"} : (!tile.tensor<bf16, "global", "(128,64):(?,1)">, !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">) -> ()
+        } {tile.stages = 3 : i64}
+      } {tile.persistent = "linear"}
+      scf.yield
+    } {tile.registers = 40 : i64, tile.role = "producer", tile.warpgroups = array<i64: 0>}
+    scf.execute_region {
+      %bx = "tile.block_id"() {dim = 0 : i64} : () -> index
+      %gx = "tile.grid_dim"() {dim = 0 : i64} : () -> index
+      scf.for %t = %bx to %tiles step %gx {
+        %acc = "tile.fragment"(%mma) {block_shape = array<i64: 128, 128>} : (!tile.mma<"sm90.wgmma_64x64x16.f32.bf16.bf16", "(1,1,1)">) -> !tile.tensor<f32, "register", "(32,1,2):(1,32,32)">
+        "tile.fill"(%acc) {value = 0.000000e+00 : f32} : (!tile.tensor<f32, "register", "(32,1,2):(1,32,32)">) -> ()
+        scf.for %i = %c0 to %kt step %c1 {
+          "tile.gemm"(%mma, %sA, %sB, %acc) : (!tile.mma<"sm90.wgmma_64x64x16.f32.bf16.bf16", "(1,1,1)">, !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">, !tile.tensor<bf16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">, !tile.tensor<f32, "register", "(32,1,2):(1,32,32)">) -> ()
+        } {tile.stages = 3 : i64}
+        %tc = "tile.local_tile"(%C, %t, %t) {coord = "(?,?)", tile = array<i64: 128, 128>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(128,128):(?,1)">
+        "tile.store"(%acc, %tc) : (!tile.tensor<f32, "register", "(32,1,2):(1,32,32)">, !tile.tensor<f32, "global", "(128,128):(?,1)">) -> ()
+      } {tile.persistent = "linear"}
+      scf.yield
+    } {tile.pingpong = 1 : i64, tile.registers = 232 : i64, tile.role = "consumer", tile.warpgroups = array<i64: 1, 2>}
+    scf.yield
+  } {tile.warp_specialize}
+  return
+}
+
+// One group reads each stage, so an empty barrier waits for 128 arrivals, not 256.
+// CHECK-LABEL: func.func @pingpong(
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[READERS:.*]] = arith.constant 128 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %[[ONE]]
+// CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %[[READERS]]
+// CHECK: nvvm.setmaxregister increase 232
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK-NEXT: %[[GX:.*]] = gpu.grid_dim x
+// CHECK-NEXT: scf.for %[[T:.*]] = %[[BX]] to %{{.*}} step %[[GX]] {
+// CHECK-NEXT: %[[DT:.*]] = arith.subi %[[T]], %[[BX]] : index
+// CHECK-NEXT: %[[TURN:.*]] = arith.divui %[[DT]], %[[GX]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[GROUP:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK-NEXT: %[[ODD:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[WHOSE:.*]] = arith.andi %[[TURN]], %[[ODD]] : index
+// CHECK-NEXT: %[[MINE:.*]] = arith.cmpi eq, %[[WHOSE]], %[[GROUP]] : index
+// CHECK-NEXT: scf.if %[[MINE]] {
+// CHECK: %[[LATER:.*]] = arith.cmpi ugt, %[[TURN]], %{{.*}} : index
+// CHECK: scf.if %[[LATER]] {
+// CHECK-NEXT: %[[THREE:.*]] = arith.constant 3 : index
+// CHECK-NEXT: %[[OWN:.*]] = arith.addi %{{.*}}, %[[THREE]] : index
+// CHECK-NEXT: %[[OWN32:.*]] = arith.index_cast %[[OWN]] : index to i32
+// CHECK-NEXT: %[[BOTH:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.aligned.count"(%[[OWN32]], %[[BOTH]])
+// CHECK-NEXT: }
+// The ring's counter numbers every turn's iterations, the other group's included.
+// CHECK-NEXT: %{{.*}}:4 = scf.for %{{.*}} iter_args(
+// CHECK: arith.divui %{{.*}}, %[[GX]] : index
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvvm.wgmma.mma_async
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: } {tile.stages = 3 : i64}
+// After the main loop, before waiting for its wgmmas: the other group's turn, if one follows.
+// CHECK: %[[FOLLOWS:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-NEXT: %[[OTHER:.*]] = arith.subi %[[FOUR]], %{{.*}} : index
+// CHECK-NEXT: scf.if %[[FOLLOWS]] {
+// CHECK-NEXT: %[[OTHER32:.*]] = arith.index_cast %[[OTHER]] : index to i32
+// CHECK-NEXT: %[[BOTH:.*]] = arith.constant 256 : i32
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[OTHER32]], %[[BOTH]])
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.aligned.count"(%{{.*}}, %{{.*}}) : (i32, i32) -> ()
+// CHECK: } {tile.persistent = "linear"}
