@@ -433,11 +433,12 @@ def bench_shape(
     return rows
 
 
-def split_k(folder: Path, arch: str):
-    """examples/gemm_sm80_splitk.tile's two kernels as one call c = alpha * a @ b.T, split as
+def split_k(folder: Path, arch: str, kernel: str = "gemm_splitk"):
+    """examples/gemm_sm80_splitk.tile's two kernels (or, `kernel` = gemm90_splitk,
+    examples/gemm_sm90_splitk.tile's with the same sum) as one call c = alpha * a @ b.T, split as
     many ways as the sum kernel was built for (its W's first extent, -D SPLITS); the f32
     workspace (SPLITS × M × N) is allocated once per shape, outside the timed calls."""
-    gemm, total = load(folder / f"gemm_splitk_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
+    gemm, total = load(folder / f"{kernel}_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
     splits = total.manifest.params[0].shape[0]
     workspaces: dict[tuple[int, int], torch.Tensor] = {}
 
@@ -478,6 +479,9 @@ def main() -> None:
     )
     parser.add_argument("--arch", default="sm90a", help="of the --splitk bundles: sm80 or sm90a")
     parser.add_argument(
+        "--splitk90", action="append", default=[], help="a folder with gemm90_splitk_sm90a"
+    )
+    parser.add_argument(
         "--graph",
         action="store_true",
         help="time CUDA-graph replays: the GPU's time alone, without the host side of each call",
@@ -495,6 +499,8 @@ def main() -> None:
     kernels = {b: as_gemm(load(b)) for b in args.bundle or []}
     for folder in args.splitk:
         kernels[f"{folder} (split-K)"] = split_k(Path(folder), args.arch)
+    for folder in args.splitk90:
+        kernels[f"{folder} (SM90 split-K)"] = split_k(Path(folder), "sm90a", "gemm90_splitk")
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
         f"torch {torch.__version__}, triton {triton.__version__}, {args.dtype}, "

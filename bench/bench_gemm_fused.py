@@ -9,6 +9,8 @@ plain tilec GEMM (the fusion's cost: same shape, no epilogue math), and by torch
 sequence, `torch.addmm(bias, A, B^T)` then the activation in place. Batched: C[l] = A[l] @
 B[l]^T against `torch.bmm`. randn inputs; each figure the median of CUDA-event timings of 10
 back-to-back calls (`tilec.runtime.measure.time_ms`), results checked against torch first.
+With `--graph` every figure times CUDA-graph replays instead (`time_graph_ms`): the GPU's time
+alone, for shapes whose kernels are shorter than a call's host side (32×512³ batched).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import datetime
 import torch
 
 from tilec.runtime import load
-from tilec.runtime.measure import time_ms
+from tilec.runtime.measure import time_graph_ms, time_ms
 
 ACTS = {"relu": torch.relu_, "gelu": lambda y: torch.nn.functional.gelu(y, approximate="none")}
 FUSED_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096)]
@@ -32,7 +34,7 @@ def check(out: torch.Tensor, ref: torch.Tensor, what: str) -> None:
         raise SystemExit(f"{what}: WRONG (relative error {err:.3g})")
 
 
-def fused_row(plain, fused, act_name: str, shape: tuple[int, int, int], dtype) -> str:  # noqa: ANN001
+def fused_row(plain, fused, act_name: str, shape: tuple[int, int, int], dtype, timer) -> str:  # noqa: ANN001
     m, n, k = shape
     act = ACTS[act_name]
     a = torch.randn(m, k, device="cuda").to(dtype)
@@ -51,10 +53,10 @@ def fused_row(plain, fused, act_name: str, shape: tuple[int, int, int], dtype) -
 
     ours()
     check(c, expect, "fused")
-    t_fused = time_ms(ours, inner=10)
-    t_plain = time_ms(lambda: plain(a, b, c), inner=10)
+    t_fused = timer(ours, inner=10)
+    t_plain = timer(lambda: plain(a, b, c), inner=10)
     check(torch_unfused(), expect, "torch")
-    t_torch = time_ms(torch_unfused, inner=10)
+    t_torch = timer(torch_unfused, inner=10)
     flops = 2 * m * n * k / 1e9
     return (
         f"| {act_name} | {m}×{n}×{k} | {flops / t_fused:.0f} | {flops / t_plain:.0f} | "
@@ -62,15 +64,15 @@ def fused_row(plain, fused, act_name: str, shape: tuple[int, int, int], dtype) -
     )
 
 
-def batched_row(kernel, shape: tuple[int, int, int, int], dtype) -> str:  # noqa: ANN001
+def batched_row(kernel, shape: tuple[int, int, int, int], dtype, timer) -> str:  # noqa: ANN001
     l, m, n, k = shape
     a = torch.randn(l, m, k, device="cuda").to(dtype)
     b = torch.randn(l, n, k, device="cuda").to(dtype)
     c = torch.empty(l, m, n, device="cuda", dtype=dtype)
     kernel(a, b, c)
     check(c, a.float() @ b.float().transpose(1, 2), "batched")
-    ours = time_ms(lambda: kernel(a, b, c), inner=10)
-    theirs = time_ms(lambda: torch.bmm(a, b.transpose(1, 2), out=c), inner=10)
+    ours = timer(lambda: kernel(a, b, c), inner=10)
+    theirs = timer(lambda: torch.bmm(a, b.transpose(1, 2), out=c), inner=10)
     flops = 2 * l * m * n * k / 1e9
     return f"| {l}×{m}×{n}×{k} | {flops / ours:.0f} | {flops / theirs:.0f} | {theirs / ours:.2f} |"
 
@@ -82,12 +84,15 @@ def main() -> None:
     parser.add_argument("--act", default="relu", choices=sorted(ACTS))
     parser.add_argument("--batched", help="examples/gemm_sm90_batched.tile's bundle")
     parser.add_argument("--dtype", default="bf16", choices=("f16", "bf16"))
+    parser.add_argument("--graph", action="store_true", help="time CUDA-graph replays")
     parser.add_argument("--out")
     args = parser.parse_args()
+    timer = time_graph_ms if args.graph else time_ms
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {torch.cuda.get_device_name()}, "
-        f"torch {torch.__version__}, {args.dtype}, randn inputs, eager launches.",
+        f"torch {torch.__version__}, {args.dtype}, randn inputs, "
+        f"{'CUDA-graph replays' if args.graph else 'eager launches'}.",
         "",
     ]
     if args.fused:
@@ -96,7 +101,7 @@ def main() -> None:
             "fused / torch |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
             *(
-                fused_row(load(args.plain), load(args.fused), args.act, s, dtype)
+                fused_row(load(args.plain), load(args.fused), args.act, s, dtype, timer)
                 for s in FUSED_SHAPES
             ),
             "",
@@ -105,7 +110,7 @@ def main() -> None:
         lines += [
             "| L×M×N×K | tilec TFLOP/s | torch.bmm | tilec / torch |",
             "| --- | ---: | ---: | ---: |",
-            *(batched_row(load(args.batched), s, dtype) for s in BATCHED_SHAPES),
+            *(batched_row(load(args.batched), s, dtype, timer) for s in BATCHED_SHAPES),
         ]
     print("\n".join(lines))
     if args.out:

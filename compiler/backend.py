@@ -235,6 +235,7 @@ class ResourceUsage:
     shared_bytes: int = 0  # static shared memory
     stack_frame: int = 0  # bytes
     barriers: int = 0
+    serialized: int = 0  # ptxas's C7520 notes: wgmma.mma_async serialized (a large slowdown)
 
 
 def _ptxas(ptx: str, arch: str, extra: list[str]) -> tuple[bytes, str]:
@@ -262,6 +263,10 @@ _NUM = {
     "barriers": re.compile(r"used (\d+) barriers"),
     "shared_bytes": re.compile(r"(\d+) bytes smem"),
 }
+# "(C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to ...
+# in the function 'gemm90'": ptxas waits for each wgmma before the next (e.g. when a branch it
+# cannot prove warp-uniform sits between them).
+_SERIALIZED_RE = re.compile(r"wgmma\.mma_async instructions are serialized.* function '([\w$.]+)'")
 
 
 def parse_ptxas_verbose(text: str) -> dict[str, ResourceUsage]:
@@ -269,6 +274,11 @@ def parse_ptxas_verbose(text: str) -> dict[str, ResourceUsage]:
     found: dict[str, dict[str, int]] = {}
     current: str | None = None
     for line in text.splitlines():
+        serialized = _SERIALIZED_RE.search(line)
+        if serialized:
+            counts = found.setdefault(serialized.group(1), {})
+            counts["serialized"] = counts.get("serialized", 0) + 1
+            continue
         head = _FN_RE.search(line)
         if head:
             current = head.group(1)
@@ -358,6 +368,7 @@ def ptxas_report(ptx: str, arch: str) -> ResourceUsage:
     if not reports:
         raise BackendError("ptxas -v reported no functions")
     fields = ("registers", "spill_stores", "spill_loads", "shared_bytes", "stack_frame", "barriers")
+    fields += ("serialized",)
     worst = {f: max(getattr(r, f) for r in reports.values()) for f in fields}
     return ResourceUsage(name=",".join(sorted(reports)), **worst)
 

@@ -31,12 +31,15 @@ FACTS: dict[str, str] = {
     "local_memory": "ptxas",
     "shared_bytes": "ptxas + outline-tile-kernels",
     "ctas_per_sm": "occupancy",
+    "serialized": "ptxas",
     "bank_conflicts": "bank analysis",
     "count": "PTX",
     "has": "PTX",
 }
 PATTERN_FACTS = ("count", "has")
-PTXAS_FACTS = frozenset({"registers", "spills", "local_memory", "shared_bytes", "ctas_per_sm"})
+PTXAS_FACTS = frozenset(
+    {"registers", "spills", "local_memory", "shared_bytes", "ctas_per_sm", "serialized"}
+)
 PASSPORT = ("stages", "depth", *sorted(PTXAS_FACTS), "bank_conflicts")
 # Instructions every passport counts, besides those a contract names.
 LISTED = ("mma.sync", "wgmma.mma_async", "ldmatrix", "cp.async", "cp.async.bulk.tensor")
@@ -240,6 +243,7 @@ def _ptxas_facts(usage: Any, k: KernelContract, dynamic: int) -> dict[str, Fact]
         "ctas_per_sm": Fact(
             occupancy, f"occupancy of {k.threads} threads, {usage.registers} registers, {shared} B"
         ),
+        "serialized": Fact(usage.serialized, "ptxas (C7520: wgmma.mma_async serialized)"),
     }
 
 

@@ -114,7 +114,7 @@ class Sm90Kernel(ConsumerOps):
         if self.pingpong:  # the order of the turns' barriers: after the epilogue's 1 + group
             groups = self.warpgroups(consumer)
             first = 1 + len(groups)
-            group = partial(self.consumer_index, IndexBuilder())
+            group = partial(self.uniform_index, IndexBuilder())  # a warp-uniform branch
             self.turns = sm90_pingpong.alternate(consumer, groups, group, first)
         for op in ops:
             self.loops.close_outside(op, self.accs)

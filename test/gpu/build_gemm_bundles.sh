@@ -32,7 +32,9 @@ b small_m64n64 --arch sm_90a -D BM=64 -D BN=64 -D WM=2 -D WN=2 -D BK=64 -D STAGE
 echo "built $(find "$out" -name manifest.json | wc -l) GEMM bundles in $out"
 # examples/gemm_sm80_splitk.tile's two kernels, for test/gpu/test_gemm_splitk.py: s<S>/ holds
 # them built with SPLITS = S (gemm_splitk takes S from its workspace, the sum is built for S);
-# m128n128/ and m128n256/ the larger tiles docs/performance.md picks for mid-size shapes.
+# m128n128/ and m128n256/ the larger tiles docs/performance.md picks for mid-size shapes; the
+# SM90 form (examples/gemm_sm90_splitk.tile, f16 as the test, 64x128 tiles) beside them in
+# s<S>/, sharing their sum kernels.
 splitk="${2:-build/splitk}"
 rm -rf "$splitk"
 sk() {
@@ -46,4 +48,6 @@ for s in 2 4; do
   sk "m128n128/s$s" -D SPLITS=$s -D BM=128 -D BN=128 -D WM=2 -D WN=2 -D STAGES=4
   sk "m128n256/s$s" -D SPLITS=$s -D BM=128 -D BN=256 -D WM=2 -D WN=4 -D STAGES=3
 done
+sk90() { tilec build examples/gemm_sm90_splitk.tile -o "$splitk/$1" --arch sm_90a -D T=f16 "${@:2}" >/dev/null; }
+for s in 2 4 8; do sk90 "s$s"; done
 echo "built $(find "$splitk" -name manifest.json | wc -l) split-K bundles in $splitk"

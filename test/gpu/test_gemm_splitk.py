@@ -1,10 +1,13 @@
-"""GPU tier: examples/gemm_sm80_splitk.tile (split-K for few rows) against torch.
+"""GPU tier: examples/gemm_sm80_splitk.tile and examples/gemm_sm90_splitk.tile (split-K for few
+rows) against torch.
 
 Bundles: `bash test/gpu/build_gemm_bundles.sh` (on a machine with MLIR) also writes
 build/splitk/[<tile>/]s<S>/gemm_splitk{,_sum}_{sm80,sm90a}, built with SPLITS = S (2, 4, 8 at
 the default 16×64 tile; 2 and 4 at 128×128 and 128×256); every such folder is tested. gemm_splitk
 multiplies each S-th of K into W[z] (S × M × N, f32); gemm_splitk_sum, a `reduce_sum` over W's
-first mode stored straight to C, adds the S partials and scales. W and C are poisoned with NaN,
+first mode stored straight to C, adds the S partials and scales. gemm90_splitk (sm90a, f16, in
+s2/, s4/ and s8/) is the SM90 form, TMA and wgmma, its partials summed by the
+same gemm_splitk_sum. W and C are poisoned with NaN,
 so a split that owns no k-tile (K of fewer than S tiles) must still write its zeros, and every
 output must be written.
 """
@@ -28,9 +31,21 @@ ROOT = Path(
 # Each folder of a split count, named by its path under ROOT (s4, m128n128/s2, ...).
 SUMS = ROOT.glob("**/gemm_splitk_sum_*/manifest.json")
 FOLDERS = sorted({str(p.parent.parent.relative_to(ROOT)) for p in SUMS})
-ARCHS = [a for a in ("sm80", "sm90a") if any(ROOT.glob(f"**/gemm_splitk_{a}/manifest.json"))]
-if not ARCHS:
+# (kernel, arch) pairs built: the SM80 kernel for both targets, the SM90 one for sm90a.
+KERNELS = [
+    (name, a)
+    for name in ("gemm_splitk", "gemm90_splitk")
+    for a in ("sm80", "sm90a")
+    if any(ROOT.glob(f"**/{name}_{a}/manifest.json"))
+]
+if not KERNELS:
     pytest.skip(f"no split-K bundles in {ROOT}", allow_module_level=True)
+CASES = [
+    (name, arch, folder)
+    for name, arch in KERNELS
+    for folder in FOLDERS
+    if (ROOT / folder / f"{name}_{arch}" / "manifest.json").is_file()
+]
 
 # Decode shapes, ragged ones, K of one k-tile (S - 1 empty splits), 520 = 8 k-tiles + 8 (four
 # ways: runs of 3, 3, 3 and none), and K = 4104 (the last run ragged).
@@ -49,10 +64,11 @@ def cdiv(a: int, b: int) -> int:
 
 
 def splitk(
-    folder: Path, arch: str, a: object, b: object, c: object, alpha: float
-) -> tuple[object, int, int]:
+    folder: Path, arch: str, a: object, b: object, c: object, alpha: float,
+    kernel: str = "gemm_splitk",
+) -> tuple[object, int, int]:  # fmt: skip
     """Runs both kernels; returns the workspace, the split count (the sum's W extent) and BK."""
-    gemm, total = load(folder / f"gemm_splitk_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
+    gemm, total = load(folder / f"{kernel}_{arch}"), load(folder / f"gemm_splitk_sum_{arch}")
     splits = total.manifest.params[0].shape[0]
     m, n = c.shape
     w = torch.full((splits, m, n), float("nan"), device="cuda", dtype=torch.float32)
@@ -61,15 +77,14 @@ def splitk(
     return w, splits, gemm.manifest.constants["BK"]
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize(("kernel", "arch", "folder"), CASES)
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_splitk_matches_torch(arch: str, folder: str, m: int, n: int, k: int) -> None:
+def test_splitk_matches_torch(kernel: str, arch: str, folder: str, m: int, n: int, k: int) -> None:
     g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
     a = torch.randn(m, k, device="cuda", generator=g).to(torch.float16)
     b = torch.randn(n, k, device="cuda", generator=g).to(torch.float16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-    w, splits, bk = splitk(ROOT / folder, arch, a, b, c, 1.5)
+    w, splits, bk = splitk(ROOT / folder, arch, a, b, c, 1.5, kernel)
     torch.cuda.synchronize()
     assert not torch.isnan(w).any(), "unwritten partial products"
     assert not torch.isnan(c).any(), "unwritten outputs"
