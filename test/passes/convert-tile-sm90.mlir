@@ -357,8 +357,14 @@ func.func @pingpong(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tiles: index, 
 // CHECK-NEXT: scf.for %[[T:.*]] = %[[BX]] to %{{.*}} step %[[GX]] {
 // CHECK-NEXT: %[[DT:.*]] = arith.subi %[[T]], %[[BX]] : index
 // CHECK-NEXT: %[[TURN:.*]] = arith.divui %[[DT]], %[[GX]] : index
+// The group (warp group - 1) broadcast from lane 0, so that ptxas knows the branch is uniform.
+// CHECK-NEXT: %[[LANE0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[WIDTH:.*]] = arith.constant 32 : i32
 // CHECK-NEXT: %[[FIRST:.*]] = arith.constant 1 : index
-// CHECK-NEXT: %[[GROUP:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK-NEXT: %[[OWN:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK-NEXT: %[[OWN32:.*]] = arith.index_cast %[[OWN]] : index to i32
+// CHECK-NEXT: %[[SHUFFLED:.*]], %{{.*}} = gpu.shuffle idx %[[OWN32]], %[[LANE0]], %[[WIDTH]] : i32
+// CHECK-NEXT: %[[GROUP:.*]] = arith.index_cast %[[SHUFFLED]] : i32 to index
 // CHECK-NEXT: %[[ODD:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[WHOSE:.*]] = arith.andi %[[TURN]], %[[ODD]] : index
 // CHECK-NEXT: %[[MINE:.*]] = arith.cmpi eq, %[[WHOSE]], %[[GROUP]] : index
