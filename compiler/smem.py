@@ -110,3 +110,20 @@ def ring_slot_bytes(nbytes: int) -> int:
 def ring_bytes(stages: int, stage_bytes: int, epilogue_bytes: int) -> int:
     """The whole SM90 ring: stages, the epilogue's buffer, 2 mbarriers a stage, base slack."""
     return stages * stage_bytes + epilogue_bytes + 2 * stages * BARRIER_BYTES + SLOT_ALIGN
+
+
+# The SM90 epilogue's shared chunks (passes/sm90_epilogue): per consumer warp group, BUFFERS
+# chunks of 64 rows of one 128-byte swizzle row each.
+EPILOGUE_CHUNK_BYTES = 64 * 128
+EPILOGUE_BUFFERS = 2
+
+
+def epilogue_bytes(consumer_groups: int) -> int:
+    """The SM90 epilogue's chunks: taken when the consumers store one 16-bit tile of a kernel
+    tensor through TMA (convert-tile-sm90's default `epilogue=tma`), else 0."""
+    return consumer_groups * EPILOGUE_BUFFERS * EPILOGUE_CHUNK_BYTES
+
+
+def ring_total(slot_bytes: list[int], stages: int, epilogue: int) -> int:
+    """ring_bytes of a ring whose buffers take `slot_bytes` each in one stage."""
+    return ring_bytes(stages, sum(ring_slot_bytes(n) for n in slot_bytes), epilogue)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
+from tilec import smem
 from tilec.binding import is_float_attr
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import sm90_epilogue, sm90_values, sm90_wgmma
@@ -226,7 +227,7 @@ class ConsumerOps:
         if tensor is None or elem_bytes(t.elem) != 2:
             return
         groups = len(self.warpgroups(self.roles["consumer"]))
-        self.epilogue_bytes = groups * sm90_epilogue.BUFFERS * sm90_epilogue.CHUNK_BYTES
+        self.epilogue_bytes = smem.epilogue_bytes(groups)
         self.tma_store = ir.StringAttr(tensor.attributes["name"]).value
         self.store_rank = len(tensor_type(tensor.results[0].type).layout.shape)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
+from tilec import smem
 from tilec.dialects.tile.atoms import split, value_mode, wgmma_c
 from tilec.lowering import IndexBuilder, Term
 from tilec.passes.sm90_ring import i32
@@ -59,8 +60,8 @@ def c_lanes(tid: ir.Value, b: IndexBuilder) -> tuple[Term, Term, Term]:
 
 
 CHUNK_ROWS = 64
-CHUNK_BYTES = CHUNK_ROWS * 128
-BUFFERS = 2  # chunk buffers per warp group
+CHUNK_BYTES = smem.EPILOGUE_CHUNK_BYTES  # CHUNK_ROWS of 128 bytes
+BUFFERS = smem.EPILOGUE_BUFFERS  # chunk buffers per warp group
 
 
 def op(name: str, operands: list[ir.Value], attrs: dict[str, str] | None = None) -> None:

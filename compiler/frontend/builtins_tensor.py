@@ -264,6 +264,7 @@ def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             "where(p, 1.0, 0.0)",
             node.args[0].span,
         )
+    c.stores.append(t)
     return UnitV()
 
 

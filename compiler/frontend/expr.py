@@ -53,6 +53,10 @@ class ExprChecker(StatementChecker):
         self.header = True
         self.allocs: list[Alloc] = []
         self.pipelines: list[IterV] = []
+        # A warp-specialised kernel's consumer warp groups (None: no warp_specialize), and the
+        # tensors its stores write: what the SM90 ring's shared memory depends on besides allocs.
+        self.consumer_groups: int | None = None
+        self.stores: list[TensorV] = []
         self.let_name: str | None = None
         # The `for` loops being checked, outermost first: (loop, its scope, what it runs over).
         self.loops: list[tuple[ast.For, Scope, str]] = []
@@ -63,6 +67,7 @@ class ExprChecker(StatementChecker):
 
     def begin_kernel(self) -> None:
         self.header, self.allocs, self.pipelines = True, [], []
+        self.consumer_groups, self.stores = None, []
         self.type_params = {}
         self.target, self.threads, self.cluster = None, (1,), 1
 

@@ -183,6 +183,8 @@ class StatementChecker:
         value = self.expr(kw.value, scope)
         if kw.name in ("warpgroup", "warpgroups"):
             ids = static_ints(value)
+            if ids is not None and role.kind == "consumer":
+                self.consumer_groups = len(ids)
             if ids is None:
                 self.error(
                     f"{kw.name} takes static warp-group numbers, e.g. 0 or 1..2", kw.value.span
