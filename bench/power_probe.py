@@ -1,0 +1,94 @@
+"""Bench: SM90 GEMMs run back to back for seconds, with the SM clock and the power draw.
+
+    python bench/power_probe.py [--bundles build/pingpong] [--seconds 2]
+
+Bursts of ten calls (bench_gemm*.py) start in whatever power state the GPU is in; a kernel run
+for seconds settles where the power limit holds it. For each shape and kernel (the plain,
+fused ReLU and fused GELU kernels of bench/build_pingpong.sh, cooperative and ping-pong), this
+calls the kernel back to back for `--seconds`, times all the calls with CUDA events, and
+samples `nvidia-smi` (SM clock, power draw) meanwhile: TFLOP/s, the median clock and power.
+bf16, randn inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+
+import torch
+
+from tilec.runtime import load
+
+SHAPES = [(4096, 4096, 4096), (4096, 11008, 4096), (8192, 8192, 8192)]
+
+
+def sample(stop: threading.Event, out: list[tuple[float, float]]) -> None:
+    query = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"]
+    while not stop.is_set():
+        clock, power = subprocess.run(query, capture_output=True, text=True).stdout.split(",")
+        out.append((float(clock), float(power)))
+        time.sleep(0.05)
+
+
+def sustained(fn: Callable[[], None], seconds: float) -> tuple[float, float, float]:
+    """(ms a call, median SM clock MHz, median power W) over `seconds` of back-to-back calls."""
+    fn()
+    torch.cuda.synchronize()
+    stop, samples = threading.Event(), []
+    sampler = threading.Thread(target=sample, args=(stop, samples))
+    sampler.start()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    began, calls = time.time(), 0
+    start.record()
+    while time.time() - began < seconds:
+        for _ in range(20):
+            fn()
+        calls += 20
+        torch.cuda.synchronize()
+    end.record()
+    torch.cuda.synchronize()
+    stop.set()
+    sampler.join()
+    settled = samples[2:] or samples
+    return (
+        start.elapsed_time(end) / calls,
+        statistics.median(c for c, _ in settled),
+        statistics.median(p for _, p in settled),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bundles", default="build/pingpong")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    p = args.bundles
+    kernels = {  # name -> (bundle, whether it takes the bias and alpha, beta)
+        "plain": (load(f"{p}/coop/gemm90"), False),
+        "relu": (load(f"{p}/coop_act1/gemm90_bias_act"), True),
+        "gelu": (load(f"{p}/coop_act2/gemm90_bias_act"), True),
+        "ping-pong plain": (load(f"{p}/pp_n128_s6/gemm90"), False),
+        "ping-pong gelu": (load(f"{p}/pp_act2/gemm90_bias_act"), True),
+    }
+    print("| M×N×K | kernel | TFLOP/s | SM clock MHz | power W |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda").bfloat16()
+        b = torch.randn(n, k, device="cuda").bfloat16()
+        bias = torch.randn(n, device="cuda").bfloat16().expand(m, n)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        for name, (kernel, fused) in kernels.items():
+            call = partial(kernel, a, b, c, bias, 1.0, 0.0) if fused else partial(kernel, a, b, c)
+            ms, clock, power = sustained(call, args.seconds)
+            tflops = 2 * m * n * k / ms / 1e9
+            row = f"| {m}×{n}×{k} | {name} | {tflops:.0f} | {clock:.0f} | {power:.0f} |"
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
