@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -367,9 +367,8 @@ def ptxas_report(ptx: str, arch: str) -> ResourceUsage:
     reports = ptxas_reports(ptx, arch)
     if not reports:
         raise BackendError("ptxas -v reported no functions")
-    fields = ("registers", "spill_stores", "spill_loads", "shared_bytes", "stack_frame", "barriers")
-    fields += ("serialized",)
-    worst = {f: max(getattr(r, f) for r in reports.values()) for f in fields}
+    counts = [f.name for f in fields(ResourceUsage) if f.name != "name"]
+    worst = {f: max(getattr(r, f) for r in reports.values()) for f in counts}
     return ResourceUsage(name=",".join(sorted(reports)), **worst)
 
 

@@ -125,7 +125,7 @@ class ConsumerOps:
         """After a consumer loop: wait for its last wgmma group, release the last stage."""
         b = IndexBuilder()
         if self.turns is not None:  # the wgmmas are issued: the other group's turn
-            self.turns.hand_over(self.uniform_index(b))
+            self.turns.hand_over()
         nvvm.WgmmaWaitGroupSyncOp(0)
         end = counter_of(loop, self.roles["consumer"], b, at_end=True)
         ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result

@@ -52,15 +52,18 @@ def requested(role: ir.Operation) -> bool:
 
 @dataclass
 class Turns:
-    """The consumers' persistent loop, and the named barriers `first`, `first + 1` on which
+    """The consumers' persistent loop, the group's index among the consumers (warp-uniform,
+    defined at the top of each turn) and the named barriers `first`, `first + 1` on which
     consumer group 0, 1 waits for its turn at the main loop."""
 
     loop: ir.Operation
+    group: ir.Value
     first: int
 
-    def hand_over(self, group: ir.Value) -> None:
+    def hand_over(self) -> None:
         """After a group's main loop: let the other group start its own, if a turn follows."""
         b = IndexBuilder()
+        group = self.group
         following = arith.CmpIOp(
             arith.CmpIPredicate.ult,
             b.value(b.add(index(self.loop, b), 1)),
@@ -74,8 +77,8 @@ def alternate(
     role: ir.Operation, groups: list[int], group_of: Callable[[], ir.Value], first: int
 ) -> Turns:
     """Put each turn of the consumers' persistent loop under `turn mod 2 == group` (the
-    group's index among the consumers, built by `group_of()` where it is used), and the wait
-    for the group's turn before its pipelined loop."""
+    group's index among the consumers, built once by `group_of()` at the top of the turn),
+    and the wait for the group's turn before its pipelined loop."""
     if len(groups) != GROUPS:
         raise LoweringError(
             role, f"pingpong takes turns between {GROUPS} consumer warp groups, got {len(groups)}"
@@ -110,6 +113,5 @@ def alternate(
     main = pipelined[0]
     with ir.InsertionPoint(main), main.location:
         later = arith.CmpIOp(arith.CmpIPredicate.ugt, turn, b.value(0)).result
-        group = group_of()
         when(later, lambda: barrier(b.add(group, first), GROUPS * WARPGROUP, b))
-    return Turns(loop, first)
+    return Turns(loop, group, first)

@@ -133,7 +133,7 @@ class KernelChecker:
         allocs = [a for a in self.c.allocs if not a.aliased]
         total = smem.kernel_bytes([a.buffer() for a in self.c.allocs])
         if target is not None:
-            self.smem_budget(allocs, target)
+            self.smem_budget(allocs, total, target)
         self.check_reuse()
         if self.diags.error_count > errors or target is None:
             return None
@@ -450,10 +450,10 @@ class KernelChecker:
                     a.span,
                 )
 
-    def smem_budget(self, allocs: list[Alloc], target: str) -> None:
-        """The kernel's shared memory (smem.kernel_bytes of its buffers; for a warp-specialised
-        kernel, its SM90 ring: smem.ring_total) within the target's opt-in limit, else an error
-        noting the largest stage count that fits."""
+    def smem_budget(self, allocs: list[Alloc], total: int, target: str) -> None:
+        """The kernel's shared memory (`total`, smem.kernel_bytes of its buffers; for a
+        warp-specialised kernel, its SM90 ring: smem.ring_total) within the target's opt-in
+        limit, else an error noting the largest stage count that fits."""
         limit = smem_optin(target)
         staged = [a for a in allocs if a.stages > 1]
         stages = max((a.stages for a in staged), default=1)
@@ -470,7 +470,8 @@ class KernelChecker:
             def bytes_at(s: int) -> int:
                 return sum(a.nbytes_at(s if a.stages > 1 else 1) for a in allocs)
 
-        total = bytes_at(stages) if ring else smem.kernel_bytes([a.buffer() for a in self.c.allocs])
+        if ring:
+            total = bytes_at(stages)
         if total <= limit:
             return
         parts = " + ".join(

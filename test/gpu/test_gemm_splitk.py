@@ -28,24 +28,14 @@ from tilec.runtime import load  # noqa: E402  (after the skips)
 ROOT = Path(
     os.environ.get("TILEC_SPLITK_BUNDLES", Path(__file__).resolve().parents[2] / "build/splitk")
 )
-# Each folder of a split count, named by its path under ROOT (s4, m128n128/s2, ...).
-SUMS = ROOT.glob("**/gemm_splitk_sum_*/manifest.json")
-FOLDERS = sorted({str(p.parent.parent.relative_to(ROOT)) for p in SUMS})
-# (kernel, arch) pairs built: the SM80 kernel for both targets, the SM90 one for sm90a.
-KERNELS = [
-    (name, a)
-    for name in ("gemm_splitk", "gemm90_splitk")
-    for a in ("sm80", "sm90a")
-    if any(ROOT.glob(f"**/{name}_{a}/manifest.json"))
-]
-if not KERNELS:
+# (kernel, arch, folder) of every split-K GEMM bundle: the SM80 kernel for both targets, the
+# SM90 one for sm90a, each folder (s4, m128n128/s2, ...) holding the sum kernel for its S.
+BUILT = ROOT.glob("**/gemm*_splitk_sm*/manifest.json")
+CASES = sorted(
+    (*p.parent.name.rsplit("_", 1), str(p.parent.parent.relative_to(ROOT))) for p in BUILT
+)
+if not CASES:
     pytest.skip(f"no split-K bundles in {ROOT}", allow_module_level=True)
-CASES = [
-    (name, arch, folder)
-    for name, arch in KERNELS
-    for folder in FOLDERS
-    if (ROOT / folder / f"{name}_{arch}" / "manifest.json").is_file()
-]
 
 # Decode shapes, ragged ones, K of one k-tile (S - 1 empty splits), 520 = 8 k-tiles + 8 (four
 # ways: runs of 3, 3, 3 and none), and K = 4104 (the last run ragged).
