@@ -17,6 +17,10 @@ for act in 1 2; do
   g coop_act$act gemm_sm90_bias_act.tile -D ACT=$act -D BETA=0
   g pp_act$act gemm_sm90_bias_act.tile -D ACT=$act -D BETA=0 -D PP=1 -D BN=128 -D STAGES=6
 done
+# Clusters of two blocks sharing B's tile by TMA multicast, in the default and half the group.
+g cm2 gemm_sm90.tile -D CM=2
+g cm2_g8 gemm_sm90.tile -D CM=2 -D G=8
+for act in 1 2; do g cm2_act$act gemm_sm90_bias_act.tile -D ACT=$act -D BETA=0 -D CM=2; done
 g coop_batched gemm_sm90_batched.tile
 g pp_batched gemm_sm90_batched.tile -D PP=1 -D BN=128 -D STAGES=6
 g pp_batched_s4 gemm_sm90_batched.tile -D PP=1 -D BN=128

@@ -1,6 +1,6 @@
 """Bench: SM90 GEMMs run back to back for seconds, with the SM clock and the power draw.
 
-    python bench/power_probe.py [--bundles build/pingpong] [--seconds 2]
+    python bench/power_probe.py [--bundles build/pingpong] [--seconds 2] [--kernel NAME=FOLDER]
 
 Bursts of ten calls (bench_gemm*.py) start in whatever power state the GPU is in; a kernel run
 for seconds settles where the power limit holds it. For each shape and kernel (the plain,
@@ -66,15 +66,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bundles", default="build/pingpong")
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        help="NAME=FOLDER (repeatable): a bundle under --bundles instead of the default set",
+    )
     args = parser.parse_args()
     p = args.bundles
-    kernels = {  # name -> (bundle, whether it takes the bias and alpha, beta)
-        "plain": (load(f"{p}/coop/gemm90"), False),
-        "relu": (load(f"{p}/coop_act1/gemm90_bias_act"), True),
-        "gelu": (load(f"{p}/coop_act2/gemm90_bias_act"), True),
-        "ping-pong plain": (load(f"{p}/pp_n128_s6/gemm90"), False),
-        "ping-pong gelu": (load(f"{p}/pp_act2/gemm90_bias_act"), True),
+    chosen = dict(k.split("=", 1) for k in args.kernel) or {
+        "plain": "coop/gemm90",
+        "relu": "coop_act1/gemm90_bias_act",
+        "gelu": "coop_act2/gemm90_bias_act",
+        "ping-pong plain": "pp_n128_s6/gemm90",
+        "ping-pong gelu": "pp_act2/gemm90_bias_act",
     }
+    # name -> (kernel, whether it takes the bias and alpha, beta)
+    kernels = {name: (load(f"{p}/{f}"), "bias_act" in f) for name, f in chosen.items()}
     print("| M×N×K | kernel | TFLOP/s | SM clock MHz | power W |")
     print("| --- | --- | ---: | ---: | ---: |")
     for m, n, k in SHAPES:

@@ -2,7 +2,8 @@
 # One call on the GPU machine: the GPU tier and the sanitizer tier from prebuilt bundles
 # (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
-# and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), the speed baselines
+# and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), clusters with TMA multicast
+# (`cluster`), the speed baselines
 # (`baseline`), or the row kernels (`rows`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
@@ -108,6 +109,40 @@ pingpong)
     python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --batched $p/$v/gemm90_batched \
       --out "$out/$v.md" | grep "^|"
   done
+  ;;
+cluster)
+  # Clusters of two blocks sharing B's tile by TMA multicast (CM = 2; bundles:
+  # test/gpu/build_sm90_bundles.sh and bench/build_pingpong.sh): the SM90 tests, how many
+  # clusters the GPU holds at once, the sanitizers (one tile row and three: a cluster whose
+  # second block's tile lies past M), then beside the kernels without clusters, cuBLAS and
+  # Triton, fused, and sustained (clock and power).
+  python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_gemm_sm90.py 2>&1 \
+    | tee "$out/sm90-tests.log" | tail -2
+  s=build/sm90
+  p=build/pingpong
+  python3 bench/cluster_occupancy.py $s/cm2_bf16/gemm90 $s/cm2_pp_bf16/gemm90 \
+    $s/epilogue/act2_cm2/gemm90_bias_act | tee "$out/occupancy.txt"
+  python3 test/gpu/sanitize.py $s/cm2_bf16 $s/cm2_pp_bf16 $s/epilogue/act2_cm2 --size N=136 \
+    --log "$out/sanitize-cm2.log" > "$out/sanitize-cm2.txt"; tail -1 "$out/sanitize-cm2.txt"
+  python3 test/gpu/sanitize.py $s/cm2_bf16 --size M=300 --size N=136 \
+    --log "$out/sanitize-cm2-m300.log" > "$out/sanitize-cm2-m300.txt"
+  tail -1 "$out/sanitize-cm2-m300.txt"
+  shapes="--shape 2048x2048x2048 --shape 4096x4096x4096 --shape 8192x8192x8192"
+  shapes="$shapes --shape 4096x11008x4096 --shape 8192x4096x4096"
+  python3 bench/bench_gemm.py --dtype bf16 --bundle $p/coop/gemm90 --bundle $p/cm2/gemm90 \
+    --bundle $p/cm2_g8/gemm90 --triton tutorial $shapes --out "$out/cluster-bf16.md" > /dev/null
+  python3 bench/bench_gemm.py --dtype f16 --bundle $s/default_f16/gemm90 \
+    --bundle $s/cm2_f16/gemm90 --triton tutorial $shapes --out "$out/cluster-f16.md" > /dev/null
+  for act in 1 2; do
+    name=$([ $act = 1 ] && echo relu || echo gelu)
+    python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --act $name \
+      --fused $p/coop_act$act/gemm90_bias_act --out "$out/coop-$name.md" > /dev/null
+    python3 bench/bench_gemm_fused.py --plain $p/cm2/gemm90 --act $name \
+      --fused $p/cm2_act$act/gemm90_bias_act --out "$out/cm2-$name.md" > /dev/null
+  done
+  python3 bench/power_probe.py --bundles $p --kernel plain=coop/gemm90 --kernel cm2=cm2/gemm90 \
+    --kernel cm2_g8=cm2_g8/gemm90 --kernel gelu=coop_act2/gemm90_bias_act \
+    --kernel cm2_gelu=cm2_act2/gemm90_bias_act > "$out/power.md"
   ;;
 baseline)
   base=bench/baselines/h200.json

@@ -33,7 +33,14 @@ from tilec import smem
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes import sm90_epilogue, sm90_pingpong, sm90_roles, sm90_tma, sm90_values
+from tilec.passes import (
+    sm90_cluster,
+    sm90_epilogue,
+    sm90_pingpong,
+    sm90_roles,
+    sm90_tma,
+    sm90_values,
+)
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
@@ -72,6 +79,9 @@ class Sm90Kernel(ConsumerOps):
                 func, "a warp-specialised kernel takes threads(N), N a multiple of 128"
             )
         self.threads = threads[0]
+        attrs = func.attributes
+        self.cluster = ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1
+        self.multicast: set[ir.Operation] = set()  # copies every block of the cluster makes
         self.views: dict[ir.Value, View] = {}
         self.tile_ops: dict[ir.Value, ir.Operation] = {}  # local_tile results: their ops
         self.slots: dict[ir.Value, tuple[int, SwizzledRows]] = {}  # buffer -> (offset, rows)
@@ -154,6 +164,9 @@ class Sm90Kernel(ConsumerOps):
                 if ir.StringAttr(op.attributes["atom"]).value == "tma":
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.loop_bytes[loop] = self.loop_bytes.get(loop, 0) + rows.bytes
+                    if self.cluster > 1 and not sm90_cluster.varies(op.operands[0]):
+                        sm90_cluster.check_split(op, rows, self.cluster)
+                        self.multicast.add(op)
                 if dst not in self.slots:
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.slots[dst] = (self.stage_bytes, rows)
@@ -194,7 +207,9 @@ class Sm90Kernel(ConsumerOps):
         empty = gep(self.base, ring_bytes + self.stages * smem.BARRIER_BYTES, i8, b)
         # Every consumer thread releases a stage it read; with ping-pong, one group reads it.
         groups = 1 if self.pingpong else len(self.warpgroups(self.roles["consumer"]))
-        self.ring = Ring(self.stages, full, empty, groups * WARPGROUP)
+        self.ring = Ring(self.stages, full, empty, groups * WARPGROUP, cluster=self.cluster)
+        if self.multicast:  # consumers release the stages of every block that fills theirs
+            self.ring.peer = sm90_cluster.peer(self.tid, self.cluster, b)
         self.ring.init(self.tid, b)
         self.epilogue_base = gep(self.base, self.stages * self.stage_bytes, i8, b)
         if self.tma_store is not None:
@@ -230,6 +245,8 @@ class Sm90Kernel(ConsumerOps):
                 for role, g in zip(roles, groups, strict=True)
             ]
         )
+        if self.cluster > 1:
+            sm90_cluster.leave_together(self.func)
 
     # --- ops ---------------------------------------------------------------------------------
 
@@ -287,6 +304,8 @@ class Sm90Kernel(ConsumerOps):
     def tile_coord(self, op: ir.Operation, b: IndexBuilder) -> None:
         """Linear tile index → (m, n): `grouped(G)` walks G rows of tiles column by column."""
         t, tiles_m, tiles_n = op.operands
+        if self.cluster > 1:  # the walk is over blocks of `cluster` tiles along m
+            tiles_m = arith.CeilDivUIOp(tiles_m, b.value(self.cluster)).result
         if "raster" in op.attributes and ir.StringAttr(op.attributes["raster"]).value == "grouped":
             group = ir.IntegerAttr(op.attributes["group"]).value
             width = b.mul(tiles_n, group)
@@ -297,6 +316,8 @@ class Sm90Kernel(ConsumerOps):
             m, n = b.add(first, b.rem(within, size)), b.div(within, size)
         else:
             m, n = b.div(t, tiles_n), b.rem(t, tiles_n)
+        if self.cluster > 1:
+            m = b.add(b.mul(m, self.cluster), sm90_cluster.rank())
         op.results[0].replace_all_uses_with(b.value(m))
         op.results[1].replace_all_uses_with(b.value(n))
 
@@ -338,15 +359,24 @@ class Sm90Kernel(ConsumerOps):
         # The tensor map's modes innermost first: the contiguous one, then the others.
         inner = mn_mode if rows.mn_major else k_mode
         order = [inner] + [m for m in reversed(range(len(box))) if m != inner]
+        # Multicast: this block loads its 1/C share of the tile, rows rank·R/C on, into every
+        # block of the cluster (the same offset in each), completing on each one's barrier.
+        share = sm90_cluster.Share.of(rows, self.cluster if op in self.multicast else 1, b)
         if rows.mn_major:  # one box per chunk of `width` elements along M (N)
             box = [rows.width if m == mn_mode else e for m, e in enumerate(box)]
+        else:
+            box = [share.rows if m == mn_mode else e for m, e in enumerate(box)]
         if name not in self.descriptors:
             self.descriptors[name] = sm90_tma.add_descriptor_argument(self.func)
             self.tma.append(sm90_tma.describe(f"tma_{name}", name, box, rows.swizzle, order=order))
-        for c in range(rows.chunks):
+        coords[mn_mode] = b.add(coords[mn_mode], share.first_row)
+        dst = gep(dst, share.first_byte, i8, b)
+        for c in range(share.chunks):
             at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]
             chunk = gep(dst, c * rows.chunk_bytes, i8, b)
-            sm90_tma.load(self.descriptors[name], chunk, [at[m] for m in order], full, b)
+            sm90_tma.load(
+                self.descriptors[name], chunk, [at[m] for m in order], full, b, share.mask
+            )
 
     def leader(self, b: IndexBuilder) -> ir.Value:
         """Thread 0 of its warp group."""

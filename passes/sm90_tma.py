@@ -150,11 +150,19 @@ def describe(
 
 
 def load(
-    descriptor: ir.Value, dst: ir.Value, coords: list[Term], barrier: ir.Value, b: IndexBuilder
+    descriptor: ir.Value,
+    dst: ir.Value,
+    coords: list[Term],
+    barrier: ir.Value,
+    b: IndexBuilder,
+    multicast: ir.Value | None = None,
 ) -> None:
     """cp.async.bulk.tensor of the box at `coords` (elements, innermost first) into `dst`,
-    completing (bytes) on `barrier`."""
+    completing (bytes) on `barrier`; with a `multicast` mask (i16), into `dst` and onto
+    `barrier` of every block of the cluster the mask names."""
     i32 = ir.IntegerType.get_signless(32)
     at = [arith.IndexCastOp(i32, b.value(c)).result for c in coords]
     cluster = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<7>"), dst).result
-    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(cluster, descriptor, at, barrier, [])
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+        cluster, descriptor, at, barrier, [], multicastMask=multicast
+    )

@@ -255,10 +255,16 @@ class KernelGen(ExprGen):
         else:
             tiles_m, tiles_n = self.tile_counts(stmt.iter)
         loc = self.loc(stmt.span)
-        total = arith.MulIOp(tiles_m, tiles_n, loc=loc).result
+        cluster = self.k.cluster  # > 1: the clusters walk blocks of `cluster` tiles along m
+        size = self.const(cluster, stmt.span) if cluster > 1 else None
+        rows = tiles_m if size is None else arith.CeilDivUIOp(tiles_m, size, loc=loc).result
+        total = arith.MulIOp(rows, tiles_n, loc=loc).result
         index = ir.IndexType.get()
         first = self.op("tile.block_id", stmt.span, [], [index], {"dim": i64(0)}).result
         step = self.op("tile.grid_dim", stmt.span, [], [index], {"dim": i64(0)}).result
+        if size is not None:
+            first = arith.DivUIOp(first, size, loc=loc).result
+            step = arith.DivUIOp(step, size, loc=loc).result
         loop = scf.ForOp(first, total, step, loc=loc)
         loop.attributes["tile.persistent"] = ir.StringAttr.get(it.raster)
         with ir.InsertionPoint(loop.body):

@@ -70,6 +70,8 @@ irdl.dialect @tile {
 
   // tile_coord(linear, tiles_m, tiles_n) {raster, group}: the (m, n) tile a persistent
   // loop's linear tile index stands for; raster "grouped" walks `group` rows of tiles at once.
+  // In a kernel with cluster(C), `linear` numbers blocks of C tiles along m (the clusters',
+  // cdiv(tiles_m, C) rows of them), and m is C times the block's row plus its cluster rank.
   irdl.operation @tile_coord {
     %index = irdl.is index
     %raster = irdl.base "#builtin.string"

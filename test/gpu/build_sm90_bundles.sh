@@ -29,6 +29,12 @@ tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev
 
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/bn128" -D BN=128 >/dev/null
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/pp" -D PP=1 -D BN=128 >/dev/null
+# Clusters of two blocks sharing B's tile by TMA multicast (CM = 2).
+b cm2_bf16 -D CM=2
+b cm2_f16 -D CM=2 -D T=f16
+b cm2_pp_bf16 -D CM=2 -D PP=1 -D BN=128
+b a1b1_cm2_bf16 -D CM=2 -D MA=1 -D MB=1
+e act2_cm2 -D ACT=2 -D CM=2
 echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"
 # MN-major operands (the transpose of a K x M or K x N tensor; wgmma's transpose bits).
 b a1b0_bf16 -D MA=1
