@@ -13,7 +13,7 @@ g pp_n128_s5 gemm_sm90.tile -D PP=1 -D BN=128 -D STAGES=5
 g pp_n128_s6 gemm_sm90.tile -D PP=1 -D BN=128 -D STAGES=6
 g pp_m64n256_s4 gemm_sm90.tile -D PP=1 -D BM=64 -D BN=256
 g pp_n128_g8 gemm_sm90.tile -D PP=1 -D BN=128 -D STAGES=6 -D G=8
-for act in 1 2; do
+for act in 1 2 3; do  # relu, gelu (erf), gelu's tanh form
   g coop_act$act gemm_sm90_bias_act.tile -D ACT=$act -D BETA=0
   g pp_act$act gemm_sm90_bias_act.tile -D ACT=$act -D BETA=0 -D PP=1 -D BN=128 -D STAGES=6
 done

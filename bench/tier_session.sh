@@ -133,16 +133,19 @@ cluster)
     --bundle $p/cm2_g8/gemm90 --triton tutorial $shapes --out "$out/cluster-bf16.md" > /dev/null
   python3 bench/bench_gemm.py --dtype f16 --bundle $s/default_f16/gemm90 \
     --bundle $s/cm2_f16/gemm90 --triton tutorial $shapes --out "$out/cluster-f16.md" > /dev/null
-  for act in 1 2; do
-    name=$([ $act = 1 ] && echo relu || echo gelu)
+  for act in 1 2 3; do
+    name=$(echo relu gelu gelu_tanh | cut -d" " -f$act)
     python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --act $name \
       --fused $p/coop_act$act/gemm90_bias_act --out "$out/coop-$name.md" > /dev/null
-    python3 bench/bench_gemm_fused.py --plain $p/cm2/gemm90 --act $name \
+    [ $act = 3 ] && python3 bench/bench_gemm_fused.py --plain $p/pp_n128_s6/gemm90 \
+      --act $name --fused $p/pp_act$act/gemm90_bias_act --out "$out/pp-$name.md" > /dev/null
+    [ $act != 3 ] && python3 bench/bench_gemm_fused.py --plain $p/cm2/gemm90 --act $name \
       --fused $p/cm2_act$act/gemm90_bias_act --out "$out/cm2-$name.md" > /dev/null
   done
   python3 bench/power_probe.py --bundles $p --kernel plain=coop/gemm90 --kernel cm2=cm2/gemm90 \
     --kernel cm2_g8=cm2_g8/gemm90 --kernel gelu=coop_act2/gemm90_bias_act \
-    --kernel cm2_gelu=cm2_act2/gemm90_bias_act > "$out/power.md"
+    --kernel cm2_gelu=cm2_act2/gemm90_bias_act --kernel gelu_tanh=coop_act3/gemm90_bias_act \
+    > "$out/power.md"
   ;;
 baseline)
   base=bench/baselines/h200.json

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, math
+from mlir.dialects import arith, math, nvvm
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
@@ -260,6 +260,29 @@ def fast_exp(x: ir.Value) -> ir.Value:
     return math.Exp2Op(arith.MulFOp(x, constant(x.type, LOG2_E)).result).result
 
 
+GELU_C = 0.7978845608028654  # sqrt(2 / pi)
+GELU_C3 = GELU_C * 0.044715
+
+
+def fast_tanh(x: ir.Value) -> ir.Value:
+    """tanh of an f32 as `tanh.approx.f32`, one MUFU instruction (maximum relative error about
+    2^-11, CUDA's `tanhf` with --use_fast_math); other types through `math.tanh`."""
+    if not isinstance(x.type, ir.F32Type):
+        return math.TanhOp(x).result
+    return nvvm.InlinePtxOp([x.type], [x], [], "tanh.approx.f32 $0, $1;").results[0]
+
+
+def gelu_tanh(x: ir.Value) -> ir.Value:
+    """GELU's tanh form (torch's `gelu(x, approximate="tanh")`): h + h · tanh(u), h = x / 2,
+    u = x · (c + c3 · x²); a multiply, two fused multiply-adds, the tanh and one more."""
+    f = x.type
+    u = arith.MulFOp(
+        x, math.FmaOp(arith.MulFOp(x, x).result, constant(f, GELU_C3), constant(f, GELU_C)).result
+    ).result
+    h = arith.MulFOp(x, constant(f, 0.5)).result
+    return math.FmaOp(h, fast_tanh(u), h).result
+
+
 def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
     if not is_float(x.type):
         if kind == "neg":
@@ -291,6 +314,8 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
         scaled = arith.MulFOp(x, constant(x.type, 0.7071067811865476)).result
         erf = arith.AddFOp(one, math.ErfOp(scaled).result).result
         return arith.MulFOp(arith.MulFOp(x, constant(x.type, 0.5)).result, erf).result
+    if kind == "gelu_tanh":  # x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+        return gelu_tanh(x)
     raise LoweringError(op, f"unknown unary op '{kind}'")
 
 

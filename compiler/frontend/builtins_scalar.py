@@ -196,7 +196,9 @@ def min_max(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> 
 
 # Elementwise math and reductions ---------------------------------------------------------------
 
-UNARY_MATH = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "relu", "gelu", "sigmoid", "abs")
+UNARY_MATH = (
+    "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "relu", "gelu", "gelu_tanh", "sigmoid", "abs",
+)  # fmt: skip
 
 
 def _unary(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:

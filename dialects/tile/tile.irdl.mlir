@@ -256,7 +256,7 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
-  // unary(x) {op}: neg exp exp2 log sqrt rsqrt tanh relu gelu sigmoid abs.
+  // unary(x) {op}: neg exp exp2 log sqrt rsqrt tanh relu gelu gelu_tanh sigmoid abs.
   irdl.operation @unary {
     %t = irdl.any  // !tile.tensor or !tile.frag
     %op = irdl.base "#builtin.string"

@@ -127,6 +127,8 @@ def activation(name: str, y: torch.Tensor) -> torch.Tensor:
         return torch.relu(y)
     if act == 2:
         return torch.nn.functional.gelu(y)  # the erf form
+    if act == 3:
+        return torch.nn.functional.gelu(y, approximate="tanh")
     return y
 
 
