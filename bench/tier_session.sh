@@ -115,37 +115,38 @@ cluster)
   # test/gpu/build_sm90_bundles.sh and bench/build_pingpong.sh): the SM90 tests, how many
   # clusters the GPU holds at once, the sanitizers (one tile row and three: a cluster whose
   # second block's tile lies past M), then beside the kernels without clusters, cuBLAS and
-  # Triton, fused, and sustained (clock and power).
+  # Triton, fused (with GELU's tanh form), and sustained (clock and power). Few files under
+  # $OUT (the device tool brings back eight): the tables go to cluster.md.
+  log="$out/cluster.md"
   python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_gemm_sm90.py 2>&1 \
-    | tee "$out/sm90-tests.log" | tail -2
+    | tail -2 | tee "$log"
   s=build/sm90
   p=build/pingpong
   python3 bench/cluster_occupancy.py $s/cm2_bf16/gemm90 $s/cm2_pp_bf16/gemm90 \
-    $s/epilogue/act2_cm2/gemm90_bias_act | tee "$out/occupancy.txt"
+    $s/epilogue/act2_cm2/gemm90_bias_act | tee -a "$log"
   python3 test/gpu/sanitize.py $s/cm2_bf16 $s/cm2_pp_bf16 $s/epilogue/act2_cm2 --size N=136 \
-    --log "$out/sanitize-cm2.log" > "$out/sanitize-cm2.txt"; tail -1 "$out/sanitize-cm2.txt"
+    --log "$out/sanitize.log" | tail -1 | tee -a "$log"
   python3 test/gpu/sanitize.py $s/cm2_bf16 --size M=300 --size N=136 \
-    --log "$out/sanitize-cm2-m300.log" > "$out/sanitize-cm2-m300.txt"
-  tail -1 "$out/sanitize-cm2-m300.txt"
+    --log "$out/sanitize-m300.log" | tail -1 | tee -a "$log"
   shapes="--shape 2048x2048x2048 --shape 4096x4096x4096 --shape 8192x8192x8192"
   shapes="$shapes --shape 4096x11008x4096 --shape 8192x4096x4096"
   python3 bench/bench_gemm.py --dtype bf16 --bundle $p/coop/gemm90 --bundle $p/cm2/gemm90 \
-    --bundle $p/cm2_g8/gemm90 --triton tutorial $shapes --out "$out/cluster-bf16.md" > /dev/null
+    --bundle $p/cm2_g8/gemm90 --triton tutorial $shapes | grep "^|\|^- " >> "$log"
   python3 bench/bench_gemm.py --dtype f16 --bundle $s/default_f16/gemm90 \
-    --bundle $s/cm2_f16/gemm90 --triton tutorial $shapes --out "$out/cluster-f16.md" > /dev/null
+    --bundle $s/cm2_f16/gemm90 --triton tutorial $shapes | grep "^|\|^- " >> "$log"
   for act in 1 2 3; do
     name=$(echo relu gelu gelu_tanh | cut -d" " -f$act)
     python3 bench/bench_gemm_fused.py --plain $p/coop/gemm90 --act $name \
-      --fused $p/coop_act$act/gemm90_bias_act --out "$out/coop-$name.md" > /dev/null
+      --fused $p/coop_act$act/gemm90_bias_act | grep "^|" >> "$log"
     [ $act = 3 ] && python3 bench/bench_gemm_fused.py --plain $p/pp_n128_s6/gemm90 \
-      --act $name --fused $p/pp_act$act/gemm90_bias_act --out "$out/pp-$name.md" > /dev/null
+      --act $name --fused $p/pp_act$act/gemm90_bias_act | grep "^|" >> "$log"
     [ $act != 3 ] && python3 bench/bench_gemm_fused.py --plain $p/cm2/gemm90 --act $name \
-      --fused $p/cm2_act$act/gemm90_bias_act --out "$out/cm2-$name.md" > /dev/null
+      --fused $p/cm2_act$act/gemm90_bias_act | grep "^|" >> "$log"
   done
   python3 bench/power_probe.py --bundles $p --kernel plain=coop/gemm90 --kernel cm2=cm2/gemm90 \
     --kernel cm2_g8=cm2_g8/gemm90 --kernel gelu=coop_act2/gemm90_bias_act \
     --kernel cm2_gelu=cm2_act2/gemm90_bias_act --kernel gelu_tanh=coop_act3/gemm90_bias_act \
-    > "$out/power.md"
+    >> "$log"
   ;;
 baseline)
   base=bench/baselines/h200.json
