@@ -80,6 +80,25 @@ def set_max_dynamic_smem(function: Any, nbytes: int) -> None:
     check(cu.cuFuncSetAttribute(function, attr, nbytes), f"cuFuncSetAttribute(smem={nbytes})")
 
 
+def max_active_clusters(
+    function: Any, block: tuple[int, int, int], dynamic_smem: int, cluster: int, grid_x: int
+) -> int:
+    """How many clusters of `cluster` blocks (along x) of `function` the current device holds
+    at once (cuOccupancyMaxActiveClusters; a cluster's blocks share one GPC)."""
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid_x, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = dynamic_smem
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x = cluster
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1
+    config.attrs, config.numAttrs = [attr], 1
+    return int(
+        check(cu.cuOccupancyMaxActiveClusters(function, config), "cuOccupancyMaxActiveClusters")
+    )
+
+
 _streams: dict[int, Any] = {}  # handle -> CUstream, made once per stream
 
 

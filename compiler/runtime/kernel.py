@@ -141,6 +141,7 @@ class Kernel:
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
+        self._cluster_sms: dict[int, int] = {}  # context → num_sms of a cluster kernel
 
     @property
     def plans(self) -> int:
@@ -222,7 +223,7 @@ class Kernel:
         if plan is None:  # bind (and check) once for this signature
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
-            b = bind(self.manifest, args, _device_symbols)
+            b = bind(self.manifest, args, self._device_symbols)
             plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in plan.grid:
             return None
@@ -250,6 +251,32 @@ class Kernel:
         driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
         return None
 
+    def _device_symbols(self, device: int | None) -> dict[str, int]:
+        """The device's symbols for a grid formula. In a kernel of clusters, `num_sms` is the
+        blocks of the clusters the device holds at once, which can be fewer than its SMs (a
+        cluster's blocks share a GPC: on the H200 66 clusters of 2 fit, 132 blocks, but only 30
+        of 4, 120 blocks), so that a persistent grid of `num_sms` blocks runs in one wave
+        instead of leaving a few clusters for a second one."""
+        symbols = _device_symbols(device)
+        size = self.manifest.cluster
+        if size > 1:
+            ctx = driver.current_context(device)
+            if ctx not in self._cluster_sms:
+                self._cluster_sms[ctx] = self._cluster_blocks(ctx, symbols["num_sms"], size)
+            symbols["num_sms"] = self._cluster_sms[ctx]
+        return symbols
+
+    def _cluster_blocks(self, ctx: int, sms: int, size: int) -> int:
+        m = self.manifest
+        whole = sms - sms % size
+        if not all(isinstance(d, int) for d in (*m.block, m.dynamic_smem)):
+            return whole  # a launch shape known only at bind time: SMs in whole clusters
+        function = self._function(ctx, "")
+        self._allow_smem((ctx, ""), function, m.dynamic_smem)
+        block = (int(m.block[0]), int(m.block[1]), int(m.block[2]))
+        count = driver.max_active_clusters(function, block, int(m.dynamic_smem), size, whole)
+        return min(whole, count * size) if count > 0 else whole
+
     def _allow_smem(self, key: tuple[int, str], function: Any, nbytes: int) -> None:
         if nbytes > max(self._max_smem_hint(), self._smem_set.get(key, 0)):
             driver.set_max_dynamic_smem(function, nbytes)
@@ -258,7 +285,7 @@ class Kernel:
     def _launch_bound(self, args: tuple[Any, ...], stream: Any) -> None:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
         TMA maps to encode, or arguments `bind` will reject."""
-        b = bind(self.manifest, args, _device_symbols)
+        b = bind(self.manifest, args, self._device_symbols)
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)

@@ -33,6 +33,7 @@ tilec build examples/gemm_sm90_batched.tile -o "$out/batched/pp" -D PP=1 -D BN=1
 b cm2_bf16 -D CM=2
 b cm2_f16 -D CM=2 -D T=f16
 b cm2_pp_bf16 -D CM=2 -D PP=1 -D BN=128
+b cm4_bf16 -D CM=4  # 30 clusters of 4 fit the H200: a grid of 120 blocks
 b a1b1_cm2_bf16 -D CM=2 -D MA=1 -D MB=1
 e act2_cm2 -D ACT=2 -D CM=2
 # GELU's tanh form (tanh.approx.f32).

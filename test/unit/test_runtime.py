@@ -692,6 +692,47 @@ def test_a_persistent_grid_binds_num_sms_from_the_device() -> None:
         bind(m, gemm_args())
 
 
+@pytest.mark.parametrize(
+    ("cluster", "resident", "sms"),
+    [(1, None, 132), (2, 66, 132), (4, 30, 120), (8, 16, 128), (4, 0, 132)],
+)
+def test_a_cluster_kernel_binds_num_sms_to_the_clusters_that_fit(
+    monkeypatch: pytest.MonkeyPatch, cluster: int, resident: int | None, sms: int
+) -> None:
+    """num_sms of a kernel of clusters: the blocks of the clusters the device holds at once
+    (132 SMs; 30 clusters of 4 fit: 120 blocks, one wave), the SMs in whole clusters where the
+    driver reports none (0), the SM count without clusters (no occupancy query)."""
+    from tilec.runtime import driver
+    from tilec.runtime.kernel import Kernel
+
+    asked: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(driver, "current_context", lambda device=None: 7)
+    monkeypatch.setattr(driver, "sm_count", lambda device=None: 132)
+
+    def load_function(ptx: str, entry: str, smem: int) -> tuple[str, str]:
+        asked.append(("load", smem))  # the function allows the kernel's shared memory
+        return "module", "fn"
+
+    monkeypatch.setattr(driver, "load_function", load_function)
+
+    def clusters(fn: Any, block: Any, smem: int, size: int, grid_x: int) -> int:
+        asked.append((fn, block, smem, size, grid_x))
+        return resident or 0
+
+    monkeypatch.setattr(driver, "max_active_clusters", clusters)
+    m = gemm_manifest(
+        grid=("num_sms", 1, 1), cluster=cluster, dynamic_smem=200_000, block=(384, 1, 1)
+    )
+    kernel = Kernel(m, "// ptx")
+    assert kernel._device_symbols(None) == {"num_sms": sms}
+    assert bind(m, gemm_args(), kernel._device_symbols).grid == (sms, 1, 1)
+    if cluster == 1:
+        assert asked == []
+    else:  # asked once per context, with the kernel's launch shape and shared memory
+        whole = 132 - 132 % cluster  # the grid asked about: SMs in whole clusters
+        assert asked == [("load", 200_000), ("fn", (384, 1, 1), 200_000, cluster, whole)]
+
+
 def test_a_tensor_map_over_an_empty_tensor_is_null() -> None:
     """The driver cannot encode a map over an empty tensor; no box lies inside one, so the
     kernel gets a null map and never reads it (a GEMM with K = 0 only stores zeros)."""
