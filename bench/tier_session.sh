@@ -131,7 +131,8 @@ cluster)
   shapes="--shape 2048x2048x2048 --shape 4096x4096x4096 --shape 8192x8192x8192"
   shapes="$shapes --shape 4096x11008x4096 --shape 8192x4096x4096"
   python3 bench/bench_gemm.py --dtype bf16 --bundle $p/coop/gemm90 --bundle $p/cm2/gemm90 \
-    --bundle $p/cm2_g8/gemm90 --triton tutorial $shapes | grep "^|\|^- " >> "$log"
+    --bundle $p/cm2_g8/gemm90 --bundle $s/cm4_bf16/gemm90 --triton tutorial $shapes \
+    | grep "^|\|^- " >> "$log"
   python3 bench/bench_gemm.py --dtype f16 --bundle $s/default_f16/gemm90 \
     --bundle $s/cm2_f16/gemm90 --triton tutorial $shapes | grep "^|\|^- " >> "$log"
   for act in 1 2 3; do
