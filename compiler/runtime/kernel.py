@@ -274,7 +274,10 @@ class Kernel:
         function = self._function(ctx, "")
         self._allow_smem((ctx, ""), function, m.dynamic_smem)
         block = (int(m.block[0]), int(m.block[1]), int(m.block[2]))
-        count = driver.max_active_clusters(function, block, int(m.dynamic_smem), size, whole)
+        try:
+            count = driver.max_active_clusters(function, block, int(m.dynamic_smem), size, whole)
+        except driver.CudaError:  # a driver without the query: the SMs in whole clusters
+            return whole
         return min(whole, count * size) if count > 0 else whole
 
     def _allow_smem(self, key: tuple[int, str], function: Any, nbytes: int) -> None:

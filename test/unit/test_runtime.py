@@ -694,14 +694,15 @@ def test_a_persistent_grid_binds_num_sms_from_the_device() -> None:
 
 @pytest.mark.parametrize(
     ("cluster", "resident", "sms"),
-    [(1, None, 132), (2, 66, 132), (4, 30, 120), (8, 16, 128), (4, 0, 132)],
+    [(1, None, 132), (2, 66, 132), (4, 30, 120), (8, 16, 128), (4, 0, 132), (8, -1, 128)],
 )
 def test_a_cluster_kernel_binds_num_sms_to_the_clusters_that_fit(
     monkeypatch: pytest.MonkeyPatch, cluster: int, resident: int | None, sms: int
 ) -> None:
     """num_sms of a kernel of clusters: the blocks of the clusters the device holds at once
     (132 SMs; 30 clusters of 4 fit: 120 blocks, one wave), the SMs in whole clusters where the
-    driver reports none (0), the SM count without clusters (no occupancy query)."""
+    driver reports none (0) or the query fails (-1), the SM count without clusters (no
+    occupancy query)."""
     from tilec.runtime import driver
     from tilec.runtime.kernel import Kernel
 
@@ -717,6 +718,8 @@ def test_a_cluster_kernel_binds_num_sms_to_the_clusters_that_fit(
 
     def clusters(fn: Any, block: Any, smem: int, size: int, grid_x: int) -> int:
         asked.append((fn, block, smem, size, grid_x))
+        if resident == -1:
+            raise driver.CudaError("cuOccupancyMaxActiveClusters failed")
         return resident or 0
 
     monkeypatch.setattr(driver, "max_active_clusters", clusters)
