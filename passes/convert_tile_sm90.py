@@ -207,7 +207,7 @@ class Sm90Kernel(ConsumerOps):
         empty = gep(self.base, ring_bytes + self.stages * smem.BARRIER_BYTES, i8, b)
         # Every consumer thread releases a stage it read; with ping-pong, one group reads it.
         groups = 1 if self.pingpong else len(self.warpgroups(self.roles["consumer"]))
-        self.ring = Ring(self.stages, full, empty, groups * WARPGROUP, cluster=self.cluster)
+        self.ring = Ring(self.stages, full, empty, groups * WARPGROUP)
         if self.multicast:  # consumers release the stages of every block that fills theirs
             self.ring.peer = sm90_cluster.peer(self.tid, self.cluster, b)
         self.ring.init(self.tid, b)
@@ -245,7 +245,7 @@ class Sm90Kernel(ConsumerOps):
                 for role, g in zip(roles, groups, strict=True)
             ]
         )
-        if self.cluster > 1:
+        if self.multicast:
             sm90_cluster.leave_together(self.func)
 
     # --- ops ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from mlir.dialects import arith, nvvm
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.sm90_sources import owner
 from tilec.passes.sm90_tma import SwizzledRows
+from tilec.passes.tile_cluster import cluster_barrier
 
 VARYING = {"tile.block_id", "tile.thread_id"}  # values that differ between blocks
 
@@ -42,7 +43,6 @@ def varies(value: ir.Value, seen: dict[ir.Value, bool] | None = None) -> bool:
         if op.name in VARYING or (op.name == "tile.tile_coord" and value == op.results[0]):
             result = True
         else:
-            seen[value] = False  # cycles cannot occur in SSA; this only memoises
             result = any(varies(v, seen) for v in op.operands)
     seen[value] = result
     return result
@@ -106,5 +106,4 @@ def leave_together(func: ir.Operation) -> None:
     block = func.regions[0].blocks[0]
     ret = list(block.operations)[-1]
     with ir.InsertionPoint(ret), func.location:
-        nvvm.ClusterArriveOp(aligned=True)
-        nvvm.ClusterWaitOp(aligned=True)
+        cluster_barrier()

@@ -21,6 +21,7 @@ from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec.lowering import IndexBuilder, Term
 from tilec.passes.tile_access import when
+from tilec.passes.tile_cluster import cluster_barrier
 from tilec.passes.tile_fragments import constant
 from tilec.passes.tile_views import gep
 
@@ -46,7 +47,6 @@ class Ring:
     # barrier of block `peer` (its thread index mod the cluster size, an i32), so every
     # block's barrier still counts `consumers` arrivals, half of them (C = 2) remote.
     peer: ir.Value | None = None
-    cluster: int = 1
 
     def barrier(self, base: ir.Value, stage: Term, b: IndexBuilder) -> ir.Value:
         return gep(base, stage, ir.IntegerType.get_signless(64), b)
@@ -66,9 +66,8 @@ class Ring:
         is_first = arith.CmpIOp(arith.CmpIPredicate.eq, tid, b.value(0)).result
         when(is_first, body)
         gpu.BarrierOp()
-        if self.cluster > 1:  # no block multicasts into another's barriers before they exist
-            nvvm.ClusterArriveOp(aligned=True)
-            nvvm.ClusterWaitOp(aligned=True)
+        if self.peer is not None:  # no block signals another's barriers before they exist
+            cluster_barrier()
 
     def position(self, counter: Term, b: IndexBuilder) -> tuple[Term, ir.Value]:
         """(stage, phase parity as i32) of the iteration numbered `counter`."""

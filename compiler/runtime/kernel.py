@@ -273,9 +273,9 @@ class Kernel:
             return whole  # a launch shape known only at bind time: SMs in whole clusters
         function = self._function(ctx, "")
         self._allow_smem((ctx, ""), function, m.dynamic_smem)
-        block = (int(m.block[0]), int(m.block[1]), int(m.block[2]))
+        block = (m.block[0], m.block[1], m.block[2])
         try:
-            count = driver.max_active_clusters(function, block, int(m.dynamic_smem), size, whole)
+            count = driver.max_active_clusters(function, block, m.dynamic_smem, size, whole)
         except driver.CudaError:  # a driver without the query: the SMs in whole clusters
             return whole
         return min(whole, count * size) if count > 0 else whole
