@@ -49,7 +49,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from math import nan
 from pathlib import Path
+from statistics import median
 
 import torch
 import triton
@@ -389,6 +391,16 @@ def triton_variants(choice: str) -> list[str]:
     return ["tutorial", "descriptor"] if choice == "best" else [choice]
 
 
+def interleaved(fns: dict[str, object], rounds: int, timer) -> dict[str, list[float]]:  # noqa: ANN001
+    """Each function's ms in each of `rounds` rounds, the order reversed every other round (so
+    a steady drift of clocks or power favours none of them)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(rounds):
+        for name in list(fns)[:: -1 if r % 2 else 1]:
+            times[name].append(timer(fns[name], inner=10))
+    return times
+
+
 def bench_shape(
     kernels: dict[str, object],
     m: int,
@@ -401,10 +413,14 @@ def bench_shape(
     graph: bool = False,
     triton_choice: str = "best",
     notes: list[str] | None = None,
+    rounds: int = 1,
 ) -> list[str]:
-    """One table row per bundle at this shape; references timed once, on the same tensors. The
+    """One table row per bundle at this shape; references timed on the same tensors. The
     Triton figure is the fastest of `triton_variants(triton_choice)`; cuBLAS and what each
-    variant gave are appended to `notes` (so a run without bundles still compares them)."""
+    variant gave are appended to `notes` (so a run without bundles still compares them). With
+    `rounds` > 1 every kernel and both references are timed again in that many interleaved
+    rounds: the figures are medians, a ratio the median of the rounds' ratios, and the notes
+    give each ratio's range over the rounds."""
     timer = time_graph_ms if graph else time_ms
     alpha = 1.0
     a, b, c = operands(m, n, k, dtype, ma, mb, data)
@@ -415,21 +431,51 @@ def bench_shape(
     }
     timed = {v: tf for v, (tf, _) in results.items() if tf is not None}
     trit = max(timed.values()) if timed else float("nan")
+    won = max(timed, key=lambda v: timed[v]) if timed else "none"
     if notes is not None:
-        won = max(timed, key=lambda v: timed[v]) if timed else "none"
         each = ", ".join(f"{v} {why}" for v, (_, why) in results.items())
         notes.append(f"- {m}×{n}×{k}: cuBLAS {cublas_tf:.0f}; Triton column from {won} ({each})")
-    rows = []
+    checked = {}
     for name, kernel in kernels.items():
         err = error(kernel, a, b, c, alpha)
         if not err < 1e-2:
             print(f"{name} {m}x{n}x{k}: WRONG (relative error {err:.3g})")
             continue
-        ours = flops / timer(lambda kernel=kernel: kernel(a, b, c, alpha), inner=10) / 1e9
+        checked[name] = lambda kernel=kernel: kernel(a, b, c, alpha)
+    if rounds > 1:
+        return _rounds_rows(checked, (a, b, c), m, n, k, won, rounds, timer, notes)
+    rows = []
+    for name, fn in checked.items():
+        ours = flops / timer(fn, inner=10) / 1e9
         rows.append(
             f"| {name} | {m}×{n}×{k} | {ours:.0f} | {cublas_tf:.0f} | {trit:.0f} | "
             f"{ours / cublas_tf:.2f} | {ours / trit:.2f} |"
         )
+    return rows
+
+
+def _rounds_rows(checked, abc, m, n, k, won, rounds, timer, notes) -> list[str]:  # noqa: ANN001
+    """bench_shape's rows from interleaved rounds (see there)."""
+    a, b, c = abc
+    fns = {"cuBLAS": lambda: cublas(a, b, c), **checked}
+    if won != "none":
+        fns["Triton"] = lambda: TRITON_VARIANTS[won](a, b, c, 1.0)
+    times = interleaved(fns, rounds, timer)
+    tf = {name: [2 * m * n * k / t / 1e9 for t in ts] for name, ts in times.items()}
+    refs = [ref for ref in ("cuBLAS", "Triton") if ref in tf]
+    rows = []
+    for name in checked:
+        ratios = {ref: [o / r for o, r in zip(tf[name], tf[ref], strict=True)] for ref in refs}
+        trit, by_triton = (
+            (median(tf["Triton"]), median(ratios["Triton"])) if "Triton" in tf else (nan, nan)
+        )
+        rows.append(
+            f"| {name} | {m}×{n}×{k} | {median(tf[name]):.0f} | {median(tf['cuBLAS']):.0f} | "
+            f"{trit:.0f} | {median(ratios['cuBLAS']):.2f} | {by_triton:.2f} |"
+        )
+        if notes is not None:
+            spans = "; ".join(f"/ {ref} {min(r):.2f}-{max(r):.2f}" for ref, r in ratios.items())
+            notes.append(f"  - {name}: {rounds} interleaved rounds, ratio range {spans}")
     return rows
 
 
@@ -493,6 +539,12 @@ def main() -> None:
         help="the Triton reference: the matmul tutorial's kernel, its TMA-descriptor form, the "
         "faster of the two per shape (default), or the earlier fully masked kernel",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="time every kernel and reference again in R interleaved rounds (medians, ranges)",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
@@ -514,11 +566,13 @@ def main() -> None:
     print("\n".join(lines), flush=True)
     notes: list[str] = []
     for m, n, k in args.shape or SHAPES:
+        before = len(notes)
         rows = bench_shape(
-            kernels, m, n, k, dtype, args.ma, args.mb, args.data, args.graph, args.triton, notes
-        )
+            kernels, m, n, k, dtype, args.ma, args.mb, args.data, args.graph, args.triton, notes,
+            args.rounds,
+        )  # fmt: skip
         print("\n".join(rows), flush=True)  # each row once, as it is measured
-        print(notes[-1], flush=True)
+        print("\n".join(notes[before:]), flush=True)
         lines += rows
     lines += ["", f"References (TFLOP/s), --triton {args.triton}:", *notes]
     table = "\n".join(lines)

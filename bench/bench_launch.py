@@ -1,17 +1,23 @@
 """Bench: the host-side cost of one launch through `tilec.runtime`, beside torch's.
 
-    python bench/bench_launch.py --bundle build/gemm/default_sm90a/gemm_sm90a
+    python bench/bench_launch.py --bundle build/gemm/default_sm90a/gemm_sm90a \
+        [--batched build/sm90/batched/default/gemm90_batched --profile]
 
 A 128×256×64 GEMM is one block, far shorter than a Python launch, so `count` calls back to back
 followed by one synchronize time the host side of a call. Rows: a planned call (the same
 shapes each time), `Kernel.bind` alone (what a call without a plan adds), and torch.matmul on
 the same tensors (cuBLAS's host path) for scale. Then the bundle's TFLOP/s at 1024³, where the
-launch used to dominate.
+launch used to dominate. With `--batched`, the same for examples/gemm_sm90_batched.tile at
+32×512×512×512 (three tensor maps; its kernel is shorter than a call's host side) beside
+torch.bmm, and with `--profile` where a planned call's host time goes (cProfile, own time).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import pstats
 import time
 
 import torch
@@ -33,9 +39,64 @@ def per_call_us(fn, count: int = 2000) -> float:
     return best
 
 
+def batched(path: str, profile: bool) -> None:
+    """The batched kernel's host side on one 128×256×64 tile (three tensor maps, a kernel far
+    shorter than the call), then its eager TFLOP/s at 32×512×512×512 beside torch.bmm's."""
+    kernel = load(path)
+
+    def operands(l: int, m: int, n: int, k: int) -> tuple[torch.Tensor, ...]:
+        a = torch.randn(l, m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(l, n, k, device="cuda", dtype=torch.bfloat16)
+        c = torch.full((l, m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        kernel(a, b, c)
+        want = a.float() @ b.float().transpose(1, 2)
+        err = ((c.float() - want).norm() / want.norm()).item()
+        assert err < 1e-2, f"wrong result (relative error {err:.3g})"
+        return a, b, c
+
+    def packing_each_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        for plan in kernel._plans.values():  # the planned path as it was before ready launches
+            plan.launches.clear()
+        kernel(a, b, c)
+
+    def bmm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        torch.bmm(a, b.transpose(1, 2), out=c)
+
+    small = operands(1, 128, 256, 64)
+    rows = [
+        ("tilec batched kernel(a, b, c), planned", kernel),
+        ("the same, packing its parameters each call", packing_each_call),
+        ("torch.bmm(a, b.transpose(1, 2), out=c)", bmm),
+    ]
+    for name, fn in rows:
+        print(f"| {name} | {per_call_us(lambda fn=fn: fn(*small)):.1f} |")
+    big = operands(32, 512, 512, 512)
+    flops = 2 * 32 * 512**3 / 1e9
+    ours, before, theirs = (
+        flops / time_ms(lambda f=f: f(*big), inner=10) for f in (kernel, packing_each_call, bmm)
+    )
+    print(
+        f"32×512³ eager, TFLOP/s: tilec {ours:.0f}, packing each call {before:.0f}, "
+        f"torch.bmm {theirs:.0f} ({ours / theirs:.2f} and {before / theirs:.2f})"
+    )
+    a, b, c = small
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            kernel(a, b, c)
+        prof.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(14)
+        print(text.getvalue())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundle", required=True)
+    parser.add_argument("--batched", help="examples/gemm_sm90_batched.tile's bundle")
+    parser.add_argument("--profile", action="store_true", help="where a batched call's time goes")
     args = parser.parse_args()
     kernel = load(args.bundle)
     a = torch.randn(128, 64, device="cuda", dtype=torch.float16)
@@ -61,6 +122,8 @@ def main() -> None:
     ours = 2 * n**3 / time_ms(lambda: kernel(a, b, c, 1.0), inner=10) / 1e9
     cublas = 2 * n**3 / time_ms(lambda: torch.matmul(a, b.T, out=c), inner=10) / 1e9
     print(f"1024³: tilec {ours:.0f} TFLOP/s, cuBLAS {cublas:.0f}")
+    if args.batched:
+        batched(args.batched, args.profile)
 
 
 if __name__ == "__main__":

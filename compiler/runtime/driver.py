@@ -102,24 +102,35 @@ def max_active_clusters(
 _streams: dict[int, Any] = {}  # handle -> CUstream, made once per stream
 
 
+class Packed:
+    """Launch parameters as cuLaunchKernel takes them: the values (ctypes objects, in launch
+    order) and the array of their addresses. The driver copies the values at each launch, so
+    one Packed may serve many launches as long as nobody changes its values."""
+
+    __slots__ = ("address", "pointers", "values")
+
+    def __init__(self, values: list[ctypes._SimpleCData]) -> None:
+        self.values = values
+        self.pointers = (ctypes.c_void_p * max(len(values), 1))(
+            *[ctypes.addressof(p) for p in values]
+        )
+        self.address = ctypes.addressof(self.pointers)
+
+
 def launch(
     function: Any,
     grid: tuple[int, int, int],
     block: tuple[int, int, int],
     dynamic_smem: int,
     stream: int,
-    params: list[ctypes._SimpleCData],
+    params: list[ctypes._SimpleCData] | Packed,
 ) -> None:
-    """cuLaunchKernel with `params` (ctypes values, in launch order) on `stream`."""
-    # kernelParams is an array of pointers to each value; the driver copies the values at
-    # launch, so these ctypes objects need only live until the call returns.
-    pointers = (ctypes.c_void_p * max(len(params), 1))(*[ctypes.addressof(p) for p in params])
+    """cuLaunchKernel with `params` (ctypes values in launch order, or a Packed) on `stream`."""
+    packed = params if isinstance(params, Packed) else Packed(params)
     handle = _streams.get(stream)
     if handle is None:
         handle = _streams[stream] = cu.CUstream(stream)
-    result = cu.cuLaunchKernel(
-        function, *grid, *block, dynamic_smem, handle, ctypes.addressof(pointers), 0
-    )
+    result = cu.cuLaunchKernel(function, *grid, *block, dynamic_smem, handle, packed.address, 0)
     if result[0] != cu.CUresult.CUDA_SUCCESS:  # the message is built only for a failure
         check(result, f"cuLaunchKernel(grid={grid}, block={block}, smem={dynamic_smem})")
 

@@ -62,6 +62,9 @@ def _current_stream(framework: str, device: int | None) -> int:
     return 0  # the legacy default stream
 
 
+# Launches a plan keeps ready (one per context, pointers and scalar values) before it starts over.
+LAUNCH_LIMIT = 256
+
 # Device copies of tensor maps a kernel keeps (a launch still in flight may read an older one).
 MAP_LIMIT = 4096
 
@@ -101,6 +104,10 @@ class _Plan:
         spans = written_spans(m, b.views)
         self.written = spans if len(spans) > 1 else []
         self.index = index
+        # The scalar arguments, by position; the launches made ready so far, by context,
+        # pointers and scalars' bytes (`Kernel._prepare`): a repeated call packs nothing.
+        self.scalars = [t[1] for t in self.slots if isinstance(t, tuple) and t[0] == "scalar"]
+        self.launches: dict[tuple[Any, ...], tuple[Any, driver.Packed]] = {}
 
 
 def _torch_tensor(value: Any) -> bool:
@@ -142,6 +149,7 @@ class Kernel:
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
         self._cluster_sms: dict[int, int] = {}  # context → num_sms of a cluster kernel
+        self._flushes = 0  # how many times the tensor maps' device copies were all freed
 
     @property
     def plans(self) -> int:
@@ -227,29 +235,46 @@ class Kernel:
             plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
         if 0 in plan.grid:
             return None
-        if plan.written:
-            check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
         ctx = driver.current_context(plan.device)
-        function = self._function(ctx, plan.variant)
-        self._allow_smem((ctx, plan.variant), function, plan.dynamic_smem)
         if stream is not None:
             handle = _stream_handle(stream)
         else:
             handle = _current_stream(plan.framework, plan.stream_device)
-        params: list[ctypes._SimpleCData] = []
-        for slot in plan.slots:
-            if isinstance(slot, tuple):
-                kind, i = slot
-                if kind == "arg":
-                    params.append(ctypes.c_uint64(ptrs[i]))
-                elif kind == "tma":
-                    params.append(ctypes.c_uint64(self._planned_map(ctx, plan, i, ptrs, handle)))
-                else:
-                    params.append(scalar_value(self._params[i], args[i]))
-            else:
-                params.append(slot)
-        driver.launch(function, plan.grid, plan.block, plan.dynamic_smem, handle, params)
+        scalars = [scalar_value(self._params[i], args[i]) for i in plan.scalars]  # checked
+        call = (ctx, *ptrs, *[bytes(v) for v in scalars])
+        ready = plan.launches.get(call)
+        if ready is None:
+            ready = self._prepare(plan, ctx, ptrs, scalars, handle)
+            if len(plan.launches) >= LAUNCH_LIMIT:
+                plan.launches.clear()
+            plan.launches[call] = ready
+        driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
         return None
+
+    def _prepare(
+        self, plan: _Plan, ctx: int, ptrs: list[int], scalars: list[Any], handle: int
+    ) -> tuple[Any, driver.Packed]:
+        """What launches `plan` with these pointers and scalars in context `ctx`: its function
+        (the shared memory it may use raised) and its packed parameters, tensor maps made."""
+        if plan.written:
+            check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
+        function = self._function(ctx, plan.variant)
+        self._allow_smem((ctx, plan.variant), function, plan.dynamic_smem)
+        while True:  # again if making a map freed those made before it (MAP_LIMIT)
+            flushes, values = self._flushes, iter(scalars)
+            params: list[ctypes._SimpleCData] = []
+            for slot in plan.slots:
+                if not isinstance(slot, tuple):
+                    params.append(slot)
+                elif slot[0] == "arg":
+                    params.append(ctypes.c_uint64(ptrs[slot[1]]))
+                elif slot[0] == "tma":
+                    address = self._planned_map(ctx, plan, slot[1], ptrs, handle)
+                    params.append(ctypes.c_uint64(address))
+                else:
+                    params.append(next(values))
+            if flushes == self._flushes:
+                return function, driver.Packed(params)
 
     def _device_symbols(self, device: int | None) -> dict[str, int]:
         """The device's symbols for a grid formula. In a kernel of clusters, `num_sms` is the
@@ -302,6 +327,20 @@ class Kernel:
                 if view.host is not None:
                     view.ptr = driver.to_device(view.host, handle)
                     staged.append(view.ptr)
+            params = self._bound_params(ctx, b, handle)
+            driver.launch(function, b.grid, b.block, b.dynamic_smem, handle, params)
+            for name, view in b.views.items():
+                if view.host is not None and self._intent(name) != "in":
+                    driver.to_host(view.ptr, view.host, handle)
+        finally:
+            if staged:
+                driver.synchronize(handle)
+                for ptr in staged:
+                    driver.free(ptr)
+
+    def _bound_params(self, ctx: int, b: Binding, handle: int) -> list[ctypes._SimpleCData]:
+        while True:  # again if making a map freed those made before it (MAP_LIMIT)
+            flushes = self._flushes
             params: list[ctypes._SimpleCData] = []
             for slot in b.slots:
                 if isinstance(slot, tuple) and slot[0] == "tensor":
@@ -312,15 +351,8 @@ class Kernel:
                     params.append(ctypes.c_uint64(self._tma_pointer(ctx, b, slot[1], handle)))
                 else:
                     params.append(slot)
-            driver.launch(function, b.grid, b.block, b.dynamic_smem, handle, params)
-            for name, view in b.views.items():
-                if view.host is not None and self._intent(name) != "in":
-                    driver.to_host(view.ptr, view.host, handle)
-        finally:
-            if staged:
-                driver.synchronize(handle)
-                for ptr in staged:
-                    driver.free(ptr)
+            if flushes == self._flushes:
+                return params
 
     def _intent(self, name: str) -> str:
         return next(t.intent for t in self.manifest.tensors() if t.name == name)
@@ -346,8 +378,10 @@ class Kernel:
                 for ptr in self._tma_buffers.values():
                     driver.free(ptr)
                 self._tma_buffers.clear()
+                self._flushes += 1
                 for plan in self._plans.values():
                     plan.maps.clear()
+                    plan.launches.clear()  # they pass the maps freed here
             self._tma_buffers[(ctx, data)] = driver.upload(data, stream)
         return self._tma_buffers[(ctx, data)]
 

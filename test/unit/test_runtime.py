@@ -509,6 +509,7 @@ class Launches:
         from tilec.runtime import driver
 
         self.calls: list[tuple[Any, ...]] = []
+        self.packs: list[Any] = []  # what each launch passed the driver
         self.smem: list[int] = []
         monkeypatch.setattr(driver, "current_context", lambda device=None: 1)
         monkeypatch.setattr(driver, "load_function", lambda ptx, entry, smem: ("mod", "fn"))
@@ -516,7 +517,15 @@ class Launches:
         monkeypatch.setattr(driver, "launch", self.launch)
 
     def launch(self, fn: Any, grid: Any, block: Any, smem: int, stream: int, params: Any) -> None:
-        self.calls.append((grid, block, smem, stream, [p.value for p in params]))
+        values = params.values if isinstance(params, driver_module().Packed) else params
+        self.calls.append((grid, block, smem, stream, [p.value for p in values]))
+        self.packs.append(params)
+
+
+def driver_module() -> Any:
+    from tilec.runtime import driver
+
+    return driver
 
 
 def planned_manifest(alpha: str = "f32") -> Manifest:
@@ -573,6 +582,31 @@ def test_a_new_signature_binds_again(monkeypatch: pytest.MonkeyPatch) -> None:
     assert small.plans == 1 and len(seen.calls) == 3
 
 
+def test_a_repeated_call_reuses_its_packed_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.runtime import Kernel
+
+    seen = Launches(monkeypatch)
+    k = Kernel(planned_manifest(), "ptx")
+    args = gemm_args()
+    for _ in range(3):
+        k(*args)
+    assert seen.packs[0] is seen.packs[1] is seen.packs[2], (
+        "the same pointers and alpha: packed once"
+    )
+    k(*args[:3], -0.0)  # equal to 0.0 but not the same bits: packed on its own
+    k(*args[:3], 0.0)
+    assert [c[4][-1] for c in seen.calls[3:]] == [-0.0, 0.0]
+    assert str(seen.calls[3][4][-1]) == "-0.0" and seen.packs[3] is not seen.packs[4]
+    moved = gemm_args()
+    moved[2].__cuda_array_interface__["data"] = (0x40000, False)
+    k(*moved)
+    assert seen.calls[-1][4][:3] == [0x10000, 0x20000, 0x40000] and k.plans == 1
+    k(*args)  # back to the first pointers: the first packing again
+    assert seen.packs[-1] is seen.packs[0] and len(seen.calls) == 7
+    with pytest.raises(TypeError, match="argument 'alpha': expected a number"):
+        k(*args[:3], "0.5")  # the scalar is still checked at every call
+
+
 def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -608,6 +642,62 @@ def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
     tma(*moved)
     assert encoded[-1] == 0x90000 and tma.plans == 1
     assert seen.calls[-1] != first, "a new pointer gets its own map"
+    # Past MAP_LIMIT device copies every map is freed: a ready launch that passed one is dropped
+    # with it, and the next call with those pointers makes (and passes) a new copy.
+    from tilec.runtime import kernel as kernel_module
+
+    freed: list[int] = []
+    monkeypatch.setattr(driver, "free", freed.append)
+    monkeypatch.setattr(kernel_module, "MAP_LIMIT", 2)
+    third = gemm_args()
+    third[0].__cuda_array_interface__["data"] = (0xA0000, False)
+    tma(*third)  # the third map: the two before are freed
+    assert freed == [first[4][-1], seen.calls[-2][4][-1]]
+    tma(*args)
+    assert encoded[-1] == args[0].__cuda_array_interface__["data"][0]
+    assert seen.calls[-1][4][-1] not in freed, "a freed map is never passed again"
+
+
+def test_a_map_flush_midway_through_a_launch_makes_the_maps_before_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tilec.runtime import Kernel, driver
+    from tilec.runtime import kernel as kernel_module
+
+    seen = Launches(monkeypatch)
+    live: set[int] = set()
+    uploads = iter(range(0x60000, 0x70000, 0x100))
+
+    def upload(data: bytes, stream: int) -> int:
+        live.add(address := next(uploads))
+        return address
+
+    monkeypatch.setattr(
+        driver, "encode_tma_tiled", lambda args, address: address.to_bytes(8, "little")
+    )
+    monkeypatch.setattr(driver, "upload", upload)
+    monkeypatch.setattr(driver, "synchronize", lambda stream: None)
+    monkeypatch.setattr(driver, "free", live.discard)
+    monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
+    monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
+    monkeypatch.setattr(kernel_module, "MAP_LIMIT", 2)
+    m = gemm_manifest()
+    two = gemm_manifest(
+        params=(*m.params, TmaParam("tmaC", "tmaC")),
+        tma=(*m.tma, TmaDescriptor("tmaC", "C", ("BM", "BN"))),
+    )
+    k = Kernel(two, "ptx")
+    args = gemm_args()
+    k(*args)  # maps of A and C: the limit reached
+    moved = gemm_args()
+    moved[2].__cuda_array_interface__["data"] = (0x40000, False)
+    k(*moved)  # A's map is made; C's frees it, so A's is made again
+    maps = seen.calls[-1][4][-2:]
+    assert all(address in live for address in maps), "every map a launch passes is alive"
+    for call in (args, moved):  # and unplanned (a host array), the same
+        bound = (*call[:2], np.zeros((300, 200), np.float32), call[3])
+        k(*bound)
+        assert all(address in live for address in seen.calls[-1][4][-2:])
 
 
 # --- what a launch must not get wrong silently -------------------------------------------------
