@@ -9,7 +9,7 @@ from operator import mul
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
-from tilec.binding import is_float_attr, walk
+from tilec.binding import enclosing_loops, is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
@@ -17,7 +17,6 @@ from tilec.passes import (
     tile_carry,
     tile_cluster,
     tile_epilogue,
-    tile_loops,
     tile_memory,
     tile_mma,
     tile_mma_regs,
@@ -72,7 +71,8 @@ class KernelLowering:
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.threads = fold(mul, self.dims, 1)
         self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
-        self.loops: tile_loops.CarriedLoops | None = None
+        # Each prefetching gemm's next k-step fragments, which its loop carries (carried_loop).
+        self.ahead: list[tuple[ir.Operation, Frag]] = []
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             self.tid = self.linear_thread_id()
@@ -158,10 +158,11 @@ class KernelLowering:
         stage: Term = 0 if step is None else b.rem(b.add(sliced.operands[1], step), stages)
         return tile_views.slice_at(staged, [None] * (len(staged.shape) - 1) + [stage], b)
 
-    def preload(self, gemm: ir.Operation) -> Frag:
-        """Before a prefetching gemm's loop: k-step 0 of the first stage."""
+    def preload(self, gemm: ir.Operation, acc: Frag) -> Frag:
+        """Before a prefetching gemm's loop: k-step 0 of the first stage (`acc`: the
+        accumulator the loop starts from)."""
         a, bv = self.stage_view(gemm, 1, None), self.stage_view(gemm, 2, None)
-        return tile_mma.preload(gemm, a, bv, self.frag(gemm, gemm.operands[3]), self.tid)
+        return tile_mma.preload(gemm, a, bv, acc, self.tid)
 
     def lower(self, op: ir.Operation) -> None:
         """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
@@ -219,16 +220,22 @@ class KernelLowering:
             self.lowered[target] = tile_carry.filled(value, c)
 
     def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
-        """A loop that carries register tensors: rebuilt to carry their scalars."""
-        if self.loops.rebuilds(op):  # tile_loops would rebuild it too
-            raise LoweringError(
-                op,
-                "a loop that updates a var cannot also hold a prefetching gemm (prefetch = 1) or "
-                "an in-place gemm into an accumulator made outside it (tile-carry-accumulators "
-                "carries those)",
-            )
+        """A loop that carries register tensors: rebuilt to carry their scalars, and after them
+        the next k-step fragments of each prefetching gemm it holds (loaded before it)."""
+        ahead = []
+        for gemm in prefetching(op):
+            acc = gemm.operands[3]
+            if not (
+                isinstance(acc, ir.BlockArgument) and acc.owner.owner.operation == op.operation
+            ):
+                raise LoweringError(gemm, PREFETCH_CARRY)
+            init = self.frag(gemm, op.operands[3 + acc.arg_number - 1])
+            with ir.InsertionPoint(op), gemm.location:
+                ahead.append(self.preload(gemm, init))
+            self.ahead.append((gemm, ahead[-1]))
         terminator = list(op.regions[0].blocks[0].operations)[-1]
-        self.carrying.append((terminator, tile_carry.CarriedLoop(op, self.lowered, self.casts)))
+        carried = tile_carry.CarriedLoop(op, self.lowered, self.casts, ahead)
+        self.carrying.append((terminator, carried))
 
     def carried_yield(self, op: ir.Operation, b: IndexBuilder) -> None:
         carried = next(c for y, c in self.carrying if y == op)
@@ -252,12 +259,18 @@ class KernelLowering:
 
     def gemm(self, op: ir.Operation, b: IndexBuilder) -> Frag | None:
         if tile_pipeline.PREFETCH in op.attributes:
+            frags = next((f for gemm, f in self.ahead if gemm == op), None)
+            if not op.results or frags is None:
+                raise LoweringError(op, PREFETCH_CARRY)
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
-            acc, ahead = self.frag(op, op.operands[3]), self.loops.fragments_ahead(op)
-            tile_mma.gemm_prefetch(op, tiles, following, acc, ahead, self.tid, pending)
-            return None
+            acc = self.frag(op, op.operands[3])
+            acc = Frag(acc.part, acc.elem, [list(row) for row in acc.values])
+            tile_mma.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
+            return acc
+        if not op.results and updated_across_loop(op):
+            raise LoweringError(op, PREFETCH_CARRY)
         barriers = tile_pipeline.PIPELINED not in op.attributes
         a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
         acc = self.frag(op, op.operands[3])
@@ -418,6 +431,37 @@ def lowered_here(op: ir.Operation) -> bool:
     return op.name == "scf.yield" and parent.name == "scf.for" and tile_carry.carries_tiles(parent)
 
 
+PREFETCH_CARRY = (
+    "a gemm that updates an accumulator made outside its loop must be in its value form, the "
+    "accumulator an iter_arg of that loop (tile-carry-accumulators writes it so)"
+)
+
+
+def prefetching(loop: ir.Operation) -> list[ir.Operation]:
+    """The prefetching gemms whose innermost loop is `loop`."""
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> None:
+        if o.name == "tile.gemm" and tile_pipeline.PREFETCH in o.attributes:
+            if enclosing_loops(o, loop.parent)[-1].operation == loop.operation:
+                found.append(o)
+
+    walk(loop, visit)
+    return found
+
+
+def updated_across_loop(gemm: ir.Operation) -> bool:
+    """Whether an in-place gemm sits in a loop that its accumulator was made outside of."""
+    acc = gemm.operands[3]
+    home = acc.owner if isinstance(acc.owner, ir.Block) else acc.owner.operation.block
+    block, holder = gemm.block, gemm.parent
+    while block != home and holder is not None:
+        if holder.name == "scf.for":
+            return True
+        block, holder = holder.block, holder.parent
+    return False
+
+
 def holds_gemm(loop: ir.Operation) -> bool:
     found: list[ir.Operation] = []
     walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
@@ -457,12 +501,9 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     if (bare := tile_spreads.undistributed(func)) is not None:
         raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
     kernel = KernelLowering(func, module)
-    loops = kernel.loops = tile_loops.CarriedLoops(ops, kernel.preload)
-    for n, op in enumerate(ops):
-        loops.enter(n, kernel.lowered)
+    for op in ops:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
-        loops.leave(n)
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
     for op in [*reversed(tile_ops), *kernel.casts]:
         for r in op.results:

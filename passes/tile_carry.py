@@ -83,10 +83,15 @@ def width(like: Lowered) -> int:
 
 class CarriedLoop:
     """One rebuilt loop, and how each iter_arg was lowered at its start (None: not a tile),
-    so that its yield is flattened alike."""
+    so that its yield is flattened alike. `extra` are fragments the lowering carries after
+    the iter_args (a prefetching gemm's next k-step, loaded before the loop): inside the body
+    their values become the new iter_args, and the yield passes on what they hold by then."""
 
-    def __init__(self, loop: ir.Operation, lowered: dict, casts: list) -> None:
+    def __init__(
+        self, loop: ir.Operation, lowered: dict, casts: list, extra: list[Frag] | None = None
+    ) -> None:
         self.likes: list[Lowered | None] = []
+        self.extra = extra or []
         inits: list[ir.Value] = []
         for v in list(loop.operands)[3:]:
             like = lowered.get(v) if tensor_type(v.type) is not None else None
@@ -94,11 +99,16 @@ class CarriedLoop:
                 raise LoweringError(loop, "a loop's initial value was not lowered")
             self.likes.append(like)
             inits += [v] if like is None else flatten(loop, like, like)
+        inits += [v for f in self.extra for row in f.values for v in row]
         new = moved_loop(loop, inits, keep_yield=True)
         first = list(new.body.operations)[0]
+        inner = list(new.inner_iter_args)
         with ir.InsertionPoint(first), loop.location:
             old_args = list(loop.regions[0].blocks[0].arguments)[1:]
-            self.bind(old_args, list(new.inner_iter_args), lowered, casts)
+            self.bind(old_args, inner, lowered, casts)
+        rest = iter(inner[len(inner) - sum(len(row) for f in self.extra for row in f.values) :])
+        for f in self.extra:
+            f.values = [[next(rest) for _ in row] for row in f.values]
         with ir.InsertionPoint(loop), loop.location:
             self.bind(list(loop.results), list(new.results), lowered, casts)
         loop.erase()
@@ -127,6 +137,7 @@ class CarriedLoop:
                 raise LoweringError(op, "a loop's value was not lowered")
             else:
                 values += flatten(op, lowered[v], like)
+        values += [v for f in self.extra for row in f.values for v in row]
         with ir.InsertionPoint(op), op.location:
             scf.YieldOp(values)
         op.erase()

@@ -19,10 +19,11 @@ updates it:
     "tile.store"(%r, %c)
 
 Every use after a gemm reads its result; a `fill` of the accumulator in its own block stays in
-place. Left as they are: a prefetching gemm's accumulator (tile_loops carries it beside the
-next k-step's fragments, which convert-tile-to-gpu loads before the loop). An accumulator that a
-gemm updates inside another region than a loop (an `scf.if`) is a located error: nothing there
-would carry it out. In the `lowered` stage, before tile-distribute.
+place. A prefetching gemm (tile-pipeline's `tile.prefetch`) is carried alike: convert-tile-to-gpu
+loads its next k-step's fragments before the loop and carries them after the loop's own
+iter_args. An accumulator that a gemm updates inside another region than a loop (an `scf.if`)
+is a located error: nothing there would carry it out. In the `lowered` stage, before
+tile-distribute.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from tilec.binding import walk
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_loops import moved_loop
-from tilec.passes.tile_pipeline import PREFETCH
 
 
 def mutators(acc: ir.Value) -> list[ir.Operation]:
@@ -48,11 +48,11 @@ def mutators(acc: ir.Value) -> list[ir.Operation]:
 
 
 def carried(acc: ir.Value, home: ir.Block) -> bool:
-    """Whether `acc` (made in `home`) is to be threaded: a gemm updates it inside a loop, no
-    gemm into it prefetches, and fills stay in `home` (else a located error or left alone)."""
+    """Whether `acc` (made in `home`) is to be threaded: a gemm updates it inside a loop, none
+    in its value form yet, and fills stay in `home` (else a located error or left alone)."""
     ops = mutators(acc)
     gemms = [op for op in ops if op.name == "tile.gemm"]
-    if any(PREFETCH in op.attributes or op.results for op in gemms):
+    if any(op.results for op in gemms):
         return False
     if any(op.name == "tile.fill" and op.block != home for op in ops):
         return False

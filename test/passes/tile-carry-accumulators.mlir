@@ -6,15 +6,25 @@
 // RUN: tile-opt -p tile-carry-accumulators,tile-distribute,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
 // RUN: tile-opt -p tile-carry-accumulators --split-input-file --verify-diagnostics %s.bad
 // RUN: tile-opt -p tile-carry-accumulators %s.prefetch | filecheck %s --check-prefix=PREFETCH
+// RUN: tilec compile %repo/examples/gemm_sm80.tile --arch sm_80 --emit lowered | filecheck %s --check-prefix=PREFETCH-LOWERED
 // RUN: tilec compile %repo/test/gpu/var_gemm.tile --emit lowered | filecheck %s --check-prefix=VAR
 
 // A K loop that also counts its steps in a var (refused before the accumulator was carried):
 // the lowered loop carries the 32 accumulator values and the count, 33 scalars.
 // VAR: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 
+// A prefetching gemm (tile-pipeline's tile.prefetch) is carried as any other.
 // PREFETCH-LABEL: func.func @prefetching(
-// PREFETCH: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// PREFETCH:   "tile.gemm"({{.*}}) {tile.prefetch = 1 : i64} : ({{.*}}) -> ()
+// PREFETCH: %[[ACC:.*]] = "tile.fragment"
+// PREFETCH: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[X:.*]] = %[[ACC]]) -> (!tile.tensor<f32, "register", "(4,2,4):(1,4,8)">) {
+// PREFETCH:   %[[Y:.*]] = "tile.gemm"({{.*}}, %[[X]]) {tile.prefetch = 1 : i64} : ({{.*}}) -> !tile.tensor<f32, "register", "(4,2,4):(1,4,8)">
+// PREFETCH:   scf.yield %[[Y]]
+// Lowered (examples/gemm_sm80.tile, 128x256 tiles over 8 warps): the K loop carries the
+// accumulator's 128 f32 per thread, then the next k-step's 32 fragment registers that
+// convert-tile-to-gpu loads before the loop (A: 4 m-atoms x 4, B: 8 n-atoms x 2).
+// PREFETCH-LOWERED: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) {
+// PREFETCH-LOWERED-COUNT-128: nvvm.mma.sync
+// PREFETCH-LOWERED: scf.yield
 
 // A K loop: the accumulator (made and zeroed before it) is carried; the store reads the result.
 // CHECK-LABEL: func.func @k_loop(
