@@ -9,7 +9,7 @@ from operator import mul
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
-from tilec.binding import enclosing_loops, is_float_attr, walk
+from tilec.binding import is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
@@ -50,6 +50,7 @@ from tilec.passes.tile_refusals import (
     unlowered_copy,
     unlowered_region,
 )
+from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import View, tensor_type
 
 DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
@@ -70,7 +71,9 @@ class KernelLowering:
             raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.threads = fold(mul, self.dims, 1)
-        self.lowered: dict[ir.Value, View | Frag | Reduced] = {}
+        # What each tile value became: register tensors as casts of their scalars in the IR,
+        # views and deferred tensors aside (tile_values).
+        self.values = TileValues(self.threads)
         # Each prefetching gemm's next k-step fragments, which its loop carries (carried_loop).
         self.ahead: list[tuple[ir.Operation, Frag]] = []
         entry = func.regions[0].blocks[0]
@@ -89,10 +92,8 @@ class KernelLowering:
             past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
         self.fresh = False
         self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
-        # Loops that carry register tensors, by their body's scf.yield; the casts standing for
-        # their tile values (erased after the tile ops that use them).
+        # Loops that carry register tensors, by their body's scf.yield.
         self.carrying: list[tuple[ir.Operation, tile_carry.CarriedLoop]] = []
-        self.casts: list[ir.Operation] = []
 
     def linear_thread_id(self, fresh: bool = False) -> ir.Value:
         """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: see `after_loop`."""
@@ -128,9 +129,10 @@ class KernelLowering:
                 op.operands[i] = tile_remat.rematerialize(v, memo)
 
     def get(self, op: ir.Operation, value: ir.Value) -> View | Frag | Reduced:
-        if value not in self.lowered:
+        lowered = self.values.get(value)
+        if lowered is None:
             raise LoweringError(op, "operand was not produced by a lowered tile op")
-        return self.lowered[value]
+        return lowered
 
     def view(self, op: ir.Operation, value: ir.Value) -> View:
         v = self.get(op, value)
@@ -173,8 +175,8 @@ class KernelLowering:
             raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
         result = lowering(self, op, IndexBuilder())
         if result is not None:
-            self.lowered[op.results[0]] = result
             tile_spreads.check(op, op.results[0], result, self.threads)
+            self.values.put(op, op.results[0], result)
 
     def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
         dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
@@ -217,29 +219,30 @@ class KernelLowering:
             tile_mma.fill(value, number)
         else:  # one element, or one per group of a reduction's spread: the number each
             c = constant(tensor_type(target.type).elem, number)
-            self.lowered[target] = tile_carry.filled(value, c)
+            value = tile_carry.filled(value, c)
+        self.values.update(op, target, value)
 
     def carried_loop(self, op: ir.Operation, b: IndexBuilder) -> None:
         """A loop that carries register tensors: rebuilt to carry their scalars, and after them
         the next k-step fragments of each prefetching gemm it holds (loaded before it)."""
         ahead = []
-        for gemm in prefetching(op):
+        for gemm in tile_carry.prefetching(op):
             acc = gemm.operands[3]
             if not (
                 isinstance(acc, ir.BlockArgument) and acc.owner.owner.operation == op.operation
             ):
-                raise LoweringError(gemm, PREFETCH_CARRY)
-            init = self.frag(gemm, op.operands[3 + acc.arg_number - 1])
+                raise LoweringError(gemm, tile_carry.PREFETCH_CARRY)
+            init = self.accumulator(gemm, op.operands[3 + acc.arg_number - 1])
             with ir.InsertionPoint(op), gemm.location:
                 ahead.append(self.preload(gemm, init))
             self.ahead.append((gemm, ahead[-1]))
         terminator = list(op.regions[0].blocks[0].operations)[-1]
-        carried = tile_carry.CarriedLoop(op, self.lowered, self.casts, ahead)
+        carried = tile_carry.CarriedLoop(op, self.values, ahead)
         self.carrying.append((terminator, carried))
 
     def carried_yield(self, op: ir.Operation, b: IndexBuilder) -> None:
         carried = next(c for y, c in self.carrying if y == op)
-        carried.yield_(op, self.lowered)
+        carried.yield_(op, self.values)
 
     def compare(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
         pred = ir.StringAttr(op.attributes["pred"]).value
@@ -261,26 +264,37 @@ class KernelLowering:
         if tile_pipeline.PREFETCH in op.attributes:
             frags = next((f for gemm, f in self.ahead if gemm == op), None)
             if not op.results or frags is None:
-                raise LoweringError(op, PREFETCH_CARRY)
+                raise LoweringError(op, tile_carry.PREFETCH_CARRY)
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
-            acc = self.frag(op, op.operands[3])
-            acc = Frag(acc.part, acc.elem, [list(row) for row in acc.values])
+            acc = self.accumulator(op, op.operands[3])
             tile_mma.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
             return acc
-        if not op.results and updated_across_loop(op):
-            raise LoweringError(op, PREFETCH_CARRY)
+        if not op.results and tile_carry.updated_across_loop(op):
+            raise LoweringError(op, tile_carry.PREFETCH_CARRY)
         barriers = tile_pipeline.PIPELINED not in op.attributes
         a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
-        acc = self.frag(op, op.operands[3])
-        if op.results:  # the value form (tile-carry-accumulators): into a new fragment
-            acc = Frag(acc.part, acc.elem, [list(row) for row in acc.values])
+        acc = self.accumulator(op, op.operands[3])
         if isinstance(a, Frag):  # an accumulator as A: the FA2 trick
             tile_mma_regs.gemm_register_a(op, a, bv, acc, self.tid, barriers)
         else:
             tile_mma.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
-        return acc if op.results else None
+        if op.results:
+            return acc
+        self.values.update(op, op.operands[3], acc)  # in place: what it reads from here on
+        return None
+
+    def accumulator(self, gemm: ir.Operation, value: ir.Value) -> Frag:
+        """A gemm's accumulator `value`, its partition naming the atom of the gemm's tiled MMA
+        (operand 0: the A/B element type, which the accumulator's type does not hold), its
+        values a list of their own for the gemm to replace."""
+        acc = self.frag(gemm, value)
+        block = acc.part.block if isinstance(acc.part, tile_mma.MmaPartition) else ()
+        part = tile_mma.mma_partition(gemm, gemm.operands[0].type, block)
+        if part != acc.part:
+            raise LoweringError(gemm, "the accumulator is not spread as this gemm's MMA's C")
+        return Frag(part, acc.elem, [list(row) for row in acc.values])
 
     def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
         gpu.BarrierOp()
@@ -431,37 +445,6 @@ def lowered_here(op: ir.Operation) -> bool:
     return op.name == "scf.yield" and parent.name == "scf.for" and tile_carry.carries_tiles(parent)
 
 
-PREFETCH_CARRY = (
-    "a gemm that updates an accumulator made outside its loop must be in its value form, the "
-    "accumulator an iter_arg of that loop (tile-carry-accumulators writes it so)"
-)
-
-
-def prefetching(loop: ir.Operation) -> list[ir.Operation]:
-    """The prefetching gemms whose innermost loop is `loop`."""
-    found: list[ir.Operation] = []
-
-    def visit(o: ir.Operation) -> None:
-        if o.name == "tile.gemm" and tile_pipeline.PREFETCH in o.attributes:
-            if enclosing_loops(o, loop.parent)[-1].operation == loop.operation:
-                found.append(o)
-
-    walk(loop, visit)
-    return found
-
-
-def updated_across_loop(gemm: ir.Operation) -> bool:
-    """Whether an in-place gemm sits in a loop that its accumulator was made outside of."""
-    acc = gemm.operands[3]
-    home = acc.owner if isinstance(acc.owner, ir.Block) else acc.owner.operation.block
-    block, holder = gemm.block, gemm.parent
-    while block != home and holder is not None:
-        if holder.name == "scf.for":
-            return True
-        block, holder = holder.block, holder.parent
-    return False
-
-
 def holds_gemm(loop: ir.Operation) -> bool:
     found: list[ir.Operation] = []
     walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
@@ -505,7 +488,7 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
-    for op in [*reversed(tile_ops), *kernel.casts]:
+    for op in [*reversed(tile_ops), *kernel.values.casts]:
         for r in op.results:
             user = next((u.owner for u in r.uses), None)
             if user is not None:

@@ -23,10 +23,13 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm, scf
 
+from tilec.binding import enclosing_loops, walk
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Reduced
 from tilec.passes.tile_loops import moved_loop
+from tilec.passes.tile_pipeline import PREFETCH
 from tilec.passes.tile_spreads import PLAIN, single, spread_of_type
+from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import tensor_type
 
 Lowered = Frag | Reduced | ir.Value
@@ -68,10 +71,6 @@ def unflatten(like: Lowered, values: list[ir.Value]) -> Lowered:
     return Frag(like.part, like.elem, rows)
 
 
-def cast(values: list[ir.Value], typ: ir.Type) -> ir.Operation:
-    return ir.Operation.create("builtin.unrealized_conversion_cast", [typ], values)
-
-
 def width(like: Lowered) -> int:
     """How many scalars a carried value of `like`'s kind is."""
     if isinstance(like, ir.Value):
@@ -88,13 +87,13 @@ class CarriedLoop:
     their values become the new iter_args, and the yield passes on what they hold by then."""
 
     def __init__(
-        self, loop: ir.Operation, lowered: dict, casts: list, extra: list[Frag] | None = None
+        self, loop: ir.Operation, values: TileValues, extra: list[Frag] | None = None
     ) -> None:
         self.likes: list[Lowered | None] = []
         self.extra = extra or []
         inits: list[ir.Value] = []
         for v in list(loop.operands)[3:]:
-            like = lowered.get(v) if tensor_type(v.type) is not None else None
+            like = values.get(v) if tensor_type(v.type) is not None else None
             if tensor_type(v.type) is not None and like is None:
                 raise LoweringError(loop, "a loop's initial value was not lowered")
             self.likes.append(like)
@@ -105,42 +104,70 @@ class CarriedLoop:
         inner = list(new.inner_iter_args)
         with ir.InsertionPoint(first), loop.location:
             old_args = list(loop.regions[0].blocks[0].arguments)[1:]
-            self.bind(old_args, inner, lowered, casts)
+            self.bind(loop, old_args, inner, values)
         rest = iter(inner[len(inner) - sum(len(row) for f in self.extra for row in f.values) :])
         for f in self.extra:
             f.values = [[next(rest) for _ in row] for row in f.values]
         with ir.InsertionPoint(loop), loop.location:
-            self.bind(list(loop.results), list(new.results), lowered, casts)
+            self.bind(loop, list(loop.results), list(new.results), values)
         loop.erase()
         self.loop = new.operation
 
-    def bind(self, olds: list, news: list, lowered: dict, casts: list) -> None:
-        """Replace each old value by a cast of its new scalars, lowered to them."""
+    def bind(self, loop: ir.Operation, olds: list, news: list, values: TileValues) -> None:
+        """Replace each old value by a cast of its new scalars (tile_values)."""
         rest = iter(news)
         for old, like in zip(olds, self.likes, strict=True):
             if like is None:
                 old.replace_all_uses_with(next(rest))
                 continue
             part = [next(rest) for _ in range(width(like))]
-            c = cast(part, old.type)
-            old.replace_all_uses_with(c.results[0])
-            lowered[c.results[0]] = unflatten(like, part)
-            casts.append(c)
+            values.update(loop, old, unflatten(like, part))
 
-    def yield_(self, op: ir.Operation, lowered: dict) -> None:
+    def yield_(self, op: ir.Operation, values: TileValues) -> None:
         """The body's scf.yield of tile values, replaced by one of their scalars."""
-        values: list[ir.Value] = []
+        scalars: list[ir.Value] = []
         for v, like in zip(op.operands, self.likes, strict=True):
             if like is None:
-                values.append(v)
-            elif v not in lowered:
+                scalars.append(v)
+            elif (lowered := values.get(v)) is None:
                 raise LoweringError(op, "a loop's value was not lowered")
             else:
-                values += flatten(op, lowered[v], like)
-        values += [v for f in self.extra for row in f.values for v in row]
+                scalars += flatten(op, lowered, like)
+        scalars += [v for f in self.extra for row in f.values for v in row]
         with ir.InsertionPoint(op), op.location:
-            scf.YieldOp(values)
+            scf.YieldOp(scalars)
         op.erase()
+
+
+PREFETCH_CARRY = (
+    "a gemm that updates an accumulator made outside its loop must be in its value form, the "
+    "accumulator an iter_arg of that loop (tile-carry-accumulators writes it so)"
+)
+
+
+def prefetching(loop: ir.Operation) -> list[ir.Operation]:
+    """The prefetching gemms whose innermost loop is `loop`."""
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> None:
+        if o.name == "tile.gemm" and PREFETCH in o.attributes:
+            if enclosing_loops(o, loop.parent)[-1].operation == loop.operation:
+                found.append(o)
+
+    walk(loop, visit)
+    return found
+
+
+def updated_across_loop(gemm: ir.Operation) -> bool:
+    """Whether an in-place gemm sits in a loop that its accumulator was made outside of."""
+    acc = gemm.operands[3]
+    home = acc.owner if isinstance(acc.owner, ir.Block) else acc.owner.operation.block
+    block, holder = gemm.block, gemm.parent
+    while block != home and holder is not None:
+        if holder.name == "scf.for":
+            return True
+        block, holder = holder.block, holder.parent
+    return False
 
 
 # How a fragment is spread -----------------------------------------------------------------------

@@ -97,8 +97,8 @@ def decode(shape: tuple[int, ...], tv: str, threads: int) -> Spread:
     Candidates are read off the text and kept if `tv_text` writes exactly `tv` for them."""
     if tv == plain_tv(threads):
         return PLAIN
-    if " o " not in tv and (mma := mma_of(shape, tv)) is not None:
-        return mma
+    if " o " not in tv and (mma := mma_of(shape, tv) or mma_of(mma_block(tv), tv)) is not None:
+        return mma  # an accumulator's type has the MMA's value shape, not its block
     outer = parse_layout(tv.split(" o 0 o ", 1)[0]) if " o 0 o " in tv else None
     zero = [k for k, d in enumerate(A.flatten(outer.stride)) if d == 0] if outer else []
     if len(zero) == 1:
@@ -145,6 +145,19 @@ def reductions(shape: tuple[int, ...], tv: str, threads: int, outer: A.Layout, z
         for part in blocked(tuple(natural), threads):
             if part.m == m and tv_text((part, mode), threads) == tv:
                 yield part, mode
+
+
+def mma_block(tv: str) -> tuple[int, ...]:
+    """The block an MMA's C layout `tv` covers (warps × tiles × atom, per mode), or ()."""
+    try:
+        threads, values = A.shape(parse_layout(tv))
+    except (A.LayoutError, TypeError, ValueError):
+        return ()
+    if not (isinstance(threads, tuple) and isinstance(values, tuple)):
+        return ()
+    if len(threads) != 4 or len(values) != 4:
+        return ()
+    return (threads[2] * values[2] * AM, threads[3] * values[3] * AN)
 
 
 def mma_of(block: tuple[int, ...], tv: str) -> MmaPartition | None:

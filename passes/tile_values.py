@@ -1,0 +1,136 @@
+r"""Passes (lowered stage): what convert-tile-to-gpu has lowered each tile value to, in the IR.
+
+A register tensor lowers to each thread's scalars. Between the op that makes it and the ops
+that read it, those scalars live in the IR, not in Python: the lowering puts a
+`builtin.unrealized_conversion_cast` of them to the tensor's `!tile.frag` type where the op
+was, and the op's uses read the cast. A reader rebuilds its `Frag`, `Reduced` or plain value
+from the cast's operands and the spread its type names (tile_spreads), so the type is the one
+description of how they are laid out:
+
+    %x = "tile.load"(%v) ... -> !tile.frag<f32, "(4,256):(1,4)", TV>
+    %y = "tile.unary"(%x) {op = "exp"} ...
+  →
+    %a0 = ... %a7 = ...                                        (the load's 8 values a thread)
+    %x = builtin.unrealized_conversion_cast %a0, ..., %a7 : f32, ... to !tile.frag<...>
+    "tile.unary"(%x) ...                    (lowered next: reads %a0..%a7 back from the cast)
+
+The order is `tile_carry.flatten`'s (a fragment's chunks, a reduced tensor's groups by key,
+a one-element tensor's value), the one loops carry. The casts go when the tile ops do. What
+is not yet a value in the IR stays aside in Python: views (a pointer, offsets, extents and
+bounds: `tile_views.View`) and `Deferred` register tensors (an epilogue computed where it is
+stored, chunk by chunk).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from tilec.dialects.layout import algebra as A
+from tilec.lowering import LoweringError
+from tilec.passes.tile_fragments import Deferred, Frag, Reduced
+from tilec.passes.tile_spreads import PLAIN, Spread, decode, spread_of_type, tv_text
+from tilec.passes.tile_views import View, tensor_type
+
+CAST = "builtin.unrealized_conversion_cast"
+SPREAD = "tile.spread"  # on a cast of a one-element reduced tensor: its TV layout as reduced
+Lowered = View | Frag | Reduced | Deferred | ir.Value
+
+
+class TileValues:
+    """The lowered form of each tile value of one kernel: register tensors as casts of their
+    scalars (`put`, `get`), views and deferred tensors aside."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.aside: dict[ir.Value, View | Deferred] = {}
+        self.spreads: dict[tuple[str, str | None], Spread] = {}
+        self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
+
+    def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered) -> None:
+        """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
+        scalars become a cast at the insertion point, which `value`'s uses then read."""
+        if isinstance(lowered, View | Deferred):
+            self.aside[value] = lowered
+            return
+        c = self.cast(op, value.type, lowered)
+        value.replace_all_uses_with(c.results[0])
+
+    def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
+        """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
+        every use of it reads from here on (the tile ops before have been lowered already)."""
+        c = self.cast(op, value.type, lowered)
+        value.replace_all_uses_with(c.results[0])
+
+    def cast(
+        self, op: ir.Operation, typ: ir.Type, lowered: Frag | Reduced | ir.Value
+    ) -> ir.Operation:
+        scalars, spread = self.scalars(op, typ, lowered)
+        c = ir.Operation.create(CAST, [typ], scalars)
+        if spread is not None:
+            c.attributes[SPREAD] = ir.StringAttr.get(spread)
+        self.casts.append(c)
+        return c
+
+    def spread(self, op: ir.Operation, typ: ir.Type, tv: str | None = None) -> Spread:
+        """The spread `typ`'s TV layout names (or `tv`, over `typ`'s shape), decoded once."""
+        key = (str(typ), tv)
+        if key not in self.spreads:
+            if tv is None:
+                self.spreads[key] = spread_of_type(op, _Typed(typ), self.threads)
+            else:
+                shape = tuple(A.flatten(A.shape(tensor_type(typ).layout)))
+                self.spreads[key] = decode(shape, tv, self.threads)
+        return self.spreads[key]
+
+    def scalars(
+        self, op: ir.Operation, typ: ir.Type, lowered: object
+    ) -> tuple[list[ir.Value], str | None]:
+        """`lowered`'s scalars in cast order, checked against the layout its type names, and
+        the TV layout of a one-element reduced tensor (its type's is plain: `tv_text`)."""
+        spread, elem = self.spread(op, typ), tensor_type(typ).elem
+        if isinstance(lowered, ir.Value) and spread == PLAIN:
+            return [lowered], None
+        if isinstance(lowered, Reduced) and lowered.elem == elem:
+            own = (lowered.part, lowered.mode)
+            if sorted(lowered.groups) == group_keys(*own) and spread in (own, PLAIN):
+                tv = tv_text(own, self.threads) if spread == PLAIN else None
+                return [lowered.groups[k] for k in sorted(lowered.groups)], tv
+        if isinstance(lowered, Frag) and lowered.part == spread and lowered.elem == elem:
+            if [len(row) for row in lowered.values] == [spread.vec] * spread.iters:
+                return [v for row in lowered.values for v in row], None
+        raise LoweringError(op, f"lowered to {type(lowered).__name__}, not as {typ} says")
+
+    def get(self, value: ir.Value) -> Lowered | None:
+        """What `value` was lowered to (None: nothing yet)."""
+        if value in self.aside:
+            return self.aside[value]
+        owner = value.owner
+        if not isinstance(owner, ir.Block) and owner.name == CAST and tensor_type(value.type):
+            return self.read(owner.operation, value.type)
+        return None
+
+    def read(self, cast: ir.Operation, typ: ir.Type) -> Frag | Reduced | ir.Value:
+        """The lowered value a cast of scalars to a register-tensor type stands for."""
+        scalars = list(cast.operands)
+        tv = ir.StringAttr(cast.attributes[SPREAD]).value if SPREAD in cast.attributes else None
+        spread, elem = self.spread(cast, typ, tv), tensor_type(typ).elem
+        if spread == PLAIN:
+            return scalars[0]
+        if isinstance(spread, tuple):
+            part, mode = spread
+            groups = dict(zip(group_keys(part, mode), scalars, strict=True))
+            return Reduced(part, mode, elem, groups)
+        vec = spread.vec
+        return Frag(spread, elem, [scalars[i * vec : (i + 1) * vec] for i in range(spread.iters)])
+
+
+def group_keys(part: object, mode: int) -> list[tuple[int, int]]:
+    """A reduced tensor's group keys, sorted: the order its scalars are cast and carried in."""
+    return sorted({part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)})
+
+
+class _Typed:
+    """A stand-in value with only a type, for `spread_of_type`."""
+
+    def __init__(self, typ: ir.Type) -> None:
+        self.type = typ
