@@ -23,6 +23,7 @@ import time
 import torch
 
 from tilec.runtime import load
+from tilec.runtime.binding import bind
 from tilec.runtime.measure import time_ms
 
 
@@ -98,7 +99,18 @@ def main() -> None:
     parser.add_argument("--batched", help="examples/gemm_sm90_batched.tile's bundle")
     parser.add_argument("--profile", action="store_true", help="where a batched call's time goes")
     args = parser.parse_args()
-    kernel = load(args.bundle)
+    loaded = load(args.bundle)
+    with_alpha = any(p.name == "alpha" for p in loaded.manifest.params)
+
+    def kernel(*call):  # noqa: ANN002, ANN202 - examples/gemm_sm90.tile takes no alpha
+        return loaded(*(call if with_alpha else call[:3]))
+
+    kernel.bind = (
+        lambda *call: bind(  # with the device's symbols (num_sms)
+            loaded.manifest, call if with_alpha else call[:3], loaded._device_symbols
+        )
+    )
+    kernel.manifest = loaded.manifest
     a = torch.randn(128, 64, device="cuda", dtype=torch.float16)
     b = torch.randn(256, 64, device="cuda", dtype=torch.float16)
     c = torch.full((128, 256), float("nan"), device="cuda", dtype=torch.float16)
@@ -114,7 +126,7 @@ def main() -> None:
     print("| --- | ---: |")
     for name, fn in rows:
         print(f"| {name} | {per_call_us(fn):.1f} |")
-    print(f"plans held: {kernel.plans}")
+    print(f"plans held: {loaded.plans}")
     n = 1024
     a = torch.randn(n, n, device="cuda", dtype=torch.float16)
     b = torch.randn(n, n, device="cuda", dtype=torch.float16)
