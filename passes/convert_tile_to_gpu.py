@@ -231,7 +231,7 @@ class KernelLowering:
             if not (
                 isinstance(acc, ir.BlockArgument) and acc.owner.owner.operation == op.operation
             ):
-                raise LoweringError(gemm, tile_carry.PREFETCH_CARRY)
+                raise LoweringError(gemm, tile_carry.CARRY_FIRST)
             init = self.accumulator(gemm, op.operands[3 + acc.arg_number - 1])
             with ir.InsertionPoint(op), gemm.location:
                 ahead.append(self.preload(gemm, init))
@@ -264,7 +264,7 @@ class KernelLowering:
         if tile_pipeline.PREFETCH in op.attributes:
             frags = next((f for gemm, f in self.ahead if gemm == op), None)
             if not op.results or frags is None:
-                raise LoweringError(op, tile_carry.PREFETCH_CARRY)
+                raise LoweringError(op, tile_carry.CARRY_FIRST)
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
@@ -272,7 +272,7 @@ class KernelLowering:
             tile_mma.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
             return acc
         if not op.results and tile_carry.updated_across_loop(op):
-            raise LoweringError(op, tile_carry.PREFETCH_CARRY)
+            raise LoweringError(op, tile_carry.CARRY_FIRST)
         barriers = tile_pipeline.PIPELINED not in op.attributes
         a, bv = self.get(op, op.operands[1]), self.view(op, op.operands[2])
         acc = self.accumulator(op, op.operands[3])

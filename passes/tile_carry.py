@@ -25,6 +25,7 @@ from mlir.dialects import llvm, scf
 
 from tilec.binding import enclosing_loops, walk
 from tilec.lowering import LoweringError
+from tilec.passes.tile_carry_accumulators import defining_block
 from tilec.passes.tile_fragments import Frag, Reduced
 from tilec.passes.tile_loops import moved_loop
 from tilec.passes.tile_pipeline import PREFETCH
@@ -139,7 +140,7 @@ class CarriedLoop:
         op.erase()
 
 
-PREFETCH_CARRY = (
+CARRY_FIRST = (
     "a gemm that updates an accumulator made outside its loop must be in its value form, the "
     "accumulator an iter_arg of that loop (tile-carry-accumulators writes it so)"
 )
@@ -160,8 +161,7 @@ def prefetching(loop: ir.Operation) -> list[ir.Operation]:
 
 def updated_across_loop(gemm: ir.Operation) -> bool:
     """Whether an in-place gemm sits in a loop that its accumulator was made outside of."""
-    acc = gemm.operands[3]
-    home = acc.owner if isinstance(acc.owner, ir.Block) else acc.owner.operation.block
+    home = defining_block(gemm.operands[3])
     block, holder = gemm.block, gemm.parent
     while block != home and holder is not None:
         if holder.name == "scf.for":

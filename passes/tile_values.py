@@ -28,7 +28,7 @@ from mlir import ir
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
-from tilec.passes.tile_spreads import PLAIN, Spread, decode, spread_of_type, tv_text
+from tilec.passes.tile_spreads import PLAIN, UNDISTRIBUTED, Spread, decode, tv_text
 from tilec.passes.tile_views import View, tensor_type
 
 CAST = "builtin.unrealized_conversion_cast"
@@ -43,7 +43,6 @@ class TileValues:
     def __init__(self, threads: int) -> None:
         self.threads = threads
         self.aside: dict[ir.Value, View | Deferred] = {}
-        self.spreads: dict[tuple[str, str | None], Spread] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
 
     def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered) -> None:
@@ -72,15 +71,14 @@ class TileValues:
         return c
 
     def spread(self, op: ir.Operation, typ: ir.Type, tv: str | None = None) -> Spread:
-        """The spread `typ`'s TV layout names (or `tv`, over `typ`'s shape), decoded once."""
-        key = (str(typ), tv)
-        if key not in self.spreads:
-            if tv is None:
-                self.spreads[key] = spread_of_type(op, _Typed(typ), self.threads)
-            else:
-                shape = tuple(A.flatten(A.shape(tensor_type(typ).layout)))
-                self.spreads[key] = decode(shape, tv, self.threads)
-        return self.spreads[key]
+        """The spread `typ`'s TV layout names (or `tv`, over `typ`'s shape); decode caches."""
+        t = tensor_type(typ)
+        if t is None or t.tv is None:
+            raise LoweringError(op, UNDISTRIBUTED)
+        try:
+            return decode(tuple(A.flatten(A.shape(t.layout))), tv or t.tv, self.threads)
+        except ValueError as err:
+            raise LoweringError(op, str(err)) from None
 
     def scalars(
         self, op: ir.Operation, typ: ir.Type, lowered: object
@@ -127,10 +125,3 @@ class TileValues:
 def group_keys(part: object, mode: int) -> list[tuple[int, int]]:
     """A reduced tensor's group keys, sorted: the order its scalars are cast and carried in."""
     return sorted({part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)})
-
-
-class _Typed:
-    """A stand-in value with only a type, for `spread_of_type`."""
-
-    def __init__(self, typ: ir.Type) -> None:
-        self.type = typ
