@@ -84,6 +84,21 @@ sm90)
   python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 --act gelu \
     --fused $s/epilogue/act2_beta0/gemm90_bias_act --out "$out/sm90-gelu.md" | grep "^|"
   ;;
+bars)
+  # Issue 15's speed bars, interleaved: the default SM90 GEMM, cuBLAS and the best Triton
+  # kernel timed in R alternating rounds on the same tensors (medians and ranges), then the
+  # larger LLM shapes and the batched kernel beside torch.bmm.
+  s=build/sm90
+  for t in bf16 f16; do
+    timeout 200 python3 bench/bench_gemm.py --dtype $t --bundle $s/default_$t/gemm90 --rounds 9 \
+      --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$out/bars-$t.md" | grep "^|\|^ *- "
+  done
+  timeout 150 python3 bench/bench_gemm.py --dtype bf16 --bundle $s/default_bf16/gemm90 \
+    --rounds 5 --shape 2048x2048x2048 --shape 4096x11008x4096 --shape 8192x4096x4096 \
+    --shape 2048x11008x4096 --out "$out/bars-llm.md" | grep "^|\|^ *- "
+  timeout 60 python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 \
+    --batched $s/batched/default/gemm90_batched --out "$out/bars-batched.md" | grep "^|"
+  ;;
 pingpong)
   # Ping-pong consumers (PP = 1; bundles: test/gpu/build_sm90_bundles.sh and
   # bench/build_pingpong.sh): the SM90 tests, the sanitizers on them, then beside the
