@@ -92,6 +92,9 @@ class KernelLowering:
             past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
         self.fresh = False
         self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
+        # Each slice's view, by the value its readers read: the slice (kept until the end, its
+        # operands the views it cut), for a prefetching gemm's other stages (stage_view).
+        self.slices: dict[ir.Value, ir.Operation] = {}
         # Loops that carry register tensors, by their body's scf.yield.
         self.carrying: list[tuple[ir.Operation, tile_carry.CarriedLoop]] = []
 
@@ -152,7 +155,8 @@ class KernelLowering:
     def stage_view(self, gemm: ir.Operation, operand: int, step: int | None) -> View:
         """Of a prefetching gemm's operand (one stage of a pipelined buffer, as tile-pipeline
         slices it): stage 0 (`step` None), or the stage `step` after the one it reads."""
-        sliced = gemm.operands[operand].owner
+        value = gemm.operands[operand]  # the slice's view, or (before its loop) the slice
+        sliced = self.slices.get(value, value.owner)
         if not isinstance(sliced, ir.Operation | ir.OpView) or sliced.name != "tile.slice":
             raise LoweringError(gemm, "a prefetching gemm reads stages of pipelined buffers")
         staged = self.view(gemm, sliced.operands[0])
@@ -176,7 +180,9 @@ class KernelLowering:
         result = lowering(self, op, IndexBuilder())
         if result is not None:
             tile_spreads.check(op, op.results[0], result, self.threads)
-            self.values.put(op, op.results[0], result)
+            read = self.values.put(op, op.results[0], result)
+            if name == "tile.slice":
+                self.slices[read] = op
 
     def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
         dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]

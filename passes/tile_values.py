@@ -15,44 +15,64 @@ description of how they are laid out:
     "tile.unary"(%x) ...                    (lowered next: reads %a0..%a7 back from the cast)
 
 The order is `tile_carry.flatten`'s (a fragment's chunks, a reduced tensor's groups by key,
-a one-element tensor's value), the one loops carry. The casts go when the tile ops do. What
-is not yet a value in the IR stays aside in Python: views (a pointer, offsets, extents and
-bounds: `tile_views.View`) and `Deferred` register tensors (an epilogue computed where it is
-stored, chunk by chunk).
+a one-element tensor's value), the one loops carry. The casts go when the tile ops do.
+
+A view (`tile_views.View`: a base pointer, an element offset, extents, strides, bounds, a
+swizzle) is a cast too: its operands are the base and the view's SSA index values, and a
+`tile.view` attribute says where each part is, a static integer or `%i` (the cast's operand i):
+
+    %t = "tile.local_tile"(%x, %by) {tile = array<i64: 64, 32>, coord = "(?,_)"} ...
+  →
+    %t = builtin.unrealized_conversion_cast %p, %o, %m, %n, %o2, %kt : ... to !tile.tensor<...>
+           {tile.view = {offset = "%1", shape = "[64,32,%5]", stride = "[%2,1,32]",
+                         bounds = "[[%4,%3,0,null],[0,%2,1,[2,32]]]", swizzle = "null", span = 0}}
+
+(the element type and the space are the type's). What stays aside in Python: `Deferred`
+register tensors (an epilogue computed where it is stored, chunk by chunk).
 """
 
 from __future__ import annotations
 
+import json
+
 from mlir import ir
 
 from tilec.dialects.layout import algebra as A
-from tilec.lowering import LoweringError
+from tilec.lowering import LoweringError, Term
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
 from tilec.passes.tile_spreads import PLAIN, UNDISTRIBUTED, Spread, decode, tv_text
-from tilec.passes.tile_views import View, tensor_type
+from tilec.passes.tile_views import Bound, View, tensor_type
 
 CAST = "builtin.unrealized_conversion_cast"
 SPREAD = "tile.spread"  # on a cast of a one-element reduced tensor: its TV layout as reduced
+VIEW = "tile.view"  # on a cast of a view's values: where each part of the view is
+VIEW_PARTS = ("offset", "shape", "stride", "bounds", "swizzle")
 Lowered = View | Frag | Reduced | Deferred | ir.Value
 
 
 class TileValues:
-    """The lowered form of each tile value of one kernel: register tensors as casts of their
-    scalars (`put`, `get`), views and deferred tensors aside."""
+    """The lowered form of each tile value of one kernel: register tensors and views as
+    casts (`put`, `get`), deferred tensors aside."""
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
-        self.aside: dict[ir.Value, View | Deferred] = {}
+        self.aside: dict[ir.Value, Deferred] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
 
-    def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered) -> None:
+    def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered) -> ir.Value:
         """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
-        scalars become a cast at the insertion point, which `value`'s uses then read."""
-        if isinstance(lowered, View | Deferred):
+        scalars or a view's values become a cast at the insertion point, which `value`'s uses
+        then read. Returns what they read."""
+        if isinstance(lowered, Deferred):
             self.aside[value] = lowered
-            return
-        c = self.cast(op, value.type, lowered)
+            return value
+        if isinstance(lowered, View):
+            c = view_cast(op, value.type, lowered)
+            self.casts.append(c)
+        else:
+            c = self.cast(op, value.type, lowered)
         value.replace_all_uses_with(c.results[0])
+        return c.results[0]
 
     def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
         """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
@@ -104,6 +124,8 @@ class TileValues:
             return self.aside[value]
         owner = value.owner
         if not isinstance(owner, ir.Block) and owner.name == CAST and tensor_type(value.type):
+            if VIEW in owner.attributes:
+                return view_of(owner.operation, value.type)
             return self.read(owner.operation, value.type)
         return None
 
@@ -125,3 +147,65 @@ class TileValues:
 def group_keys(part: object, mode: int) -> list[tuple[int, int]]:
     """A reduced tensor's group keys, sorted: the order its scalars are cast and carried in."""
     return sorted({part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)})
+
+
+def view_cast(op: ir.Operation, typ: ir.Type, view: View) -> ir.Operation:
+    """A cast of `view`'s base and SSA index values to its tensor type, with the tile.view
+    attribute naming each part (its element type and space must be the type's)."""
+    t = tensor_type(typ)
+    if t is None or (t.elem, t.space) != (view.elem, view.space):
+        raise LoweringError(op, f"lowered to a {view.space} view of {view.elem}, not {typ}")
+    operands: list[ir.Value] = [view.base]
+
+    def term(x: Term) -> int | str:
+        if isinstance(x, int):
+            return x
+        if x not in operands:
+            operands.append(x)
+        return f"%{operands.index(x)}"
+
+    def bound(x: Bound) -> list[object]:
+        outer = None if x.outer is None else [x.outer[0], term(x.outer[1])]
+        return [term(x.origin), term(x.extent), x.mode, outer]
+
+    sw = view.swizzle
+    parts = {
+        "offset": term(view.offset),
+        "shape": [term(s) for s in view.shape],
+        "stride": [term(d) for d in view.stride],
+        "bounds": [bound(x) for x in view.bounds],
+        "swizzle": None if sw is None else [sw.bits, sw.base, sw.shift],
+    }
+    c = ir.Operation.create(CAST, [typ], operands)
+    attrs = {k: ir.StringAttr.get(json.dumps(v, separators=(",", ":"))) for k, v in parts.items()}
+    attrs["span"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), view.span)
+    c.attributes[VIEW] = ir.DictAttr.get(attrs)
+    return c
+
+
+def view_of(cast: ir.Operation, typ: ir.Type) -> View:
+    """The view a cast with a tile.view attribute stands for."""
+    attrs = ir.DictAttr(cast.attributes[VIEW])
+    operands = list(cast.operands)
+    parts = {k: json.loads(ir.StringAttr(attrs[k]).value) for k in VIEW_PARTS}
+
+    def term(x: int | str) -> Term:
+        return x if isinstance(x, int) else operands[int(x[1:])]
+
+    def bound(x: list) -> Bound:
+        origin, extent, mode, outer = x
+        outer = None if outer is None else (outer[0], term(outer[1]))
+        return Bound(term(origin), term(extent), mode, outer)
+
+    t, sw = tensor_type(typ), parts["swizzle"]
+    return View(
+        t.elem,
+        t.space,
+        operands[0],
+        term(parts["offset"]),
+        [term(s) for s in parts["shape"]],
+        [term(d) for d in parts["stride"]],
+        None if sw is None else A.Swizzle(*sw),
+        [bound(x) for x in parts["bounds"]],
+        ir.IntegerAttr(attrs["span"]).value,
+    )

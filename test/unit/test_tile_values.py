@@ -2,7 +2,8 @@
 cast of its scalars to its `!tile.frag` type, read back through the spread the type names. Each
 kind of value must come back as it went in (kind, spread, order of its scalars), a one-element
 reduced tensor included (its type says plain), and a value that contradicts its type is an
-error, not a cast."""
+error, not a cast. Views are casts too (their SSA index values as operands, a tile.view
+attribute saying where each part is): every part must come back, static or SSA."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import pytest
 from mlir import ir
 
 from tilec.context import make_context
+from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_mma import MmaPartition
 from tilec.passes.tile_spreads import PLAIN, tv_text
-from tilec.passes.tile_values import CAST, TileValues, group_keys
+from tilec.passes.tile_values import CAST, VIEW, TileValues, group_keys
+from tilec.passes.tile_views import Bound, View
 
 THREADS = 128
 
@@ -31,9 +34,9 @@ def source(typ: str) -> ir.Value:
     return op.results[0]
 
 
-def scalars(n: int) -> list[ir.Value]:
-    f32 = ir.F32Type.get()
-    return [ir.Operation.create("test.scalar", results=[f32]).results[0] for _ in range(n)]
+def scalars(n: int, typ: ir.Type | None = None) -> list[ir.Value]:
+    typ = typ or ir.F32Type.get()
+    return [ir.Operation.create("test.scalar", results=[typ]).results[0] for _ in range(n)]
 
 
 def round_trip(typ: str, lowered: object) -> object:
@@ -106,3 +109,53 @@ def test_a_value_its_type_contradicts_is_refused() -> None:
     short = [scalars(part.vec) for _ in range(part.iters - 1)]
     with pytest.raises(LoweringError, match="not as"):
         round_trip(frag_type(part.shape, part), Frag(part, ir.F32Type.get(), short))
+
+
+def a_view(space: str) -> View:
+    """A view with every kind of part: SSA and static terms (one SSA value used twice), a
+    trailing tile mode's bound (outer), a bound fixed by a slice, a swizzle."""
+    ptr = ir.Operation.create("test.ptr", results=[ir.Type.parse("!llvm.ptr<3>")]).results[0]
+    off, m, kt, by = scalars(4, ir.IndexType.get())
+    bounds = [Bound(by, m, 0), Bound(0, m, 1, (2, kt)), Bound(off, 64, None)]
+    return View(
+        ir.F16Type.get(),
+        space,
+        ptr,
+        off,
+        [64, 32, kt],
+        [m, 1, 32],
+        A.Swizzle(3, 3, 3),
+        bounds,
+        8192,
+    )
+
+
+@pytest.mark.usefixtures("block")
+def test_a_view_comes_back_part_by_part() -> None:
+    view = a_view("shared")
+    typ = '!tile.tensor<f16, "shared", "(64,32,?):(?,1,32)">'
+    values = TileValues(THREADS)
+    value = source(typ)
+    read = values.put(value.owner, value, view)
+    cast = read.owner
+    assert cast.name == CAST and VIEW in cast.attributes
+    assert len(cast.operands) == 5  # the base and four SSA values, each once (m, off: twice)
+    back = values.get(read)
+    assert isinstance(back, View) and back.base == view.base and back.offset == view.offset
+    assert (back.elem, back.space, back.shape, back.stride) == (
+        view.elem,
+        view.space,
+        view.shape,
+        view.stride,
+    )
+    assert back.bounds == view.bounds and back.span == 8192
+    sw = back.swizzle
+    assert (sw.bits, sw.base, sw.shift) == (3, 3, 3)
+
+
+@pytest.mark.usefixtures("block")
+def test_a_view_its_type_contradicts_is_refused() -> None:
+    values = TileValues(THREADS)
+    value = source('!tile.tensor<f16, "global", "(64,32,?):(?,1,32)">')
+    with pytest.raises(LoweringError, match="shared view"):
+        values.put(value.owner, value, a_view("shared"))
