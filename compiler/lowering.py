@@ -3,8 +3,9 @@
 `LoweringError(op, message)` is what a pass raises for an op it cannot lower; `passes.base`
 turns it into a diagnostic at the op's source location. `IndexBuilder` emits `index`
 arithmetic at the insertion point and folds what is static (a `Term` is a static integer or
-an SSA index value); `known_multiple` says what surely divides a term. Neither is a pass:
-convert-layout-to-arith, convert-tile-to-gpu, convert-tile-sm90 and their helpers share them.
+an SSA index value); `known_multiple` says what surely divides a term; `ID_OPS` maps the tile
+special ids to gpu's. None is a pass: convert-layout-to-arith, convert-tile-views,
+convert-tile-to-gpu, convert-tile-sm90 and their helpers share them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, gpu
 
 from tilec.dialects.layout import algebra as A
 
@@ -26,6 +27,14 @@ class LoweringError(Exception):
 
 
 Term = int | ir.Value  # a static integer or an SSA index value
+
+# The special ids: a tile op's `dim` attribute indexes DIMS; each becomes gpu's op.
+DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
+ID_OPS = {
+    "tile.block_id": gpu.BlockIdOp,
+    "tile.thread_id": gpu.ThreadIdOp,
+    "tile.grid_dim": gpu.GridDimOp,
+}
 
 
 def is_pow2(n: int) -> bool:

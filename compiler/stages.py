@@ -57,7 +57,7 @@ STAGES: tuple[Stage, ...] = (
         "lowered.mlir",
         "mlir",
         "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,"
-        "tile-carry-accumulators,tile-distribute,convert-tile-to-gpu,"
+        "tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-to-gpu,"
         f"convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),

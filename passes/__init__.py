@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "tile-async-waits": "tile_async_waits",
     "tile-carry-accumulators": "tile_carry_accumulators",
     "tile-distribute": "tile_distribute",
+    "convert-tile-views": "convert_tile_views",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
     "pipeline-steady-state": "pipeline_steady_state",
     "outline-tile-kernels": "outline_tile_kernels",

@@ -32,7 +32,7 @@ from mlir.dialects import arith, gpu, llvm
 from tilec import smem
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
-from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError, Term
 from tilec.passes import (
     sm90_cluster,
     sm90_epilogue,
@@ -42,7 +42,6 @@ from tilec.passes import (
     sm90_values,
 )
 from tilec.passes.base import Pass, register
-from tilec.passes.convert_tile_to_gpu import DIMS, ID_OPS
 from tilec.passes.sm90_consumer import ConsumerOps
 from tilec.passes.sm90_loops import RoleLoops, counter_of
 from tilec.passes.sm90_ring import Ring, aligned_base

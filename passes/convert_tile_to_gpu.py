@@ -7,7 +7,7 @@ from functools import reduce as fold
 from operator import mul
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm
+from mlir.dialects import arith, gpu
 
 from tilec.binding import is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
@@ -47,18 +47,13 @@ from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
 from tilec.passes.tile_refusals import (
     COPY_FAMILIES,
     UNWAITED,
+    VIEW_OPS,
+    VIEWS_FIRST,
     unlowered_copy,
     unlowered_region,
 )
-from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of
 from tilec.passes.tile_views import View, tensor_type
-
-DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
-ID_OPS = {
-    "tile.block_id": gpu.BlockIdOp,
-    "tile.thread_id": gpu.ThreadIdOp,
-    "tile.grid_dim": gpu.GridDimOp,
-}
 
 
 class KernelLowering:
@@ -78,58 +73,14 @@ class KernelLowering:
         self.ahead: list[tuple[ir.Operation, Frag]] = []
         entry = func.regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), func.location:
-            self.tid = self.linear_thread_id()
+            self.first_tid = IndexBuilder().value(tile_remat.linear_thread_id(self.dims))
             tile_cluster.enter(func)
-        # The first top-level tile op after the first loop that holds a GEMM (the loop itself
-        # is rebuilt while lowering, tile ops stay until the end; see `after_loop`), and
-        # whether self.tid was read again there.
-        self.epilogue: ir.Operation | None = None
-        past = False
-        for o in entry.operations:
-            if past and o.operation.name.startswith("tile."):
-                self.epilogue = o.operation
-                break
-            past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
-        self.fresh = False
-        self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
-        # Each slice's view, by the value its readers read: the slice (kept until the end, its
-        # operands the views it cut), for a prefetching gemm's other stages (stage_view).
-        self.slices: dict[ir.Value, ir.Operation] = {}
+        # Past the loop that holds a GEMM: operands computed again, the thread index read
+        # afresh where the epilogue starts (as convert-tile-views found it).
+        self.epilogue = tile_remat.Epilogue(func, self.dims)
+        self.tid = self.first_tid
         # Loops that carry register tensors, by their body's scf.yield.
         self.carrying: list[tuple[ir.Operation, tile_carry.CarriedLoop]] = []
-
-    def linear_thread_id(self, fresh: bool = False) -> ir.Value:
-        """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: see `after_loop`."""
-        b = IndexBuilder()
-        t, scale = 0, 1
-        for dim, extent in zip(DIMS, self.dims, strict=False):
-            if extent > 1:
-                axis = "xyz"[DIMS.index(dim)]
-                read = tile_remat.special_register
-                tid = read("tid", axis) if fresh else gpu.ThreadIdOp(dim).result
-                t = b.add(t, b.mul(tid, scale))
-            scale *= extent
-        return b.value(t)
-
-    def after_loop(self, op: ir.Operation) -> None:
-        """Past a loop that holds a GEMM, its accumulators fill the registers: the epilogue's
-        addresses are computed again where they are used, rather than kept alive through the
-        loop from the kernel's top. From the first top-level op after such a loop on, the thread
-        id is read again, and so are the block-id arithmetic operands (`let tm = ...` of a tile
-        coordinate) the op takes from before the loop, each from a fresh read of the special
-        registers: volatile asm, which LLVM may not merge with the first reads."""
-        first = self.epilogue
-        if first is None or op.parent.name != "func.func":
-            return
-        if op.operation != first and not first.is_before_in_block(op):
-            return
-        if not self.fresh:
-            self.fresh = True
-            self.tid = self.linear_thread_id(fresh=True)
-        memo: dict[ir.Value, ir.Value] = {}
-        for i, v in enumerate(op.operands):
-            if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
-                op.operands[i] = tile_remat.rematerialize(v, memo)
 
     def get(self, op: ir.Operation, value: ir.Value) -> View | Frag | Reduced:
         lowered = self.values.get(value)
@@ -155,13 +106,13 @@ class KernelLowering:
     def stage_view(self, gemm: ir.Operation, operand: int, step: int | None) -> View:
         """Of a prefetching gemm's operand (one stage of a pipelined buffer, as tile-pipeline
         slices it): stage 0 (`step` None), or the stage `step` after the one it reads."""
-        value = gemm.operands[operand]  # the slice's view, or (before its loop) the slice
-        sliced = self.slices.get(value, value.owner)
-        if not isinstance(sliced, ir.Operation | ir.OpView) or sliced.name != "tile.slice":
+        cut = cut_of(gemm.operands[operand])
+        index = next((c for c in cut[1] if not isinstance(c, int | None)), None) if cut else None
+        if index is None:
             raise LoweringError(gemm, "a prefetching gemm reads stages of pipelined buffers")
-        staged = self.view(gemm, sliced.operands[0])
+        staged = self.view(gemm, cut[0])
         b, stages = IndexBuilder(), staged.shape[-1]
-        stage: Term = 0 if step is None else b.rem(b.add(sliced.operands[1], step), stages)
+        stage: Term = 0 if step is None else b.rem(b.add(index, step), stages)
         return tile_views.slice_at(staged, [None] * (len(staged.shape) - 1) + [stage], b)
 
     def preload(self, gemm: ir.Operation, acc: Frag) -> Frag:
@@ -173,40 +124,16 @@ class KernelLowering:
     def lower(self, op: ir.Operation) -> None:
         """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
         name = op.name
-        self.after_loop(op)
+        self.epilogue.enter(op)
+        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
         lowering = LOWERINGS.get(name)
         if lowering is None:
-            raise LoweringError(op, f"'{name}' is not lowered by convert-tile-to-gpu yet")
+            why = VIEWS_FIRST if name in VIEW_OPS else "is not lowered by convert-tile-to-gpu yet"
+            raise LoweringError(op, f"'{name}' {why}")
         result = lowering(self, op, IndexBuilder())
         if result is not None:
             tile_spreads.check(op, op.results[0], result, self.threads)
-            read = self.values.put(op, op.results[0], result)
-            if name == "tile.slice":
-                self.slices[read] = op
-
-    def special_id(self, op: ir.Operation, b: IndexBuilder) -> None:
-        dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
-        op.results[0].replace_all_uses_with(ID_OPS[op.name](dim).result)
-
-    def make_tensor(self, op: ir.Operation, b: IndexBuilder) -> View:
-        ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
-        return tile_views.make_tensor(op, ptr)
-
-    def size(self, op: ir.Operation, b: IndexBuilder) -> None:
-        extent = self.view(op, op.operands[0]).shape[ir.IntegerAttr(op.attributes["mode"]).value]
-        op.results[0].replace_all_uses_with(b.value(extent))
-
-    def local_tile(self, op: ir.Operation, b: IndexBuilder) -> View:
-        return tile_views.local_tile(op, self.view(op, op.operands[0]), b)
-
-    def slice(self, op: ir.Operation, b: IndexBuilder) -> View:
-        return tile_views.slice_view(op, self.view(op, op.operands[0]), b)
-
-    def permute(self, op: ir.Operation, b: IndexBuilder) -> View:
-        return tile_views.permute(op, self.view(op, op.operands[0]))
-
-    def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> View:
-        return tile_views.alloc_shared(op, self.module, self.name, self.buffers)
+            self.values.put(op, op.results[0], result)
 
     def tiled_mma(self, op: ir.Operation, b: IndexBuilder) -> None:
         pass  # its type says it all; fragment and gemm read it
@@ -406,16 +333,9 @@ class KernelLowering:
 Lowering = Callable[[KernelLowering, ir.Operation, IndexBuilder], "View | Frag | Reduced | None"]
 # Every tile op convert-tile-to-gpu lowers, by name; `KernelLowering.lower` refuses the rest.
 LOWERINGS: dict[str, Lowering] = {
-    **dict.fromkeys(ID_OPS, KernelLowering.special_id),
     **{
         f"tile.{name}": getattr(KernelLowering, name)
         for name in (
-            "make_tensor",
-            "size",
-            "local_tile",
-            "slice",
-            "permute",
-            "alloc_shared",
             "tiled_mma",
             "fragment",
             "fill",
@@ -449,12 +369,6 @@ def lowered_here(op: ir.Operation) -> bool:
         return tile_carry.carries_tiles(op)
     parent = op.parent
     return op.name == "scf.yield" and parent.name == "scf.for" and tile_carry.carries_tiles(parent)
-
-
-def holds_gemm(loop: ir.Operation) -> bool:
-    found: list[ir.Operation] = []
-    walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
-    return bool(found)
 
 
 @register
@@ -494,7 +408,10 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
-    for op in [*reversed(tile_ops), *kernel.values.casts]:
+    views: list[ir.Operation] = []  # convert-tile-views' casts, the cut after the whole
+    walk(func, lambda o: views.append(o) if o.name == CAST and VIEW in o.attributes else None)
+    kernel.epilogue.untag()
+    for op in [*reversed(tile_ops), *kernel.values.casts, *reversed(views)]:
         for r in op.results:
             user = next((u.owner for u in r.uses), None)
             if user is not None:

@@ -30,6 +30,20 @@ UNWAITED = (
     "a cp.async copy outside tile-pipeline needs tile-async-waits first, which places its "
     "commit and the waits for it"
 )
+# The ops convert-tile-views lowers (views, their extents, the special ids); convert-tile-to-gpu
+# reads their casts and refuses the ops themselves.
+VIEW_OPS = (
+    "tile.block_id",
+    "tile.thread_id",
+    "tile.grid_dim",
+    "tile.size",
+    "tile.make_tensor",
+    "tile.local_tile",
+    "tile.slice",
+    "tile.permute",
+    "tile.alloc_shared",
+)
+VIEWS_FIRST = "is lowered by convert-tile-views, which must run first"
 # Region attributes from the source that an earlier pass must have lowered (and removed).
 UNLOWERED_REGIONS = {
     "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "

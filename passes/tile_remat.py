@@ -2,17 +2,97 @@
 
 After a loop that holds a GEMM, the accumulators fill the registers, so an epilogue's
 addresses should be computed where they are used, not kept alive through the loop from the
-kernel's top (convert-tile-to-gpu's `after_loop`). `rematerialize` rebuilds integer
-arithmetic on block/thread ids, grid sizes, constants and kernel arguments at the insertion
-point, reading the special registers afresh (`special_register`) and copying the arguments
-(`opaque_copy`) through volatile inline asm, which LLVM may not merge with the first reads.
-The bank-conflict report reads these asm forms as the thread id and a copy.
+kernel's top. `Epilogue` says where a kernel's epilogue starts: the first top-level tile op
+after its first loop that holds a GEMM. There the thread index is read afresh, once, and the op
+defining it is tagged `tile.thread_index`, so each pass that lowers the epilogue's ops
+(convert-tile-views, convert-tile-to-gpu) finds the same start and the same index; from there
+on each top-level op's integer operands are computed again in front of it (`enter`).
+`rematerialize` rebuilds integer arithmetic on block/thread ids, grid sizes, constants and
+kernel arguments at the insertion point, reading the special registers afresh
+(`special_register`) and copying the arguments (`opaque_copy`) through volatile inline asm,
+which LLVM may not merge with the first reads. The bank-conflict report reads these asm forms
+as the thread id and a copy.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, llvm
+from mlir.dialects import arith, gpu, llvm
+
+from tilec.binding import walk
+from tilec.lowering import DIMS, IndexBuilder, Term
+
+FRESH = "tile.thread_index"  # on the op defining the thread index read afresh after the loop
+
+
+def linear_thread_id(dims: list[int], fresh: bool = False) -> Term:
+    """x + X*(y + Y*z), with dimensions of extent 1 dropped; `fresh`: each axis read afresh
+    (special_register) instead of by gpu.thread_id."""
+    b = IndexBuilder()
+    t, scale = 0, 1
+    for axis, dim, extent in zip("xyz", DIMS, dims, strict=False):
+        if extent > 1:
+            tid = special_register("tid", axis) if fresh else gpu.ThreadIdOp(dim).result
+            t = b.add(t, b.mul(tid, scale))
+        scale *= extent
+    return t
+
+
+def holds_gemm(loop: ir.Operation) -> bool:
+    found: list[ir.Operation] = []
+    walk(loop, lambda o: found.append(o) if o.name == "tile.gemm" else None)
+    return bool(found)
+
+
+class Epilogue:
+    """Where `func`'s epilogue starts (None: no loop holding a GEMM has a tile op after it), and
+    the thread index read afresh there: found by its tag, or read in front of the first
+    top-level tile op after the first loop that holds a GEMM (and tagged)."""
+
+    def __init__(self, func: ir.Operation, dims: list[int]) -> None:
+        entry = func.regions[0].blocks[0]
+        self.tid: ir.Value | None = None
+        self.start: ir.Operation | None = None
+        for o in entry.operations:
+            if FRESH in o.operation.attributes:
+                self.start, self.tid = o.operation, o.operation.results[0]
+                return
+        past, first = False, None
+        for o in entry.operations:
+            if past and o.operation.name.startswith("tile."):
+                first = o.operation
+                break
+            past = past or (o.operation.name == "scf.for" and holds_gemm(o.operation))
+        if first is None:
+            return
+        with ir.InsertionPoint(first), first.location:
+            self.tid = IndexBuilder().value(linear_thread_id(dims, fresh=True))
+        self.start = self.tid.owner.operation
+        self.start.attributes[FRESH] = ir.UnitAttr.get()
+
+    def past(self, op: ir.Operation) -> bool:
+        """Whether `op` lies in the epilogue (its top-level op after the start)."""
+        if self.start is None:
+            return False
+        top = op
+        while top.parent is not None and top.parent.name != "func.func":
+            top = top.parent
+        return top.block == self.start.block and self.start.is_before_in_block(top)
+
+    def enter(self, op: ir.Operation) -> None:
+        """Before lowering a top-level `op` of the epilogue: its integer, index and f32
+        operands computed again in front of it (rematerialize)."""
+        if op.parent.name != "func.func" or not self.past(op):
+            return
+        memo: dict[ir.Value, ir.Value] = {}
+        for i, v in enumerate(op.operands):
+            if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
+                op.operands[i] = rematerialize(v, memo)
+
+    def untag(self) -> None:
+        """The last pass that reads the tag removes it."""
+        if self.start is not None and FRESH in self.start.attributes:
+            del self.start.attributes[FRESH]
 
 
 def special_register(name: str, axis: str) -> ir.Value:

@@ -33,7 +33,8 @@ register tensors (an epilogue computed where it is stored, chunk by chunk).
 
 from __future__ import annotations
 
-import json
+import re
+from collections.abc import Callable
 
 from mlir import ir
 
@@ -47,6 +48,7 @@ CAST = "builtin.unrealized_conversion_cast"
 SPREAD = "tile.spread"  # on a cast of a one-element reduced tensor: its TV layout as reduced
 VIEW = "tile.view"  # on a cast of a view's values: where each part of the view is
 VIEW_PARTS = ("offset", "shape", "stride", "bounds", "swizzle")
+Cut = tuple[ir.Value, list[Term | None]] | None  # a slice's source view and coordinates
 Lowered = View | Frag | Reduced | Deferred | ir.Value
 
 
@@ -59,20 +61,19 @@ class TileValues:
         self.aside: dict[ir.Value, Deferred] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
 
-    def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered) -> ir.Value:
+    def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered, cut: Cut = None) -> None:
         """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
         scalars or a view's values become a cast at the insertion point, which `value`'s uses
-        then read. Returns what they read."""
+        then read (`cut`: a slice's view, the view it was cut from and its coordinates)."""
         if isinstance(lowered, Deferred):
             self.aside[value] = lowered
-            return value
+            return
         if isinstance(lowered, View):
-            c = view_cast(op, value.type, lowered)
+            c = view_cast(op, value.type, lowered, cut)
             self.casts.append(c)
         else:
             c = self.cast(op, value.type, lowered)
         value.replace_all_uses_with(c.results[0])
-        return c.results[0]
 
     def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
         """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
@@ -149,9 +150,10 @@ def group_keys(part: object, mode: int) -> list[tuple[int, int]]:
     return sorted({part.group_key(mode, i, j) for i in range(part.iters) for j in range(part.vec)})
 
 
-def view_cast(op: ir.Operation, typ: ir.Type, view: View) -> ir.Operation:
+def view_cast(op: ir.Operation, typ: ir.Type, view: View, cut: Cut = None) -> ir.Operation:
     """A cast of `view`'s base and SSA index values to its tensor type, with the tile.view
-    attribute naming each part (its element type and space must be the type's)."""
+    attribute naming each part (its element type and space must be the type's); a slice's
+    also names the view it was cut from (an operand too) and its coordinates (`cut`)."""
     t = tensor_type(typ)
     if t is None or (t.elem, t.space) != (view.elem, view.space):
         raise LoweringError(op, f"lowered to a {view.space} view of {view.elem}, not {typ}")
@@ -176,8 +178,11 @@ def view_cast(op: ir.Operation, typ: ir.Type, view: View) -> ir.Operation:
         "bounds": [bound(x) for x in view.bounds],
         "swizzle": None if sw is None else [sw.bits, sw.base, sw.shift],
     }
+    if cut is not None:
+        source, coords = cut
+        parts["cut"] = [term(source), [None if c is None else term(c) for c in coords]]
     c = ir.Operation.create(CAST, [typ], operands)
-    attrs = {k: ir.StringAttr.get(json.dumps(v, separators=(",", ":"))) for k, v in parts.items()}
+    attrs = {k: ir.StringAttr.get(render(v)) for k, v in parts.items()}
     attrs["span"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), view.span)
     c.attributes[VIEW] = ir.DictAttr.get(attrs)
     return c
@@ -186,11 +191,8 @@ def view_cast(op: ir.Operation, typ: ir.Type, view: View) -> ir.Operation:
 def view_of(cast: ir.Operation, typ: ir.Type) -> View:
     """The view a cast with a tile.view attribute stands for."""
     attrs = ir.DictAttr(cast.attributes[VIEW])
-    operands = list(cast.operands)
-    parts = {k: json.loads(ir.StringAttr(attrs[k]).value) for k in VIEW_PARTS}
-
-    def term(x: int | str) -> Term:
-        return x if isinstance(x, int) else operands[int(x[1:])]
+    parts = {k: parse(cast, attrs, k) for k in VIEW_PARTS}
+    term = terms(cast)
 
     def bound(x: list) -> Bound:
         origin, extent, mode, outer = x
@@ -201,7 +203,7 @@ def view_of(cast: ir.Operation, typ: ir.Type) -> View:
     return View(
         t.elem,
         t.space,
-        operands[0],
+        cast.operands[0],
         term(parts["offset"]),
         [term(s) for s in parts["shape"]],
         [term(d) for d in parts["stride"]],
@@ -209,3 +211,60 @@ def view_of(cast: ir.Operation, typ: ir.Type) -> View:
         [bound(x) for x in parts["bounds"]],
         ir.IntegerAttr(attrs["span"]).value,
     )
+
+
+def cut_of(value: ir.Value) -> tuple[ir.Value, list[Term | None]] | None:
+    """Of a slice's view: the view it was cut from and its coordinates (None: not a slice's)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != CAST or VIEW not in owner.attributes:
+        return None
+    attrs = ir.DictAttr(owner.attributes[VIEW])
+    if "cut" not in attrs:
+        return None
+    source, coords = parse(owner, attrs, "cut")
+    term = terms(owner)
+    return term(source), [None if c is None else term(c) for c in coords]
+
+
+def terms(cast: ir.Operation) -> Callable[[int | str], Term]:
+    """Reads a part of a view's cast: a static integer, or `%i`, the cast's operand i."""
+    operands = list(cast.operands)
+    return lambda x: x if isinstance(x, int) else operands[int(x[1:])]
+
+
+# A tile.view part: a static integer, `%i` (the cast's operand i), `_` (none) or a list of parts.
+PART_TOKEN = re.compile(r"\[|\]|,|_|%\d+|-?\d+")
+Part = int | str | None | list
+
+
+def render(part: Part) -> str:
+    if isinstance(part, list):
+        return "[" + ",".join(render(x) for x in part) + "]"
+    return "_" if part is None else str(part)
+
+
+def parse(cast: ir.Operation, attrs: ir.DictAttr, key: str) -> Part:
+    """The part `key` of a cast's tile.view (a located error when it is not one)."""
+    text = ir.StringAttr(attrs[key]).value if key in attrs else ""
+    tokens = PART_TOKEN.findall(text)
+    at = 0
+
+    def item() -> Part:
+        nonlocal at
+        token, at = tokens[at], at + 1
+        if token != "[":
+            return None if token == "_" else token if token[0] == "%" else int(token)
+        items: list[Part] = []
+        while tokens[at] != "]":
+            items.append(item())
+            at += tokens[at] == ","
+        at += 1
+        return items
+
+    try:
+        part = item()
+        if at == len(tokens) and "".join(tokens) == text:
+            return part
+    except (IndexError, ValueError):
+        pass
+    raise LoweringError(cast, f"tile.view's {key} is not a view's part: '{text}'")

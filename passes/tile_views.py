@@ -146,9 +146,14 @@ def local_tile(op: ir.Operation, view: View, b: IndexBuilder) -> View:
     return replace(view, offset=offset, shape=shape, stride=stride, bounds=bounds)
 
 
-def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
+def slice_coords(op: ir.Operation, view: View) -> list[Term | None]:
+    """A `tile.slice`'s coordinates into `view`: a term per fixed mode, None per kept one."""
     items = parse_coord(op, ir.StringAttr(op.attributes["coord"]).value, len(view.shape))
-    return slice_at(view, coord_terms(op, items, list(op.operands)[1:]), b)
+    return coord_terms(op, items, list(op.operands)[1:])
+
+
+def slice_view(op: ir.Operation, view: View, b: IndexBuilder) -> View:
+    return slice_at(view, slice_coords(op, view), b)
 
 
 def slice_at(view: View, coords: list[Term | None], b: IndexBuilder) -> View:

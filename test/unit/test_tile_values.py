@@ -16,7 +16,7 @@ from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_mma import MmaPartition
 from tilec.passes.tile_spreads import PLAIN, tv_text
-from tilec.passes.tile_values import CAST, VIEW, TileValues, group_keys
+from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of, group_keys
 from tilec.passes.tile_views import Bound, View
 
 THREADS = 128
@@ -136,7 +136,8 @@ def test_a_view_comes_back_part_by_part() -> None:
     typ = '!tile.tensor<f16, "shared", "(64,32,?):(?,1,32)">'
     values = TileValues(THREADS)
     value = source(typ)
-    read = values.put(value.owner, value, view)
+    values.put(value.owner, value, view)
+    read = next(iter(values.casts[0].results[0].uses)).owner.operands[0]
     cast = read.owner
     assert cast.name == CAST and VIEW in cast.attributes
     assert len(cast.operands) == 5  # the base and four SSA values, each once (m, off: twice)
@@ -159,3 +160,29 @@ def test_a_view_its_type_contradicts_is_refused() -> None:
     value = source('!tile.tensor<f16, "global", "(64,32,?):(?,1,32)">')
     with pytest.raises(LoweringError, match="shared view"):
         values.put(value.owner, value, a_view("shared"))
+
+
+@pytest.mark.usefixtures("block")
+def test_a_slice_keeps_what_it_was_cut_from() -> None:
+    values = TileValues(THREADS)
+    whole = source('!tile.tensor<f16, "shared", "(64,32,?):(?,1,32)">')
+    (stage,) = scalars(1, ir.IndexType.get())
+    part = source('!tile.tensor<f16, "shared", "(64,32):(?,1)">')
+    values.put(part.owner, part, a_view("shared"), (whole, [None, None, stage]))
+    read = next(iter(values.casts[0].results[0].uses)).owner.operands[0]
+    assert cut_of(read) == (whole, [None, None, stage])
+    assert cut_of(whole) is None
+
+
+@pytest.mark.usefixtures("block")
+@pytest.mark.parametrize("text", ["[%1,", "[64,%x]", "[1]]", "[1 2]"])
+def test_a_malformed_view_part_is_a_located_error(text: str) -> None:
+    values = TileValues(THREADS)
+    value = source('!tile.tensor<f16, "shared", "(64,32,?):(?,1,32)">')
+    values.put(value.owner, value, a_view("shared"))
+    cast = values.casts[0]
+    parts = {a.name: a.attr for a in ir.DictAttr(cast.attributes[VIEW])}
+    parts["shape"] = ir.StringAttr.get(text)
+    cast.attributes[VIEW] = ir.DictAttr.get(parts)
+    with pytest.raises(LoweringError, match="not a view's part"):
+        values.get(cast.results[0])

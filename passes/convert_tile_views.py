@@ -1,0 +1,130 @@
+"""Passes: `convert-tile-views`, tile views become pointer + index math in the IR.
+
+The first rung of the SM80 lowering. Each view op (`make_tensor`, `local_tile`, `slice`,
+`permute`, `alloc_shared`) becomes its base pointer and index arithmetic at its place, and its
+result a `builtin.unrealized_conversion_cast` of them to its tensor type whose `tile.view`
+attribute names each part (passes/tile_values.py); `size` becomes the extent, the special ids
+(`block_id`, `thread_id`, `grid_dim`) become gpu's. convert-tile-to-gpu then reads each view
+from its cast. A slice's cast also keeps the view it was cut from and its coordinates (`cut`):
+a prefetching gemm reads the other stages of the buffer its operand is a stage of.
+
+    %c = "tile.make_tensor"(%arg2, %m, %n) : (...) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+    %t = "tile.local_tile"(%c, %bm, %bn) {coord = "(?,?)", tile = array<i64: 128, 128>} : ...
+  →
+    %p = llvm.addrspacecast %arg2 : !llvm.ptr to !llvm.ptr<1>
+    %o = arith.muli ... ; %r = arith.shli %bm, %c7 ...
+    %c = builtin.unrealized_conversion_cast %p, %m, %n : ... to !tile.tensor<...>
+            {tile.view = {bounds = "[[0,\"%1\",0,null],[0,\"%2\",1,null]]", ...}}
+    %t = builtin.unrealized_conversion_cast %p, %o, %n, %r, %m, ... {tile.view = {...}}
+
+Past the loop that holds a GEMM the view ops' integer operands are computed again in front of
+them (tile_remat.Epilogue), the thread index read afresh where the epilogue starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import llvm
+
+from tilec.binding import walk
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError
+from tilec.passes import tile_remat, tile_views
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_refusals import VIEW_OPS, unlowered_region
+from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_views import View
+
+
+class Views:
+    """The views of one kernel, lowered in program order."""
+
+    def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
+        self.func, self.module = func, module
+        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        if "tile.threads" not in func.attributes:
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
+        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.values = TileValues(0)
+        self.epilogue = tile_remat.Epilogue(func, dims)
+        self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
+
+    def view(self, op: ir.Operation, value: ir.Value) -> View:
+        v = self.values.get(value)
+        if not isinstance(v, View):
+            raise LoweringError(op, "expected a global or shared tensor view")
+        return v
+
+    def lower(self, op: ir.Operation) -> None:
+        self.epilogue.enter(op)
+        b = IndexBuilder()
+        name = op.name
+        if name in ID_OPS:
+            dim = DIMS[ir.IntegerAttr(op.attributes["dim"]).value]
+            op.results[0].replace_all_uses_with(ID_OPS[name](dim).result)
+            return
+        if name == "tile.size":
+            view = self.view(op, op.operands[0])
+            extent = view.shape[ir.IntegerAttr(op.attributes["mode"]).value]
+            op.results[0].replace_all_uses_with(b.value(extent))
+            return
+        view = LOWERINGS[name](self, op, b)
+        cut = None
+        if name == "tile.slice":
+            cut = (op.operands[0], tile_views.slice_coords(op, self.view(op, op.operands[0])))
+        self.values.put(op, op.results[0], view, cut)
+
+    def make_tensor(self, op: ir.Operation, b: IndexBuilder) -> View:
+        ptr = llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<1>"), op.operands[0]).result
+        return tile_views.make_tensor(op, ptr)
+
+    def local_tile(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.local_tile(op, self.view(op, op.operands[0]), b)
+
+    def slice(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.slice_view(op, self.view(op, op.operands[0]), b)
+
+    def permute(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.permute(op, self.view(op, op.operands[0]))
+
+    def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.alloc_shared(op, self.module, self.name, self.buffers)
+
+
+LOWERINGS: dict[str, Callable[[Views, ir.Operation, IndexBuilder], View]] = {
+    f"tile.{name}": getattr(Views, name)
+    for name in ("make_tensor", "local_tile", "slice", "permute", "alloc_shared")
+}
+assert set(VIEW_OPS) == {*ID_OPS, "tile.size", *LOWERINGS}  # what convert-tile-to-gpu refuses
+
+
+@register
+class ConvertTileViews(Pass):
+    """Lower tile views to pointers + index math, each kept as a cast to its tensor type.
+
+    See the module's docstring; convert-tile-to-gpu reads the casts and erases them.
+    """
+
+    name = "convert-tile-views"
+
+    def run(self, module: ir.Operation) -> None:
+        self.each_kernel(module, lambda func: lower_views(func, module))
+
+
+def lower_views(func: ir.Operation, module: ir.Operation) -> None:
+    """Lower one kernel's views in place (a LoweringError says why it cannot be)."""
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if op.name in VIEW_OPS else None)
+    views = Views(func, module)
+    for op in ops:
+        with ir.InsertionPoint(op), op.location:
+            views.lower(op)
+    for op in reversed(ops):
+        for r in op.results:
+            user = next((u.owner for u in r.uses), None)
+            if user is not None:
+                raise LoweringError(user, "a view cannot cross into this op")
+        op.erase()

@@ -1,0 +1,54 @@
+// convert-tile-views: each view becomes its base pointer and index math where it was, and its
+// value a builtin.unrealized_conversion_cast of them to its tensor type, whose tile.view
+// attribute says which part each operand is (static parts written there, `%i` the cast's
+// operand i, `_` none); a slice's cast also names the view it was cut from and its coordinates
+// (`cut`). `size` becomes the extent, the ids gpu's. convert-tile-to-gpu reads the casts (and
+// refuses the view ops themselves), then erases them.
+// RUN: tile-opt -p convert-tile-views %s | filecheck %s
+// RUN: tile-opt -p convert-tile-views,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: not tile-opt -p convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
+// RUN: tile-opt -p convert-tile-views --split-input-file --verify-diagnostics %s.bad
+
+// CHECK: llvm.mlir.global internal @__smem_views_s() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2048 x f16>
+// CHECK-LABEL: func.func @views(
+// CHECK: %[[P:.*]] = llvm.addrspacecast %arg0 : !llvm.ptr to !llvm.ptr<1>
+// CHECK: %[[X:.*]] = builtin.unrealized_conversion_cast %[[P]], %arg1, %arg2 : !llvm.ptr<1>, index, index to !tile.tensor<f16, "global", "(?,?):(?,1)"> {tile.view = {bounds = "[[0,%1,0,_],[0,%2,1,_]]", offset = "0", shape = "[%1,%2]", span = 0 : i64, stride = "[%2,1]", swizzle = "_"}}
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[ROW:.*]] = arith.shli %[[BX]], %c6
+// CHECK: %[[OFF:.*]] = arith.muli %[[ROW]], %arg2
+// CHECK: %[[KT:.*]] = arith.shrui
+// The `_` of the tile coordinate: a trailing mode of ceil(N / 32) tiles, its bound `outer`.
+// CHECK: %[[T:.*]] = builtin.unrealized_conversion_cast %[[P]], %[[OFF]], %[[KT]], %arg2, %[[ROW]], %arg1 : {{.*}} to !tile.tensor<f16, "global", "(64,32,?):(?,1,32)"> {tile.view = {bounds = "[[%4,%5,0,_],[0,%3,1,[2,32]]]", offset = "%1", shape = "[64,32,%2]", span = 0 : i64, stride = "[%3,1,32]", swizzle = "_"}}
+// The slice at the last tile (size - 1 of mode 2): cut from %[[T]] at (_,_,%7).
+// CHECK: %[[LAST:.*]] = arith.subi %[[KT]], %c1
+// CHECK: builtin.unrealized_conversion_cast %[[P]], {{.*}}, %[[T]], %[[LAST]] : {{.*}} {tile.view = {bounds = "[[%3,%4,0,_],[%5,%2,1,_]]", cut = "[%6,[_,_,%7]]", offset = "%1", shape = "[64,32]", span = 0 : i64, stride = "[%2,1]", swizzle = "_"}}
+// CHECK: %[[S:.*]] = llvm.mlir.addressof @__smem_views_s : !llvm.ptr<3>
+// CHECK: builtin.unrealized_conversion_cast %[[S]] : !llvm.ptr<3> to !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (64,32):(32,1)"> {tile.view = {bounds = "[]", offset = "0", shape = "[64,32]", span = 2048 : i64, stride = "[32,1]", swizzle = "[2,3,3]"}}
+// CHECK: builtin.unrealized_conversion_cast %[[S]] : !llvm.ptr<3> to !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (32,64):(1,32)"> {tile.view = {bounds = "[]", offset = "0", shape = "[32,64]", span = 2048 : i64, stride = "[1,32]", swizzle = "[2,3,3]"}}
+// CHECK: builtin.unrealized_conversion_cast %[[P]], {{.*}} to !tile.tensor<f16, "global", "(32,64):(1,?)"> {tile.view = {bounds = "[[%3,%4,1,_],[%5,%2,0,_]]", offset = "%1", shape = "[32,64]", span = 0 : i64, stride = "[1,%2]", swizzle = "_"}}
+// CHECK: "tile.copy"
+// CHECK-NOT: tile.local_tile
+// CHECK-NOT: tile.slice
+
+// LOWERED-LABEL: func.func @views(
+// LOWERED: llvm.store
+// LOWERED-NOT: unrealized_conversion_cast
+// LOWERED-NOT: tile.
+// LOWERED: return
+
+// ALONE: error: 'tile.make_tensor' is lowered by convert-tile-views, which must run first
+func.func @views(%arg0: !llvm.ptr, %arg1: index, %arg2: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg1, %arg2, %arg2) {name = "x"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,?):(?,1)">
+  %1 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %2 = "tile.local_tile"(%0, %1) {coord = "(?,_)", tile = array<i64: 64, 32>} : (!tile.tensor<f16, "global", "(?,?):(?,1)">, index) -> !tile.tensor<f16, "global", "(64,32,?):(?,1,32)">
+  %3 = "tile.size"(%2) {mode = 2 : i64} : (!tile.tensor<f16, "global", "(64,32,?):(?,1,32)">) -> index
+  %c1 = arith.constant 1 : index
+  %4 = arith.subi %3, %c1 : index
+  %5 = "tile.slice"(%2, %4) {coord = "(_,_,?)"} : (!tile.tensor<f16, "global", "(64,32,?):(?,1,32)">, index) -> !tile.tensor<f16, "global", "(64,32):(?,1)">
+  %6 = "tile.alloc_shared"() {name = "s"} : () -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (64,32):(32,1)">
+  %7 = "tile.permute"(%6) {perm = array<i64: 1, 0>} : (!tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (64,32):(32,1)">) -> !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (32,64):(1,32)">
+  "tile.copy"(%5, %6) {atom = "auto"} : (!tile.tensor<f16, "global", "(64,32):(?,1)">, !tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (64,32):(32,1)">) -> ()
+  %8 = "tile.permute"(%5) {perm = array<i64: 1, 0>} : (!tile.tensor<f16, "global", "(64,32):(?,1)">) -> !tile.tensor<f16, "global", "(32,64):(1,?)">
+  "tile.copy"(%7, %8) {atom = "auto"} : (!tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (32,64):(1,32)">, !tile.tensor<f16, "global", "(32,64):(1,?)">) -> ()
+  return
+}
