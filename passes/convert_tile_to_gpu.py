@@ -13,7 +13,6 @@ from tilec.binding import is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
-    tile_async_waits,
     tile_carry,
     tile_cluster,
     tile_epilogue,
@@ -45,11 +44,7 @@ from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
 from tilec.passes.tile_refusals import (
-    COPY_FAMILIES,
-    UNWAITED,
-    VIEW_OPS,
-    VIEWS_FIRST,
-    unlowered_copy,
+    EARLIER,
     unlowered_region,
 )
 from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of
@@ -71,9 +66,8 @@ class KernelLowering:
         self.values = TileValues(self.threads)
         # Each prefetching gemm's next k-step fragments, which its loop carries (carried_loop).
         self.ahead: list[tuple[ir.Operation, Frag]] = []
-        entry = func.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(entry), func.location:
-            self.first_tid = IndexBuilder().value(tile_remat.linear_thread_id(self.dims))
+        self.first_tid = tile_remat.thread_index(func, self.dims)
+        with tile_remat.after(self.first_tid), func.location:
             tile_cluster.enter(func)
         # Past the loop that holds a GEMM: operands computed again, the thread index read
         # afresh where the epilogue starts (as convert-tile-views found it).
@@ -128,7 +122,7 @@ class KernelLowering:
         self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
         lowering = LOWERINGS.get(name)
         if lowering is None:
-            why = VIEWS_FIRST if name in VIEW_OPS else "is not lowered by convert-tile-to-gpu yet"
+            why = EARLIER.get(name, "is not lowered by convert-tile-to-gpu yet")
             raise LoweringError(op, f"'{name}' {why}")
         result = lowering(self, op, IndexBuilder())
         if result is not None:
@@ -275,22 +269,6 @@ class KernelLowering:
         else:
             tile_memory.store(op, value, dst, self.tid, mask)
 
-    def copy(self, op: ir.Operation, b: IndexBuilder) -> None:
-        """By the copy atom's family (COPY_FAMILIES); one without a lowering is an error."""
-        atom = ir.StringAttr(op.attributes["atom"]).value
-        family = atom.split(".")[0]
-        if family not in COPY_FAMILIES:
-            raise LoweringError(op, unlowered_copy(atom))
-        src, dst = self.view(op, op.operands[0]), self.view(op, op.operands[1])
-        if family == "auto":
-            tile_memory.copy(op, src, dst, self.tid, self.threads)
-            return
-        narrow = tile_async.NARROW in op.attributes
-        tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
-        placed = tile_async_waits.DONE in self.func.attributes  # the waits for it
-        if tile_pipeline.PIPELINED not in op.attributes and not placed:
-            raise LoweringError(op, UNWAITED)
-
     def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
         kind = ir.StringAttr(op.attributes["op"]).value
         args = [self.operand(op, v) for v in op.operands]
@@ -345,7 +323,6 @@ LOWERINGS: dict[str, Lowering] = {
             "async_wait",
             "load",
             "store",
-            "copy",
             "binary",
             "unary",
             "convert",
@@ -410,7 +387,7 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
     views: list[ir.Operation] = []  # convert-tile-views' casts, the cut after the whole
     walk(func, lambda o: views.append(o) if o.name == CAST and VIEW in o.attributes else None)
-    kernel.epilogue.untag()
+    tile_remat.untag(func)
     for op in [*reversed(tile_ops), *kernel.values.casts, *reversed(views)]:
         for r in op.results:
             user = next((u.owner for u in r.uses), None)

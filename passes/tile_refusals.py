@@ -1,4 +1,4 @@
-"""Passes (lowered stage): what convert-tile-to-gpu refuses, and the words it refuses with.
+"""Passes (lowered stage): what the SM80 lowering passes refuse, and the words they refuse with.
 
 Copy atoms by family, region attributes an earlier pass must have lowered, and cp.async copies
 nothing waits for: each a located error naming what would lower it, never other code.
@@ -10,10 +10,10 @@ from mlir import ir
 
 from tilec.binding import walk
 
-# Copy atoms by family (the name up to its first dot): `auto` (a copy without an atom) becomes
-# vector loads and stores, `cp_async.*` cp.async (tile_async checks the width). Any other atom
-# is refused: lowering it as one of these would silently emit something else.
-COPY_FAMILIES = ("auto", "cp_async")
+# Copy atoms by family (the name up to its first dot): convert-tile-copies lowers `auto` (a copy
+# without an atom) as vector loads and stores, `cp_async.*` as cp.async (tile_async checks the
+# width). Any other atom is refused: lowering it as one of these would silently emit something
+# else.
 NOT_YET = {
     "vec": "the copy lowering picks its own vector width",
     "universal": "the copy lowering picks its own vector width",
@@ -43,7 +43,11 @@ VIEW_OPS = (
     "tile.permute",
     "tile.alloc_shared",
 )
-VIEWS_FIRST = "is lowered by convert-tile-views, which must run first"
+# What the passes before convert-tile-to-gpu lower, by op name: why it refuses them.
+EARLIER = {
+    **dict.fromkeys(VIEW_OPS, "is lowered by convert-tile-views, which must run first"),
+    "tile.copy": "is lowered by convert-tile-copies, which must run first",
+}
 # Region attributes from the source that an earlier pass must have lowered (and removed).
 UNLOWERED_REGIONS = {
     "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "

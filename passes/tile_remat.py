@@ -4,9 +4,11 @@ After a loop that holds a GEMM, the accumulators fill the registers, so an epilo
 addresses should be computed where they are used, not kept alive through the loop from the
 kernel's top. `Epilogue` says where a kernel's epilogue starts: the first top-level tile op
 after its first loop that holds a GEMM. There the thread index is read afresh, once, and the op
-defining it is tagged `tile.thread_index`, so each pass that lowers the epilogue's ops
-(convert-tile-views, convert-tile-to-gpu) finds the same start and the same index; from there
-on each top-level op's integer operands are computed again in front of it (`enter`).
+defining it is tagged `tile.thread_index = "epilogue"`, so each pass that lowers the
+epilogue's ops (convert-tile-views, convert-tile-copies, convert-tile-to-gpu) finds the same
+start and the same index; from there on each top-level op's integer operands are computed
+again in front of it (`enter`). The kernel's first thread index, at its entry, is shared the
+same way (`thread_index`, tagged `"entry"`).
 `rematerialize` rebuilds integer arithmetic on block/thread ids, grid sizes, constants and
 kernel arguments at the insertion point, reading the special registers afresh
 (`special_register`) and copying the arguments (`opaque_copy`) through volatile inline asm,
@@ -22,7 +24,9 @@ from mlir.dialects import arith, gpu, llvm
 from tilec.binding import walk
 from tilec.lowering import DIMS, IndexBuilder, Term
 
-FRESH = "tile.thread_index"  # on the op defining the thread index read afresh after the loop
+# On the op defining a thread index the lowering passes share: "entry" (the kernel's, read at
+# its top) or "epilogue" (read afresh past the loop that holds a GEMM).
+TAG = "tile.thread_index"
 
 
 def linear_thread_id(dims: list[int], fresh: bool = False) -> Term:
@@ -36,6 +40,46 @@ def linear_thread_id(dims: list[int], fresh: bool = False) -> Term:
             t = b.add(t, b.mul(tid, scale))
         scale *= extent
     return t
+
+
+def tagged(func: ir.Operation, where: str) -> ir.Operation | None:
+    """The op of `func`'s entry block tagged as the thread index `where`."""
+    for o in func.regions[0].blocks[0].operations:
+        attr = o.operation.attributes[TAG] if TAG in o.operation.attributes else None
+        if attr is not None and ir.StringAttr(attr).value == where:
+            return o.operation
+    return None
+
+
+def tag(op: ir.Operation, where: str) -> None:
+    op.attributes[TAG] = ir.StringAttr.get(where)
+
+
+def thread_index(func: ir.Operation, dims: list[int]) -> ir.Value:
+    """The kernel's linear thread index, read at its top: the tagged one, or read there now."""
+    found = tagged(func, "entry")
+    if found is not None:
+        return found.results[0]
+    entry = func.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(entry), func.location:
+        tid = IndexBuilder().value(linear_thread_id(dims))
+    tag(tid.owner.operation, "entry")
+    return tid
+
+
+def after(value: ir.Value) -> ir.InsertionPoint:
+    """The insertion point right after the op defining `value` (in its block)."""
+    op = value.owner.operation
+    ops = list(op.block.operations)
+    later = next((o for o, prev in zip(ops[1:], ops, strict=False) if prev.operation == op), None)
+    return ir.InsertionPoint(later) if later is not None else ir.InsertionPoint(op.block)
+
+
+def untag(func: ir.Operation) -> None:
+    """The last pass that reads the thread indices removes their tags."""
+    for where in ("entry", "epilogue"):
+        if (op := tagged(func, where)) is not None:
+            del op.attributes[TAG]
 
 
 def holds_gemm(loop: ir.Operation) -> bool:
@@ -52,11 +96,10 @@ class Epilogue:
     def __init__(self, func: ir.Operation, dims: list[int]) -> None:
         entry = func.regions[0].blocks[0]
         self.tid: ir.Value | None = None
-        self.start: ir.Operation | None = None
-        for o in entry.operations:
-            if FRESH in o.operation.attributes:
-                self.start, self.tid = o.operation, o.operation.results[0]
-                return
+        self.start = tagged(func, "epilogue")
+        if self.start is not None:
+            self.tid = self.start.results[0]
+            return
         past, first = False, None
         for o in entry.operations:
             if past and o.operation.name.startswith("tile."):
@@ -68,7 +111,7 @@ class Epilogue:
         with ir.InsertionPoint(first), first.location:
             self.tid = IndexBuilder().value(linear_thread_id(dims, fresh=True))
         self.start = self.tid.owner.operation
-        self.start.attributes[FRESH] = ir.UnitAttr.get()
+        tag(self.start, "epilogue")
 
     def past(self, op: ir.Operation) -> bool:
         """Whether `op` lies in the epilogue (its top-level op after the start)."""
@@ -88,11 +131,6 @@ class Epilogue:
         for i, v in enumerate(op.operands):
             if isinstance(v.type, ir.IndexType | ir.IntegerType | ir.F32Type):
                 op.operands[i] = rematerialize(v, memo)
-
-    def untag(self) -> None:
-        """The last pass that reads the tag removes it."""
-        if self.start is not None and FRESH in self.start.attributes:
-            del self.start.attributes[FRESH]
 
 
 def special_register(name: str, axis: str) -> ir.Value:

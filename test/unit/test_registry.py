@@ -51,7 +51,7 @@ def test_every_pass_has_a_lit_file_a_module_and_a_doc_heading(cls: type) -> None
 # Passes with no error of their own: they transform what they recognise and leave the rest.
 NO_ERRORS = {
     "pipeline-steady-state": "versions a lowered loop it recognises, else leaves it",
-    "tile-async-waits": "places waits for what it finds; its .bad is convert-tile-to-gpu's refusal",
+    "tile-async-waits": "places waits for what it finds; its .bad is convert-tile-copies' refusal",
 }
 
 

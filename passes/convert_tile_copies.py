@@ -1,0 +1,111 @@
+"""Passes: `convert-tile-copies`, block-level copies become per-thread accesses, by atom family.
+
+The second rung of the SM80 lowering (after convert-tile-views, whose casts it reads). A
+`tile.copy` moves a tile between two views with every thread of the block; its atom's family
+(the name up to its first dot) picks the lowering from `FAMILIES`:
+
+    auto        vector loads and stores of up to 16 bytes, chunk v for thread v mod T along the
+                global side's unit-stride mode, predicated on the bounds (`tile_memory.copy`)
+    cp_async    `cp.async` global → shared, zero-filling past the bounds, narrower forms for a
+                misaligned source under `tile.narrow` (`tile_async.copy`)
+
+Any other family is a located error naming what is lowered (`copy<tma>` belongs to a
+warp_specialize kernel's producer, convert-tile-sm90). A cp.async copy issues only: one outside
+a tile-pipeline loop needs the commit and waits tile-async-waits places, else it is refused.
+
+    "tile.copy"(%src, %dst) {atom = "cp_async.cg.16"} : (!tile.tensor<f16, "global", ...>, ...)
+  →
+    nvvm.cp.async.shared.global %d, %s, 16, cache = cg, %n : !llvm.ptr<3>, !llvm.ptr<1>, i32
+
+The thread index is the kernel's (`tile_remat.thread_index`), read afresh past the loop that
+holds a GEMM (`tile_remat.Epilogue`), the same values convert-tile-to-gpu reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+
+from mlir import ir
+
+from tilec.binding import walk
+from tilec.lowering import LoweringError
+from tilec.passes import tile_async, tile_async_waits, tile_memory, tile_pipeline, tile_remat
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_refusals import UNWAITED, unlowered_copy, unlowered_region
+from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_views import View
+
+Copy = Callable[["Copies", ir.Operation, str, View, View], None]
+
+
+class Copies:
+    """The copies of one kernel, lowered in program order."""
+
+    def __init__(self, func: ir.Operation) -> None:
+        self.func = func
+        if "tile.threads" not in func.attributes:
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
+        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.threads = prod(dims)
+        self.values = TileValues(self.threads)
+        self.first_tid = tile_remat.thread_index(func, dims)
+        self.epilogue = tile_remat.Epilogue(func, dims)
+
+    def view(self, op: ir.Operation, value: ir.Value) -> View:
+        v = self.values.get(value)
+        if not isinstance(v, View):
+            raise LoweringError(op, "expected a global or shared tensor view")
+        return v
+
+    def lower(self, op: ir.Operation) -> None:
+        atom = ir.StringAttr(op.attributes["atom"]).value
+        family = FAMILIES.get(atom.split(".")[0])
+        if family is None:
+            raise LoweringError(op, unlowered_copy(atom))
+        self.epilogue.enter(op)
+        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
+        family(self, op, atom, self.view(op, op.operands[0]), self.view(op, op.operands[1]))
+
+    def auto(self, op: ir.Operation, atom: str, src: View, dst: View) -> None:
+        tile_memory.copy(op, src, dst, self.tid, self.threads)
+
+    def cp_async(self, op: ir.Operation, atom: str, src: View, dst: View) -> None:
+        narrow = tile_async.NARROW in op.attributes
+        tile_async.copy(op, atom, src, dst, self.tid, self.threads, narrow)
+        placed = tile_async_waits.DONE in self.func.attributes  # the waits for it
+        if tile_pipeline.PIPELINED not in op.attributes and not placed:
+            raise LoweringError(op, UNWAITED)
+
+
+# Copy atoms by family; any other is refused (tile_refusals.unlowered_copy says why).
+FAMILIES: dict[str, Copy] = {"auto": Copies.auto, "cp_async": Copies.cp_async}
+
+
+@register
+class ConvertTileCopies(Pass):
+    """Lower block-level copies to per-thread vector accesses or cp.async, by atom family.
+
+    See the module's docstring; convert-tile-views must run first.
+    """
+
+    name = "convert-tile-copies"
+
+    def run(self, module: ir.Operation) -> None:
+        self.each_kernel(module, lower_copies)
+
+
+def lower_copies(func: ir.Operation) -> None:
+    """Lower one kernel's copies in place (a LoweringError says why one cannot be)."""
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if op.name == "tile.copy" else None)
+    if not ops:
+        return
+    copies = Copies(func)
+    for op in ops:
+        with ir.InsertionPoint(op), op.location:
+            copies.lower(op)
+    for op in ops:
+        op.erase()
