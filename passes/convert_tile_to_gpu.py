@@ -15,6 +15,7 @@ from tilec.passes import (
     tile_async,
     tile_carry,
     tile_cluster,
+    tile_elementwise,
     tile_epilogue,
     tile_memory,
     tile_mma,
@@ -23,6 +24,7 @@ from tilec.passes import (
     tile_pipeline,
     tile_remat,
     tile_spreads,
+    tile_values,
     tile_views,
 )
 from tilec.passes.base import Pass, register
@@ -31,23 +33,17 @@ from tilec.passes.tile_fragments import (
     Frag,
     Partition,
     Reduced,
-    binary,
-    compare,
     constant,
     convert,
-    coordinates,
     elementwise,
-    is_float,
-    reciprocal,
 )
-from tilec.passes.tile_fragments import unary as unary_op
 from tilec.passes.tile_reduce import reduce
-from tilec.passes.tile_reduce_mma import mma_coords, reduce_mma
+from tilec.passes.tile_reduce_mma import reduce_mma
 from tilec.passes.tile_refusals import (
     EARLIER,
     unlowered_region,
 )
-from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of
+from tilec.passes.tile_values import CAST, TileValues, cut_of
 from tilec.passes.tile_views import View, tensor_type
 
 
@@ -171,22 +167,6 @@ class KernelLowering:
         carried = next(c for y, c in self.carrying if y == op)
         carried.yield_(op, self.values)
 
-    def compare(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
-        pred = ir.StringAttr(op.attributes["pred"]).value
-        args = [self.operand(op, v) for v in op.operands]
-        return elementwise(op, args, lambda x, y: compare(op, pred, x, y))
-
-    def select(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
-        args = [self.operand(op, v) for v in op.operands]
-        return elementwise(op, args, lambda p, x, y: arith.SelectOp(p, x, y).result)
-
-    def coord(self, op: ir.Operation, b: IndexBuilder) -> Frag | ir.Value:
-        mode = ir.IntegerAttr(op.attributes["mode"]).value
-        x = self.get(op, op.operands[0])
-        if isinstance(x, Frag) and isinstance(x.part, tile_mma.MmaPartition):
-            return mma_coords(x, mode, self.tid)
-        return coordinates(op, x, mode, self.tid)
-
     def gemm(self, op: ir.Operation, b: IndexBuilder) -> Frag | None:
         if tile_pipeline.PREFETCH in op.attributes:
             frags = next((f for gemm, f in self.ahead if gemm == op), None)
@@ -269,25 +249,13 @@ class KernelLowering:
         else:
             tile_memory.store(op, value, dst, self.tid, mask)
 
-    def binary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
-        kind = ir.StringAttr(op.attributes["op"]).value
+    def deferred(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
+        """An elementwise op on an epilogue value computed where it is stored (the others are
+        convert-tile-elementwise's): deferred too, computed with its store."""
         args = [self.operand(op, v) for v in op.operands]
-        lhs, rhs = args
-        if (
-            kind == "div"
-            and not isinstance(rhs, Frag | Deferred)
-            and is_float(tensor_type(op.results[0].type).elem)
-        ):
-            args, kind = [lhs, reciprocal(rhs)], "mul"
-        return elementwise(op, args, lambda x, y: binary(op, kind, x, y))
-
-    def unary(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
-        kind = ir.StringAttr(op.attributes["op"]).value
-        return elementwise(op, [self.operand(op, op.operands[0])], lambda x: unary_op(op, kind, x))
-
-    def convert(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced:
-        elem = tensor_type(op.results[0].type).elem
-        return elementwise(op, [self.operand(op, op.operands[0])], lambda x: convert(x, elem))
+        if not any(isinstance(a, Deferred) for a in args):
+            raise LoweringError(op, f"'{op.name}' {EARLIER['tile.binary']}")
+        return tile_elementwise.LOWERINGS[op.name](self, op)
 
     def reduce(self, op: ir.Operation, b: IndexBuilder) -> Reduced:
         in_loop = op.parent.name != "func.func"
@@ -323,16 +291,11 @@ LOWERINGS: dict[str, Lowering] = {
             "async_wait",
             "load",
             "store",
-            "binary",
-            "unary",
-            "convert",
             "reduce",
             "cluster_reduce",
-            "compare",
-            "select",
-            "coord",
         )
     },
+    **dict.fromkeys(tile_elementwise.LOWERINGS, KernelLowering.deferred),
     "scf.for": KernelLowering.carried_loop,
     "scf.yield": KernelLowering.carried_yield,
 }
@@ -381,14 +344,21 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     if (bare := tile_spreads.undistributed(func)) is not None:
         raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
     kernel = KernelLowering(func, module)
+    order: list[ir.Operation] = []
+    walk(func, order.append)
+    kernel.values.order = {o.operation: i for i, o in enumerate(order)}
     for op in ops:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
+    tile_values.reconcile(func)  # the earlier passes' reads of what was lowered here
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
-    views: list[ir.Operation] = []  # convert-tile-views' casts, the cut after the whole
-    walk(func, lambda o: views.append(o) if o.name == CAST and VIEW in o.attributes else None)
+    casts: list[ir.Operation] = []  # to tile types, this pass's and the earlier ones'
+    walk(
+        func,
+        lambda o: casts.append(o) if o.name == CAST and tensor_type(o.results[0].type) else None,
+    )
     tile_remat.untag(func)
-    for op in [*reversed(tile_ops), *kernel.values.casts, *reversed(views)]:
+    for op in [*reversed(tile_ops), *reversed(casts)]:
         for r in op.results:
             user = next((u.owner for u in r.uses), None)
             if user is not None:

@@ -40,9 +40,22 @@ from tilec.passes.tile_mma import MmaPartition, PairCoords
 from tilec.passes.tile_views import View
 
 # What a deferred value may pass through on its way to the store, and what it may not move
-# past: ops that write memory, order threads or hold regions (which may do either).
+# past: ops that write memory, order threads or hold regions (which may do either), tile ops
+# and those an earlier pass lowered them to (convert-tile-copies: stores, cp.async, predicated
+# stores as inline asm; a `mov.` asm is a register read, tile_remat's).
 ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert")
 ORDERED = ("tile.store", "tile.copy", "tile.gemm", "tile.barrier", "tile.reduce", "tile.fill")
+LOWERED_ORDERED = ("llvm.store", "llvm.call", "gpu.barrier")
+
+
+def ordered(op: ir.Operation) -> bool:
+    """Whether a deferred load may not move past `op` (see ORDERED)."""
+    name = op.name
+    if name in ORDERED or name in LOWERED_ORDERED or name.startswith("nvvm.") or op.regions:
+        return True
+    if name == "llvm.inline_asm":
+        return not ir.StringAttr(op.attributes["asm_string"]).value.startswith("mov.")
+    return False
 
 
 def load(
@@ -87,7 +100,7 @@ def stored_later(op: ir.Operation) -> bool:
         other = other.operation
         if other == user:
             return True
-        if between and (other.name in ORDERED or len(other.regions) > 0):
+        if between and ordered(other):
             return False
         between = between or other == op
     return False

@@ -33,11 +33,13 @@ register tensors (an epilogue computed where it is stored, chunk by chunk).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
 from mlir import ir
 
+from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError, Term
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
@@ -47,6 +49,7 @@ from tilec.passes.tile_views import Bound, View, tensor_type
 CAST = "builtin.unrealized_conversion_cast"
 SPREAD = "tile.spread"  # on a cast of a one-element reduced tensor: its TV layout as reduced
 VIEW = "tile.view"  # on a cast of a view's values: where each part of the view is
+PENDING = "tile.pending"  # on a cast of a value not lowered yet to the scalars it will be
 VIEW_PARTS = ("offset", "shape", "stride", "bounds", "swizzle")
 Cut = tuple[ir.Value, list[Term | None]] | None  # a slice's source view and coordinates
 Lowered = View | Frag | Reduced | Deferred | ir.Value
@@ -60,6 +63,7 @@ class TileValues:
         self.threads = threads
         self.aside: dict[ir.Value, Deferred] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
+        self.order: dict[ir.Operation, int] = {}  # program order, where `update` needs it
 
     def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered, cut: Cut = None) -> None:
         """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
@@ -77,9 +81,38 @@ class TileValues:
 
     def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
         """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
-        every use of it reads from here on (the tile ops before have been lowered already)."""
+        every use of it reads from here on (the tile ops before have been lowered already; an
+        earlier pass's pending casts before `op` keep reading the value as it was)."""
         c = self.cast(op, value.type, lowered)
+        where = self.order.get(op.operation)
+        keep = [
+            (u.owner, u.operand_number)
+            for u in value.uses
+            if PENDING in u.owner.attributes
+            and where is not None
+            and self.order.get(u.owner.operation, where) < where
+        ]
         value.replace_all_uses_with(c.results[0])
+        for owner, i in keep:
+            owner.operands[i] = value
+
+    def pending(self, op: ir.Operation, value: ir.Value) -> Frag | Reduced | ir.Value:
+        """`value`, which a later pass lowers, as the scalars it will be lowered to: a cast of
+        it to them here (tile.pending), which `reconcile` replaces by the scalars its lowering
+        casts. The spread is its type's (a one-element reduction's: `reduced_tv`)."""
+        typ = value.type
+        tv = reduced_tv(value, self)
+        spread, elem = self.spread(op, typ, tv), tensor_type(typ).elem
+        width = (
+            1
+            if spread == PLAIN
+            else len(group_keys(*spread))
+            if isinstance(spread, tuple)
+            else spread.iters * spread.vec
+        )
+        c = ir.Operation.create(CAST, [elem] * width, [value])
+        c.attributes[PENDING] = ir.UnitAttr.get()
+        return self.build(list(c.results), spread, elem)
 
     def cast(
         self, op: ir.Operation, typ: ir.Type, lowered: Frag | Reduced | ir.Value
@@ -132,9 +165,14 @@ class TileValues:
 
     def read(self, cast: ir.Operation, typ: ir.Type) -> Frag | Reduced | ir.Value:
         """The lowered value a cast of scalars to a register-tensor type stands for."""
-        scalars = list(cast.operands)
         tv = ir.StringAttr(cast.attributes[SPREAD]).value if SPREAD in cast.attributes else None
         spread, elem = self.spread(cast, typ, tv), tensor_type(typ).elem
+        return self.build(list(cast.operands), spread, elem)
+
+    def build(
+        self, scalars: list[ir.Value], spread: Spread, elem: ir.Type
+    ) -> Frag | Reduced | ir.Value:
+        """The value of `spread` made of `scalars` (in cast order)."""
         if spread == PLAIN:
             return scalars[0]
         if isinstance(spread, tuple):
@@ -143,6 +181,51 @@ class TileValues:
             return Reduced(part, mode, elem, groups)
         vec = spread.vec
         return Frag(spread, elem, [scalars[i * vec : (i + 1) * vec] for i in range(spread.iters)])
+
+
+def reduced_tv(value: ir.Value, values: TileValues) -> str | None:
+    """The TV layout, as reduced, of a one-element value a reduction makes (its type's TV
+    layout is plain; its lowering is a reduced tensor of one group, see SPREAD): through
+    cluster reductions and the loops that carry it to the reduce. None for any other value."""
+    t = tensor_type(value.type)
+    if t is None or math.prod(A.flatten(A.shape(t.layout))) != 1:
+        return None
+    owner = value.owner
+    if isinstance(owner, ir.Block):  # a loop's iter_arg: its initial value's
+        loop = owner.owner
+        if loop.name != "scf.for" or value.arg_number == 0:
+            return None
+        return reduced_tv(loop.operands[3 + value.arg_number - 1], values)
+    op = owner.operation
+    if op.name == "scf.for":
+        return reduced_tv(op.operands[3 + value.result_number], values)
+    if op.name == "tile.cluster_reduce":
+        return reduced_tv(op.operands[0], values)
+    if op.name != "tile.reduce":
+        return None
+    part = values.spread(op, op.operands[0].type)
+    return tv_text((part, ir.IntegerAttr(op.attributes["mode"]).value), values.threads)
+
+
+def reconcile(func: ir.Operation) -> None:
+    """Each pending cast of `func` (TileValues.pending) replaced by the scalars the value's
+    lowering cast it to (a located error where they differ)."""
+    found: list[ir.Operation] = []
+    walk(func, lambda o: found.append(o) if o.name == CAST and PENDING in o.attributes else None)
+    for cast in found:
+        source = cast.operands[0].owner
+        registers = (
+            not isinstance(source, ir.Block)
+            and source.name == CAST
+            and VIEW not in source.attributes
+            and PENDING not in source.attributes
+        )
+        lowered = list(source.operands) if registers else []
+        if not registers or [v.type for v in lowered] != [r.type for r in cast.results]:
+            raise LoweringError(cast, "a value was lowered otherwise than a later pass read it")
+        for r, v in zip(cast.results, lowered, strict=True):
+            r.replace_all_uses_with(v)
+        cast.erase()
 
 
 def group_keys(part: object, mode: int) -> list[tuple[int, int]]:

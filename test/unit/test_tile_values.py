@@ -10,13 +10,14 @@ from __future__ import annotations
 import pytest
 from mlir import ir
 
+from tilec.binding import walk
 from tilec.context import make_context
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_mma import MmaPartition
 from tilec.passes.tile_spreads import PLAIN, tv_text
-from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of, group_keys
+from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of, group_keys, reconcile
 from tilec.passes.tile_views import Bound, View
 
 THREADS = 128
@@ -186,3 +187,66 @@ def test_a_malformed_view_part_is_a_located_error(text: str) -> None:
     cast.attributes[VIEW] = ir.DictAttr.get(parts)
     with pytest.raises(LoweringError, match="not a view's part"):
         values.get(cast.results[0])
+
+
+def frag_source(part: Partition) -> ir.Value:
+    return source(frag_type(part.shape, part))
+
+
+def flat(rows: list[list[ir.Value]]) -> list[ir.Value]:
+    return [v for row in rows for v in row]
+
+
+def read(value: object) -> ir.Operation:
+    """An op that reads a Frag's scalars (where the insertion point is)."""
+    return ir.Operation.create("test.read", operands=flat(value.values))
+
+
+@pytest.mark.usefixtures("block")
+def test_a_pending_value_is_read_as_its_type_says_then_reconciled() -> None:
+    """A later pass's value read early (tile.pending) is replaced by what its lowering made."""
+    part = Partition((4, 256), 1, 4, THREADS)
+    values = TileValues(THREADS)
+    value = frag_source(part)
+    early = values.pending(value.owner, value)
+    assert isinstance(early, Frag) and early.part == part
+    reader = read(early)
+    rows = [scalars(part.vec) for _ in range(part.iters)]
+    values.put(value.owner, value, Frag(part, ir.F32Type.get(), rows))  # the later lowering
+    reconcile(value.owner.parent)
+    assert list(reader.operands) == flat(rows)
+
+
+@pytest.mark.usefixtures("block")
+def test_a_value_lowered_otherwise_than_read_is_a_located_error() -> None:
+    part = Partition((4, 256), 1, 4, THREADS)
+    values = TileValues(THREADS)
+    value = frag_source(part)
+    values.pending(value.owner, value)
+    other = ir.Operation.create(CAST, [value.type], scalars(3))  # 3 values, not 8
+    value.replace_all_uses_with(other.results[0])
+    with pytest.raises(LoweringError, match="lowered otherwise"):
+        reconcile(value.owner.parent)
+
+
+@pytest.mark.usefixtures("block")
+def test_an_update_leaves_earlier_pending_reads_on_the_value_as_it_was() -> None:
+    """A fill after a pending read: the read keeps the value before the fill, a read after it
+    takes the filled one."""
+    part = Partition((4, 256), 1, 4, THREADS)
+    values = TileValues(THREADS)
+    value = frag_source(part)
+    first = [scalars(part.vec) for _ in range(part.iters)]
+    values.put(value.owner, value, Frag(part, ir.F32Type.get(), first))
+    tensor = values.casts[0].results[0]
+    before = read(values.pending(value.owner, tensor))
+    fill = ir.Operation.create("test.fill")
+    after = read(values.pending(value.owner, tensor))
+    order: list[ir.Operation] = []
+    walk(value.owner.parent, order.append)
+    values.order = {o.operation: i for i, o in enumerate(order)}
+    filled = [scalars(part.vec) for _ in range(part.iters)]
+    values.update(fill, tensor, Frag(part, ir.F32Type.get(), filled))
+    reconcile(value.owner.parent)
+    assert list(before.operands) == flat(first)
+    assert list(after.operands) == flat(filled)

@@ -1,0 +1,99 @@
+"""Passes: `convert-tile-elementwise`, elementwise register math becomes per-thread scalars.
+
+The third rung of the SM80 lowering, and the first over register tensors. Each elementwise op
+(`binary`, `unary`, `convert`, `compare`, `select`, `coord`) becomes its math on each thread's
+scalars, element by element (scalars and reduced tensors broadcast), and its value a cast of
+them to its `!tile.frag` type (passes/tile_values.py). An operand a later pass lowers (a load,
+a reduction, a gemm, a loop's value) is read as the scalars it will become: a cast of it to
+them, `tile.pending`, spread as its type says; convert-tile-to-gpu lowers its op and replaces
+each such cast by the scalars it made (`tile_values.reconcile`), a located error where they
+differ. This is MLIR's partial conversion, the cast pairs its materialisations:
+
+    %y = "tile.unary"(%x) {op = "exp"} : (!tile.frag<f32, L, TV>) -> !tile.frag<f32, L, TV>
+  →
+    %x0, %x1, ... = builtin.unrealized_conversion_cast %x : !tile.frag<...> to f32, f32, ...
+                    {tile.pending}                    (the load of %x: convert-tile-to-gpu)
+    %e0 = math.exp2 ... ; %e1 = ...
+    %y = builtin.unrealized_conversion_cast %e0, %e1, ... : f32, f32, ... to !tile.frag<...>
+
+Left to convert-tile-to-gpu: the ops on an epilogue value computed where it is stored (a
+`load(..., like = acc)` whose value flows through elementwise ops alone into a store:
+tile_epilogue.stored_later), which are lowered with their store, chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from mlir import ir
+
+from tilec.binding import walk
+from tilec.lowering import LoweringError
+from tilec.passes import tile_remat, tile_spreads
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_elementwise import LOWERINGS, Operands, Value, deferred
+from tilec.passes.tile_refusals import unlowered_region
+from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_views import tensor_type
+
+
+class Elementwise(Operands):
+    """The elementwise ops of one kernel, lowered in program order."""
+
+    def __init__(self, func: ir.Operation) -> None:
+        if "tile.threads" not in func.attributes:
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
+        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.threads = prod(dims)
+        self.values = TileValues(self.threads)
+        self.first_tid = tile_remat.thread_index(func, dims)
+        self.epilogue = tile_remat.Epilogue(func, dims)
+        self.tid = self.first_tid
+
+    def operand(self, op: ir.Operation, value: ir.Value) -> Value:
+        if tensor_type(value.type) is None:
+            return value
+        lowered = self.values.get(value)
+        return self.values.pending(op, value) if lowered is None else lowered
+
+    def lower(self, op: ir.Operation) -> None:
+        self.epilogue.enter(op)
+        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
+        result = LOWERINGS[op.name](self, op)
+        tile_spreads.check(op, op.results[0], result, self.threads)
+        self.values.put(op, op.results[0], result)
+
+
+@register
+class ConvertTileElementwise(Pass):
+    """Lower elementwise register math to per-thread scalars, read and kept as casts.
+
+    See the module's docstring; convert-tile-to-gpu reconciles the pending casts.
+    """
+
+    name = "convert-tile-elementwise"
+
+    def run(self, module: ir.Operation) -> None:
+        self.each_kernel(module, lower_elementwise)
+
+
+def lower_elementwise(func: ir.Operation) -> None:
+    """Lower one kernel's elementwise ops in place (those not deferred into a store)."""
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    if (bare := tile_spreads.undistributed(func)) is not None:
+        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if op.name in LOWERINGS and not deferred(op) else None)
+    if not ops:
+        return
+    lowering = Elementwise(func)
+    for op in ops:
+        with ir.InsertionPoint(op), op.location:
+            lowering.lower(op)
+    for op in reversed(ops):
+        for r in op.results:
+            user = next((u.owner for u in r.uses), None)
+            if user is not None:
+                raise LoweringError(user, "a tile tensor cannot cross into this op")
+        op.erase()
