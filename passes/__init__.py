@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "convert-tile-views": "convert_tile_views",
     "convert-tile-copies": "convert_tile_copies",
     "convert-tile-elementwise": "convert_tile_elementwise",
+    "convert-tile-reductions": "convert_tile_reductions",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
     "pipeline-steady-state": "pipeline_steady_state",
     "outline-tile-kernels": "outline_tile_kernels",

@@ -24,47 +24,29 @@ holds a GEMM (`tile_remat.Epilogue`), the same values convert-tile-to-gpu reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import prod
 
 from mlir import ir
 
 from tilec.binding import walk
 from tilec.lowering import LoweringError
-from tilec.passes import tile_async, tile_async_waits, tile_memory, tile_pipeline, tile_remat
+from tilec.passes import tile_async, tile_async_waits, tile_memory, tile_pipeline
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_refusals import UNWAITED, unlowered_copy, unlowered_region
-from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_rungs import Rung, lower_in_order
 from tilec.passes.tile_views import View
 
 Copy = Callable[["Copies", ir.Operation, str, View, View], None]
 
 
-class Copies:
+class Copies(Rung):
     """The copies of one kernel, lowered in program order."""
-
-    def __init__(self, func: ir.Operation) -> None:
-        self.func = func
-        if "tile.threads" not in func.attributes:
-            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
-        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
-        self.threads = prod(dims)
-        self.values = TileValues(self.threads)
-        self.first_tid = tile_remat.thread_index(func, dims)
-        self.epilogue = tile_remat.Epilogue(func, dims)
-
-    def view(self, op: ir.Operation, value: ir.Value) -> View:
-        v = self.values.get(value)
-        if not isinstance(v, View):
-            raise LoweringError(op, "expected a global or shared tensor view")
-        return v
 
     def lower(self, op: ir.Operation) -> None:
         atom = ir.StringAttr(op.attributes["atom"]).value
         family = FAMILIES.get(atom.split(".")[0])
         if family is None:
             raise LoweringError(op, unlowered_copy(atom))
-        self.epilogue.enter(op)
-        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
+        self.enter(op)
         family(self, op, atom, self.view(op, op.operands[0]), self.view(op, op.operands[1]))
 
     def auto(self, op: ir.Operation, atom: str, src: View, dst: View) -> None:
@@ -101,11 +83,5 @@ def lower_copies(func: ir.Operation) -> None:
         raise LoweringError(*unlowered)
     ops: list[ir.Operation] = []
     walk(func, lambda op: ops.append(op) if op.name == "tile.copy" else None)
-    if not ops:
-        return
-    copies = Copies(func)
-    for op in ops:
-        with ir.InsertionPoint(op), op.location:
-            copies.lower(op)
-    for op in ops:
-        op.erase()
+    if ops:
+        lower_in_order(ops, Copies(func).lower)

@@ -23,45 +23,23 @@ tile_epilogue.stored_later), which are lowered with their store, chunk by chunk.
 
 from __future__ import annotations
 
-from math import prod
-
 from mlir import ir
 
 from tilec.binding import walk
 from tilec.lowering import LoweringError
-from tilec.passes import tile_remat, tile_spreads
+from tilec.passes import tile_spreads
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_elementwise import LOWERINGS, Operands, Value, deferred
+from tilec.passes.tile_elementwise import LOWERINGS, Operands, deferred
 from tilec.passes.tile_refusals import unlowered_region
-from tilec.passes.tile_values import TileValues
-from tilec.passes.tile_views import tensor_type
+from tilec.passes.tile_rungs import Rung, lower_in_order
 
 
-class Elementwise(Operands):
+class Elementwise(Rung, Operands):
     """The elementwise ops of one kernel, lowered in program order."""
 
-    def __init__(self, func: ir.Operation) -> None:
-        if "tile.threads" not in func.attributes:
-            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
-        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
-        self.threads = prod(dims)
-        self.values = TileValues(self.threads)
-        self.first_tid = tile_remat.thread_index(func, dims)
-        self.epilogue = tile_remat.Epilogue(func, dims)
-        self.tid = self.first_tid
-
-    def operand(self, op: ir.Operation, value: ir.Value) -> Value:
-        if tensor_type(value.type) is None:
-            return value
-        lowered = self.values.get(value)
-        return self.values.pending(op, value) if lowered is None else lowered
-
     def lower(self, op: ir.Operation) -> None:
-        self.epilogue.enter(op)
-        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
-        result = LOWERINGS[op.name](self, op)
-        tile_spreads.check(op, op.results[0], result, self.threads)
-        self.values.put(op, op.results[0], result)
+        self.enter(op)
+        self.put(op, LOWERINGS[op.name](self, op))
 
 
 @register
@@ -85,15 +63,5 @@ def lower_elementwise(func: ir.Operation) -> None:
         raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
     ops: list[ir.Operation] = []
     walk(func, lambda op: ops.append(op) if op.name in LOWERINGS and not deferred(op) else None)
-    if not ops:
-        return
-    lowering = Elementwise(func)
-    for op in ops:
-        with ir.InsertionPoint(op), op.location:
-            lowering.lower(op)
-    for op in reversed(ops):
-        for r in op.results:
-            user = next((u.owner for u in r.uses), None)
-            if user is not None:
-                raise LoweringError(user, "a tile tensor cannot cross into this op")
-        op.erase()
+    if ops:
+        lower_in_order(ops, Elementwise(func).lower)

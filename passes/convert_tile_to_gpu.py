@@ -14,7 +14,6 @@ from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
     tile_async,
     tile_carry,
-    tile_cluster,
     tile_elementwise,
     tile_epilogue,
     tile_memory,
@@ -37,8 +36,6 @@ from tilec.passes.tile_fragments import (
     convert,
     elementwise,
 )
-from tilec.passes.tile_reduce import reduce
-from tilec.passes.tile_reduce_mma import reduce_mma
 from tilec.passes.tile_refusals import (
     EARLIER,
     unlowered_region,
@@ -63,8 +60,6 @@ class KernelLowering:
         # Each prefetching gemm's next k-step fragments, which its loop carries (carried_loop).
         self.ahead: list[tuple[ir.Operation, Frag]] = []
         self.first_tid = tile_remat.thread_index(func, self.dims)
-        with tile_remat.after(self.first_tid), func.location:
-            tile_cluster.enter(func)
         # Past the loop that holds a GEMM: operands computed again, the thread index read
         # afresh where the epilogue starts (as convert-tile-views found it).
         self.epilogue = tile_remat.Epilogue(func, self.dims)
@@ -257,24 +252,6 @@ class KernelLowering:
             raise LoweringError(op, f"'{op.name}' {EARLIER['tile.binary']}")
         return tile_elementwise.LOWERINGS[op.name](self, op)
 
-    def reduce(self, op: ir.Operation, b: IndexBuilder) -> Reduced:
-        in_loop = op.parent.name != "func.func"
-        frag = self.frag(op, op.operands[0])
-        if isinstance(frag.part, tile_mma.MmaPartition):
-            return reduce_mma(op, frag, self.tid, self.module, self.name, in_loop)
-        return reduce(op, frag, self.tid, self.module, self.name, in_loop)
-
-    def cluster_reduce(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
-        attr = (
-            self.func.attributes["tile.cluster"] if "tile.cluster" in self.func.attributes else None
-        )
-        size = ir.IntegerAttr(attr).value if attr is not None else 1
-        value = self.operand(op, op.operands[0])
-        in_loop = op.parent.name != "func.func"
-        return tile_cluster.cluster_reduce(
-            op, value, self.tid, self.threads, self.module, self.name, size, in_loop
-        )
-
 
 Lowering = Callable[[KernelLowering, ir.Operation, IndexBuilder], "View | Frag | Reduced | None"]
 # Every tile op convert-tile-to-gpu lowers, by name; `KernelLowering.lower` refuses the rest.
@@ -291,8 +268,6 @@ LOWERINGS: dict[str, Lowering] = {
             "async_wait",
             "load",
             "store",
-            "reduce",
-            "cluster_reduce",
         )
     },
     **dict.fromkeys(tile_elementwise.LOWERINGS, KernelLowering.deferred),

@@ -48,6 +48,10 @@ EARLIER = {
     **dict.fromkeys(VIEW_OPS, "is lowered by convert-tile-views, which must run first"),
     "tile.copy": "is lowered by convert-tile-copies, which must run first",
     **dict.fromkeys(
+        ("tile.reduce", "tile.cluster_reduce"),
+        "is lowered by convert-tile-reductions, which must run first",
+    ),
+    **dict.fromkeys(
         ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select", "tile.coord"),
         "is lowered by convert-tile-elementwise, which must run first (convert-tile-to-gpu "
         "lowers only those on an epilogue value computed where it is stored)",

@@ -13,18 +13,18 @@ from tilec.context import make_context
 from tilec.passes.tile_epilogue import ordered
 
 ORDERED_OPS = [
-    'llvm.store %v, %p : f32, !llvm.ptr<1>',
-    'gpu.barrier',
-    'nvvm.cp.async.commit.group',
+    "llvm.store %v, %p : f32, !llvm.ptr<1>",
+    "gpu.barrier",
+    "nvvm.cp.async.commit.group",
     'llvm.inline_asm has_side_effects "@$2 st.global.b32 [$0], $1;", "l,r,b" %p, %i, %b'
     " : (!llvm.ptr<1>, i32, i1) -> ()",
-    'scf.if %b { scf.yield }',
+    "scf.if %b { scf.yield }",
     '"tile.barrier"() : () -> ()',
 ]
 FREE_OPS = [
-    'llvm.load %p : !llvm.ptr<1> -> f32',
+    "llvm.load %p : !llvm.ptr<1> -> f32",
     'llvm.inline_asm has_side_effects "mov.u32 $0, %ctaid.x;", "=r"  : () -> i32',
-    'arith.addi %i, %i : i32',
+    "arith.addi %i, %i : i32",
 ]
 
 

@@ -1,0 +1,90 @@
+"""Passes: `convert-tile-reductions`, reductions over the threads become shuffles and shared rows.
+
+The fourth rung of the SM80 lowering (after convert-tile-elementwise). `tile.reduce` folds one
+mode of a register tensor: first each thread's own values, then across the lanes of a warp
+with `gpu.shuffle xor`, then across warps through a shared scratch row (`__reduce_<kernel>`,
+an addrspace-3 global) and a barrier, a second barrier guarding the row's reuse inside a loop
+(tile_reduce; an MMA accumulator's rows and columns by tile_reduce_mma). `tile.cluster_reduce`
+combines each thread's values with the same thread's in every block of the kernel's cluster
+through distributed shared memory (tile_cluster), after a cluster barrier at the kernel's
+entry, right after its thread index, so that no block writes into one not started yet. The
+result is a reduced tensor, one value
+per group of the threads that hold the same one, cast to its `!tile.frag` type (a one-element
+result, whose type's TV layout is plain, names its reduced spread in `tile.spread`).
+
+    %m = "tile.reduce"(%x) {kind = "max", mode = 1 : i64} : (!tile.frag<f32, L, TV>) -> ...
+  →
+    %a = arith.maximumf %x0, %x1 ... ; %s = gpu.shuffle xor %a, %c1, %c32 ... ;
+    llvm.store ... : f32, !llvm.ptr<3> ; gpu.barrier ; ... llvm.load ... ; arith.maximumf ...
+    %m = builtin.unrealized_conversion_cast %r0, %r1 : f32, f32 to !tile.frag<...>
+
+Operands a later rung lowers are read as pending casts (tile_values), as in
+convert-tile-elementwise.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from tilec.binding import walk
+from tilec.lowering import LoweringError
+from tilec.passes import tile_cluster, tile_mma, tile_remat
+from tilec.passes.base import Pass, register
+from tilec.passes.tile_reduce import reduce
+from tilec.passes.tile_reduce_mma import reduce_mma
+from tilec.passes.tile_refusals import unlowered_region
+from tilec.passes.tile_rungs import Rung, Value, lower_in_order
+
+
+class Reductions(Rung):
+    """The reductions of one kernel, lowered in program order."""
+
+    def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
+        super().__init__(func, module)
+        with tile_remat.after(self.first_tid), func.location:
+            tile_cluster.enter(func)  # every block of the cluster started, before any exchange
+
+    def lower(self, op: ir.Operation) -> None:
+        self.enter(op)
+        in_loop = op.parent.name != "func.func"  # the scratch row's reuse is guarded
+        self.put(op, LOWERINGS[op.name](self, op, in_loop))
+
+    def reduce(self, op: ir.Operation, in_loop: bool) -> Value:
+        frag = self.frag(op, op.operands[0])
+        if isinstance(frag.part, tile_mma.MmaPartition):
+            return reduce_mma(op, frag, self.tid, self.module, self.name, in_loop)
+        return reduce(op, frag, self.tid, self.module, self.name, in_loop)
+
+    def cluster_reduce(self, op: ir.Operation, in_loop: bool) -> Value:
+        attrs = self.func.attributes
+        size = ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1
+        value = self.operand(op, op.operands[0])
+        return tile_cluster.cluster_reduce(
+            op, value, self.tid, self.threads, self.module, self.name, size, in_loop
+        )
+
+
+LOWERINGS = {"tile.reduce": Reductions.reduce, "tile.cluster_reduce": Reductions.cluster_reduce}
+
+
+@register
+class ConvertTileReductions(Pass):
+    """Lower reductions to in-thread folds, warp shuffles and a shared row across warps.
+
+    See the module's docstring; convert-tile-to-gpu reconciles the pending casts.
+    """
+
+    name = "convert-tile-reductions"
+
+    def run(self, module: ir.Operation) -> None:
+        self.each_kernel(module, lambda func: lower_reductions(func, module))
+
+
+def lower_reductions(func: ir.Operation, module: ir.Operation) -> None:
+    """Lower one kernel's reductions in place."""
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if op.name in LOWERINGS else None)
+    if ops:
+        lower_in_order(ops, Reductions(func, module).lower)

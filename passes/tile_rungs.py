@@ -1,0 +1,82 @@
+"""Passes (lowered stage): what each rung of the SM80 lowering keeps for one kernel.
+
+A rung (convert-tile-copies, convert-tile-elementwise, convert-tile-reductions, ...) lowers the
+ops of one family in program order, each where it is, reading the tile values before it from
+their casts (tile_values) and a value that a later rung lowers as a pending cast; it shares
+the kernel's thread index with the other rungs (tile_remat.thread_index), past the loop that
+holds a GEMM the epilogue's, whose operands it computes again there (tile_remat.Epilogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+
+from mlir import ir
+
+from tilec.lowering import LoweringError
+from tilec.passes import tile_remat, tile_spreads
+from tilec.passes.tile_fragments import Deferred, Frag, Reduced
+from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_views import View, tensor_type
+
+Value = Frag | Reduced | Deferred | ir.Value
+
+
+class Rung:
+    """One kernel's state in a rung: its threads, values, thread index and epilogue."""
+
+    def __init__(self, func: ir.Operation, module: ir.Operation | None = None) -> None:
+        if "tile.threads" not in func.attributes:
+            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
+        self.func, self.module = func, module
+        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.threads = prod(self.dims)
+        self.values = TileValues(self.threads)
+        self.first_tid = tile_remat.thread_index(func, self.dims)
+        self.epilogue = tile_remat.Epilogue(func, self.dims)
+        self.tid = self.first_tid
+
+    def enter(self, op: ir.Operation) -> None:
+        """Before lowering `op`: the epilogue's operands, and the thread index where it is."""
+        self.epilogue.enter(op)
+        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
+
+    def operand(self, op: ir.Operation, value: ir.Value) -> Value | View:
+        """`value` as lowered (a later rung's as the scalars it will be lowered to)."""
+        if tensor_type(value.type) is None:
+            return value
+        lowered = self.values.get(value)
+        return self.values.pending(op, value) if lowered is None else lowered
+
+    def frag(self, op: ir.Operation, value: ir.Value) -> Frag:
+        v = self.operand(op, value)
+        if not isinstance(v, Frag):
+            raise LoweringError(op, "expected a register tensor of a full tile")
+        return v
+
+    def view(self, op: ir.Operation, value: ir.Value) -> View:
+        v = self.values.get(value)
+        if not isinstance(v, View):
+            raise LoweringError(op, "expected a global or shared tensor view")
+        return v
+
+    def put(self, op: ir.Operation, result: Value) -> None:
+        """`op`'s value lowered to `result` (checked against its type)."""
+        tile_spreads.check(op, op.results[0], result, self.threads)
+        self.values.put(op, op.results[0], result)
+
+
+def lower_in_order(ops: list[ir.Operation], lower: Callable[[ir.Operation], None]) -> None:
+    """Lower `ops` (in program order) each where it is, then erase them: their values are
+    casts by then, read by the ops after them."""
+    for op in ops:
+        with ir.InsertionPoint(op), op.location:
+            lower(op)
+    for op in reversed(ops):
+        for r in op.results:
+            user = next((u.owner for u in r.uses), None)
+            if user is not None:
+                raise LoweringError(user, "a tile tensor cannot cross into this op")
+        op.erase()
