@@ -58,8 +58,8 @@ STAGES: tuple[Stage, ...] = (
         "mlir",
         "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,"
         "tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,"
-        "convert-tile-elementwise,convert-tile-reductions,convert-tile-to-gpu,"
-        f"convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
+        "convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,"
+        f"convert-tile-to-gpu,convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

@@ -27,6 +27,8 @@ BUILTIN: dict[str, str] = {
     "convert-tile-copies": "convert_tile_copies",
     "convert-tile-elementwise": "convert_tile_elementwise",
     "convert-tile-reductions": "convert_tile_reductions",
+    "convert-tile-memory": "convert_tile_memory",
+    "convert-tile-sync": "convert_tile_sync",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
     "pipeline-steady-state": "pipeline_steady_state",
     "outline-tile-kernels": "outline_tile_kernels",

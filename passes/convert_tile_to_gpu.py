@@ -7,19 +7,13 @@ from functools import reduce as fold
 from operator import mul
 
 from mlir import ir
-from mlir.dialects import arith, gpu
 
 from tilec.binding import is_float_attr, walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes import (
-    tile_async,
     tile_carry,
-    tile_elementwise,
-    tile_epilogue,
-    tile_memory,
     tile_mma,
     tile_mma_regs,
-    tile_mma_store,
     tile_pipeline,
     tile_remat,
     tile_spreads,
@@ -28,13 +22,9 @@ from tilec.passes import (
 )
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_fragments import (
-    Deferred,
     Frag,
-    Partition,
     Reduced,
     constant,
-    convert,
-    elementwise,
 )
 from tilec.passes.tile_refusals import (
     EARLIER,
@@ -198,60 +188,6 @@ class KernelLowering:
             raise LoweringError(gemm, "the accumulator is not spread as this gemm's MMA's C")
         return Frag(part, acc.elem, [list(row) for row in acc.values])
 
-    def barrier(self, op: ir.Operation, b: IndexBuilder) -> None:
-        gpu.BarrierOp()
-
-    def async_commit(self, op: ir.Operation, b: IndexBuilder) -> None:
-        tile_async.commit()
-
-    def async_wait(self, op: ir.Operation, b: IndexBuilder) -> None:
-        tile_async.wait(ir.IntegerAttr(op.attributes["pending"]).value)
-
-    def load(self, op: ir.Operation, b: IndexBuilder) -> Frag:
-        view = self.view(op, op.operands[0])
-        attr = op.attributes["other"]
-        kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
-        other = constant(view.elem, kind(attr).value)
-        like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
-        if like is None:  # spread as tile-distribute decided
-            part = tile_spreads.spread_of_type(op, op.results[0], self.threads)
-            if not isinstance(part, Partition):
-                raise LoweringError(op, "a load's own spread is blocked (chunks along a mode)")
-            loaded = tile_memory.load(op, view, other, self.tid, self.threads, part)
-        else:
-            loaded = tile_epilogue.load(op, view, other, like, self.tid, self.threads)
-        if "masked" in op.attributes:  # `like` is the mask: its false elements read `other`
-            keep = lambda p, v: arith.SelectOp(p, v, other).result  # noqa: E731
-            loaded = elementwise(op, [like, loaded], keep)
-        elem = tensor_type(op.results[0].type).elem
-        return elementwise(op, [loaded], lambda x: convert(x, elem))
-
-    def store(self, op: ir.Operation, b: IndexBuilder) -> None:
-        dst, value = self.view(op, op.operands[1]), self.get(op, op.operands[0])
-        mask = self.frag(op, op.operands[2]) if len(op.operands) > 2 else None
-        if isinstance(value, ir.Value):
-            raise LoweringError(op, "storing a one-element register tensor is not lowered yet")
-        if mask is not None and (isinstance(value, Reduced) or mask.part != value.part):
-            raise LoweringError(
-                op,
-                "the mask is spread over the threads differently from the value stored (hint: "
-                "make the mask from the value, e.g. coord(v, mode = 1) < n)",
-            )
-        if isinstance(value, Reduced):
-            tile_memory.store_reduced(op, value, dst, self.tid)
-        elif isinstance(value.part, tile_mma.MmaPartition):
-            tile_mma_store.store(op, value, dst, self.tid, self.threads, mask)
-        else:
-            tile_memory.store(op, value, dst, self.tid, mask)
-
-    def deferred(self, op: ir.Operation, b: IndexBuilder) -> Frag | Reduced | ir.Value:
-        """An elementwise op on an epilogue value computed where it is stored (the others are
-        convert-tile-elementwise's): deferred too, computed with its store."""
-        args = [self.operand(op, v) for v in op.operands]
-        if not any(isinstance(a, Deferred) for a in args):
-            raise LoweringError(op, f"'{op.name}' {EARLIER['tile.binary']}")
-        return tile_elementwise.LOWERINGS[op.name](self, op)
-
 
 Lowering = Callable[[KernelLowering, ir.Operation, IndexBuilder], "View | Frag | Reduced | None"]
 # Every tile op convert-tile-to-gpu lowers, by name; `KernelLowering.lower` refuses the rest.
@@ -263,14 +199,8 @@ LOWERINGS: dict[str, Lowering] = {
             "fragment",
             "fill",
             "gemm",
-            "barrier",
-            "async_commit",
-            "async_wait",
-            "load",
-            "store",
         )
     },
-    **dict.fromkeys(tile_elementwise.LOWERINGS, KernelLowering.deferred),
     "scf.for": KernelLowering.carried_loop,
     "scf.yield": KernelLowering.carried_yield,
 }

@@ -53,8 +53,15 @@ EARLIER = {
     ),
     **dict.fromkeys(
         ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select", "tile.coord"),
-        "is lowered by convert-tile-elementwise, which must run first (convert-tile-to-gpu "
-        "lowers only those on an epilogue value computed where it is stored)",
+        "is lowered by convert-tile-elementwise, which must run first (convert-tile-memory "
+        "those on an epilogue value computed where it is stored)",
+    ),
+    **dict.fromkeys(
+        ("tile.load", "tile.store"), "is lowered by convert-tile-memory, which must run first"
+    ),
+    **dict.fromkeys(
+        ("tile.barrier", "tile.async_commit", "tile.async_wait"),
+        "is lowered by convert-tile-sync, which must run first",
     ),
 }
 # Region attributes from the source that an earlier pass must have lowered (and removed).
