@@ -27,12 +27,11 @@ from collections.abc import Callable
 
 from mlir import ir
 
-from tilec.binding import walk
 from tilec.lowering import LoweringError
 from tilec.passes import tile_async, tile_async_waits, tile_memory, tile_pipeline
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import UNWAITED, unlowered_copy, unlowered_region
-from tilec.passes.tile_rungs import Rung, lower_in_order
+from tilec.passes.tile_refusals import UNWAITED, unlowered_copy
+from tilec.passes.tile_rungs import Rung, lower_kernel
 from tilec.passes.tile_views import View
 
 Copy = Callable[["Copies", ir.Operation, str, View, View], None]
@@ -79,9 +78,4 @@ class ConvertTileCopies(Pass):
 
 def lower_copies(func: ir.Operation) -> None:
     """Lower one kernel's copies in place (a LoweringError says why one cannot be)."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if op.name == "tile.copy" else None)
-    if ops:
-        lower_in_order(ops, Copies(func).lower)
+    lower_kernel(func, lambda op: op.name == "tile.copy", lambda: Copies(func).lower)

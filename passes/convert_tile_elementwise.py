@@ -25,13 +25,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.binding import walk
-from tilec.lowering import LoweringError
-from tilec.passes import tile_spreads
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_elementwise import LOWERINGS, Operands, deferred
-from tilec.passes.tile_refusals import unlowered_region
-from tilec.passes.tile_rungs import Rung, lower_in_order
+from tilec.passes.tile_rungs import Rung, lower_kernel
 
 
 class Elementwise(Rung, Operands):
@@ -57,11 +53,5 @@ class ConvertTileElementwise(Pass):
 
 def lower_elementwise(func: ir.Operation) -> None:
     """Lower one kernel's elementwise ops in place (those not deferred into a store)."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    if (bare := tile_spreads.undistributed(func)) is not None:
-        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if op.name in LOWERINGS and not deferred(op) else None)
-    if ops:
-        lower_in_order(ops, Elementwise(func).lower)
+    select = lambda op: op.name in LOWERINGS and not deferred(op)  # noqa: E731
+    lower_kernel(func, select, lambda: Elementwise(func).lower, distributed=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from tilec.binding import is_float_attr, walk
+from tilec.binding import is_float_attr
 from tilec.lowering import LoweringError
 from tilec.passes import (
     tile_elementwise,
@@ -36,8 +36,7 @@ from tilec.passes import (
 )
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_fragments import Partition, Reduced, constant, convert, elementwise
-from tilec.passes.tile_refusals import unlowered_region
-from tilec.passes.tile_rungs import Rung, Value, lower_in_order
+from tilec.passes.tile_rungs import Rung, Value, lower_kernel
 from tilec.passes.tile_views import tensor_type
 
 MASK_SPREAD = (
@@ -114,11 +113,4 @@ class ConvertTileMemory(Pass):
 
 def lower_memory(func: ir.Operation) -> None:
     """Lower one kernel's loads and stores in place."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    if (bare := tile_spreads.undistributed(func)) is not None:
-        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if lowered_here(op) else None)
-    if ops:
-        lower_in_order(ops, Memory(func).lower)
+    lower_kernel(func, lowered_here, lambda: Memory(func).lower, distributed=True)

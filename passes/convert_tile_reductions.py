@@ -26,14 +26,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.binding import walk
-from tilec.lowering import LoweringError
 from tilec.passes import tile_cluster, tile_mma, tile_remat
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_reduce_mma import reduce_mma
-from tilec.passes.tile_refusals import unlowered_region
-from tilec.passes.tile_rungs import Rung, Value, lower_in_order
+from tilec.passes.tile_rungs import Rung, Value, lower_kernel
 
 
 class Reductions(Rung):
@@ -82,9 +79,4 @@ class ConvertTileReductions(Pass):
 
 def lower_reductions(func: ir.Operation, module: ir.Operation) -> None:
     """Lower one kernel's reductions in place."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if op.name in LOWERINGS else None)
-    if ops:
-        lower_in_order(ops, Reductions(func, module).lower)
+    lower_kernel(func, lambda op: op.name in LOWERINGS, lambda: Reductions(func, module).lower)

@@ -49,6 +49,7 @@ from tilec.passes.sm90_roles import WARPGROUP
 from tilec.passes.sm90_sources import box_origin
 from tilec.passes.sm90_tma import SwizzledRows
 from tilec.passes.sm90_wgmma import WgmmaAtom
+from tilec.passes.tile_rungs import erase_lowered
 from tilec.passes.tile_views import (
     View,
     gep,
@@ -133,12 +134,7 @@ class Sm90Kernel(ConsumerOps):
                 self.lower_op(op)
         self.loops.close_outside(None, self.accs)
         has_gemm = any(o.name == "tile.gemm" for o in ops)
-        for op in reversed(ops):
-            for r in op.results:
-                user = next((u.owner for u in r.uses), None)
-                if user is not None:
-                    raise LoweringError(user, "a tile tensor cannot cross into this op")
-            op.erase()
+        erase_lowered(ops)
         if not self.issued or not has_gemm:
             raise LoweringError(
                 self.roles["consumer"],

@@ -17,11 +17,9 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import gpu
 
-from tilec.binding import walk
-from tilec.lowering import LoweringError
 from tilec.passes import tile_async
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import unlowered_region
+from tilec.passes.tile_rungs import lower_kernel
 
 LOWERINGS: dict[str, Callable[[ir.Operation], object]] = {
     "tile.barrier": lambda op: gpu.BarrierOp(),
@@ -45,11 +43,4 @@ class ConvertTileSync(Pass):
 
 def lower_sync(func: ir.Operation) -> None:
     """Lower one kernel's barriers and waits in place."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if op.name in LOWERINGS else None)
-    for op in ops:
-        with ir.InsertionPoint(op), op.location:
-            LOWERINGS[op.name](op)
-        op.erase()
+    lower_kernel(func, lambda op: op.name in LOWERINGS, lambda: lambda op: LOWERINGS[op.name](op))

@@ -30,6 +30,7 @@ from tilec.passes.tile_refusals import (
     EARLIER,
     unlowered_region,
 )
+from tilec.passes.tile_rungs import erase_lowered
 from tilec.passes.tile_values import CAST, TileValues, cut_of
 from tilec.passes.tile_views import View, tensor_type
 
@@ -263,9 +264,4 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
         lambda o: casts.append(o) if o.name == CAST and tensor_type(o.results[0].type) else None,
     )
     tile_remat.untag(func)
-    for op in [*reversed(tile_ops), *reversed(casts)]:
-        for r in op.results:
-            user = next((u.owner for u in r.uses), None)
-            if user is not None:
-                raise LoweringError(user, "a tile tensor cannot cross into this op")
-        op.erase()
+    erase_lowered([*casts, *tile_ops])  # the tile ops first, then what they read

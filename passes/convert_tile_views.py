@@ -28,11 +28,11 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import llvm
 
-from tilec.binding import walk
 from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError
 from tilec.passes import tile_remat, tile_views
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import VIEW_OPS, unlowered_region
+from tilec.passes.tile_refusals import VIEW_OPS
+from tilec.passes.tile_rungs import lower_kernel
 from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import View
 
@@ -114,17 +114,4 @@ class ConvertTileViews(Pass):
 
 def lower_views(func: ir.Operation, module: ir.Operation) -> None:
     """Lower one kernel's views in place (a LoweringError says why it cannot be)."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if op.name in VIEW_OPS else None)
-    views = Views(func, module)
-    for op in ops:
-        with ir.InsertionPoint(op), op.location:
-            views.lower(op)
-    for op in reversed(ops):
-        for r in op.results:
-            user = next((u.owner for u in r.uses), None)
-            if user is not None:
-                raise LoweringError(user, "a view cannot cross into this op")
-        op.erase()
+    lower_kernel(func, lambda op: op.name in VIEW_OPS, lambda: Views(func, module).lower)

@@ -14,9 +14,11 @@ from math import prod
 
 from mlir import ir
 
+from tilec.binding import walk
 from tilec.lowering import LoweringError
 from tilec.passes import tile_remat, tile_spreads
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
+from tilec.passes.tile_refusals import unlowered_region
 from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import View, tensor_type
 
@@ -68,12 +70,34 @@ class Rung:
         self.values.put(op, op.results[0], result)
 
 
-def lower_in_order(ops: list[ir.Operation], lower: Callable[[ir.Operation], None]) -> None:
-    """Lower `ops` (in program order) each where it is, then erase them: their values are
-    casts by then, read by the ops after them."""
+def lower_kernel(
+    func: ir.Operation,
+    select: Callable[[ir.Operation], bool],
+    lowering: Callable[[], Callable[[ir.Operation], None]],
+    distributed: bool = False,
+) -> None:
+    """A rung over one kernel: what an earlier pass must lower refused (a warp_specialize
+    region; with `distributed`, a register tensor without its TV layout), then the ops
+    `select` picks lowered in program order by what `lowering()` returns, each where it is,
+    and erased: their values are casts by then, read by the ops after them."""
+    if (unlowered := unlowered_region(func)) is not None:
+        raise LoweringError(*unlowered)
+    if distributed and (bare := tile_spreads.undistributed(func)) is not None:
+        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
+    ops: list[ir.Operation] = []
+    walk(func, lambda op: ops.append(op) if select(op) else None)
+    if not ops:
+        return
+    lower = lowering()
     for op in ops:
         with ir.InsertionPoint(op), op.location:
             lower(op)
+    erase_lowered(ops)
+
+
+def erase_lowered(ops: list[ir.Operation]) -> None:
+    """Erase lowered `ops` (in program order), last first; a value one of them still gives to
+    an op outside them is a located error."""
     for op in reversed(ops):
         for r in op.results:
             user = next((u.owner for u in r.uses), None)
