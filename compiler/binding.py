@@ -162,6 +162,20 @@ def walk(root: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
     root.walk(callback, ir.WalkOrder.PRE_ORDER)
 
 
+def functions(root: ir.Operation) -> list[ir.Operation]:
+    """The `func.func` ops nested in `root`, in pre-order, without walking into their bodies."""
+    found: list[ir.Operation] = []
+
+    def callback(op: ir.Operation) -> ir.WalkResult:
+        if op.name != "func.func":
+            return ir.WalkResult.ADVANCE
+        found.append(op)
+        return ir.WalkResult.SKIP
+
+    root.walk(callback, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def enclosing_loops(op: ir.Operation, stop: ir.Operation) -> list[ir.Operation]:
     """The scf.for loops around `op` below `stop`, outermost first."""
     loops, parent = [], op.parent

@@ -57,8 +57,8 @@ STAGES: tuple[Stage, ...] = (
         "lowered.mlir",
         "mlir",
         "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,"
-        "tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,"
-        "convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,"
+        "tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-sync,"
+        "convert-tile-reductions,convert-tile-elementwise,convert-tile-memory,convert-tile-copies,"
         f"convert-tile-to-gpu,convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilec.binding import PassFailure, emit, walk
+from tilec.binding import PassFailure, emit, functions
 from tilec.lowering import LoweringError
 
 
@@ -60,10 +60,8 @@ class Pass:
         """Call `fn` on every tile kernel (a `func.func` with `tile.kernel`) of `module`. A
         `LoweringError` it raises is reported at its op and the next kernel is tried, so each
         kernel's first error is reported; then the pass fails if any kernel did."""
-        funcs: list[ir.Operation] = []
-        walk(module, lambda op: funcs.append(op) if op.name == "func.func" else None)
         failed = False
-        for func in funcs:
+        for func in functions(module):
             if "tile.kernel" not in func.attributes:
                 continue
             try:

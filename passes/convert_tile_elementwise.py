@@ -1,6 +1,6 @@
 """Passes: `convert-tile-elementwise`, elementwise register math becomes per-thread scalars.
 
-The third rung of the SM80 lowering, and the first over register tensors. Each elementwise op
+A rung of the SM80 lowering over register tensors (after convert-tile-views). Each elementwise op
 (`binary`, `unary`, `convert`, `compare`, `select`, `coord`) becomes its math on each thread's
 scalars, element by element (scalars and reduced tensors broadcast), and its value a cast of
 them to its `!tile.frag` type (passes/tile_values.py). An operand a later pass lowers (a load,

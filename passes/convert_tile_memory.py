@@ -1,6 +1,6 @@
 """Passes: `convert-tile-memory`, block-level loads and stores of register tensors.
 
-The fifth rung of the SM80 lowering (after convert-tile-reductions). `tile.load` reads a tile
+A rung of the SM80 lowering (after convert-tile-views). `tile.load` reads a tile
 of a view into each thread's registers as its type's spread says (16-byte chunks along the
 unit-stride mode, tile_memory), or as its `like` operand is spread (an MMA accumulator's pairs,
 tile_epilogue); `tile.store` writes a register tensor into a view (a reduced tensor's one value

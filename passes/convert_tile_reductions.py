@@ -1,6 +1,6 @@
 """Passes: `convert-tile-reductions`, reductions over the threads become shuffles and shared rows.
 
-The fourth rung of the SM80 lowering (after convert-tile-elementwise). `tile.reduce` folds one
+A rung of the SM80 lowering (after convert-tile-views). `tile.reduce` folds one
 mode of a register tensor: first each thread's own values, then across the lanes of a warp
 with `gpu.shuffle xor`, then across warps through a shared scratch row (`__reduce_<kernel>`,
 an addrspace-3 global) and a barrier, a second barrier guarding the row's reuse inside a loop

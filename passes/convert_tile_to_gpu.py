@@ -26,12 +26,9 @@ from tilec.passes.tile_fragments import (
     Reduced,
     constant,
 )
-from tilec.passes.tile_refusals import (
-    EARLIER,
-    unlowered_region,
-)
+from tilec.passes.tile_refusals import EARLIER, region_refusal
 from tilec.passes.tile_rungs import erase_lowered
-from tilec.passes.tile_values import CAST, TileValues, cut_of
+from tilec.passes.tile_values import CAST, PENDING, TileValues, cut_of
 from tilec.passes.tile_views import View, tensor_type
 
 
@@ -243,25 +240,36 @@ class ConvertTileToGpu(Pass):
 def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     """Lower one kernel in place (a LoweringError says why it cannot be)."""
     ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if lowered_here(op) else None)
+    order: list[ir.Operation] = []  # every op, in program order (TileValues.update)
+    refused: list[tuple[ir.Operation, str]] = []
+    bare: list[ir.Operation] = []
+    casts: list[ir.Operation] = []  # the earlier passes' casts to tile types
+    pending: list[ir.Operation] = []  # their reads of what is lowered here
+
+    def visit(op: ir.Operation) -> None:
+        order.append(op)
+        refused.extend(region_refusal(op))
+        if lowered_here(op):
+            ops.append(op)
+        elif op.name == CAST and PENDING in op.attributes:
+            pending.append(op)
+        elif op.name == CAST and tensor_type(op.results[0].type) is not None:
+            casts.append(op)
+        if not bare and tile_spreads.undistributed_result(op):
+            bare.append(op)
+
+    walk(func, visit)
     names = [op.name for op in ops]  # loops are rebuilt (and their old ops erased) on the way
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    if (bare := tile_spreads.undistributed(func)) is not None:
-        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
+    if refused:
+        raise LoweringError(*refused[0])
+    if bare:
+        raise LoweringError(bare[0], tile_spreads.UNDISTRIBUTED)
     kernel = KernelLowering(func, module)
-    order: list[ir.Operation] = []
-    walk(func, order.append)
-    kernel.values.order = {o.operation: i for i, o in enumerate(order)}
+    kernel.values.ops = order
     for op in ops:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
-    tile_values.reconcile(func)  # the earlier passes' reads of what was lowered here
+    tile_values.reconcile(pending)
     tile_ops = [o for o, name in zip(ops, names, strict=True) if name.startswith("tile.")]
-    casts: list[ir.Operation] = []  # to tile types, this pass's and the earlier ones'
-    walk(
-        func,
-        lambda o: casts.append(o) if o.name == CAST and tensor_type(o.results[0].type) else None,
-    )
     tile_remat.untag(func)
-    erase_lowered([*casts, *tile_ops])  # the tile ops first, then what they read
+    erase_lowered([*casts, *kernel.values.casts, *tile_ops])  # tile ops first, then their casts

@@ -82,9 +82,12 @@ def unlowered_copy(atom: str) -> str:
 def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
     """The first op of `func` (in program order) with a region attribute nothing lowers."""
     found: list[tuple[ir.Operation, str]] = []
-
-    def visit(op: ir.Operation) -> None:
-        found.extend((op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes)
-
-    walk(func, visit)
+    walk(func, lambda op: found.extend(region_refusal(op)))
     return found[0] if found else None
+
+
+def region_refusal(op: ir.Operation) -> list[tuple[ir.Operation, str]]:
+    """`op` and why, if it holds a region attribute nothing lowers (an empty list if not)."""
+    if not op.regions:
+        return []
+    return [(op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes]

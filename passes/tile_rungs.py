@@ -18,7 +18,7 @@ from tilec.binding import walk
 from tilec.lowering import LoweringError
 from tilec.passes import tile_remat, tile_spreads
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
-from tilec.passes.tile_refusals import unlowered_region
+from tilec.passes.tile_refusals import region_refusal
 from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import View, tensor_type
 
@@ -77,22 +77,42 @@ def lower_kernel(
     distributed: bool = False,
 ) -> None:
     """A rung over one kernel: what an earlier pass must lower refused (a warp_specialize
-    region; with `distributed`, a register tensor without its TV layout), then the ops
-    `select` picks lowered in program order by what `lowering()` returns, each where it is,
-    and erased: their values are casts by then, read by the ops after them."""
-    if (unlowered := unlowered_region(func)) is not None:
-        raise LoweringError(*unlowered)
-    if distributed and (bare := tile_spreads.undistributed(func)) is not None:
-        raise LoweringError(bare, tile_spreads.UNDISTRIBUTED)
+    region; with `distributed`, a register tensor of its ops without its TV layout, at the op
+    that makes it), then the ops `select` picks lowered in program order by what `lowering()`
+    returns, each where it is, and erased: their values are casts by then, read by the ops
+    after them. One walk of the kernel finds both."""
     ops: list[ir.Operation] = []
-    walk(func, lambda op: ops.append(op) if select(op) else None)
+    refused: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> None:
+        refused.extend(region_refusal(op))
+        if select(op):
+            ops.append(op)
+
+    walk(func, visit)
+    if refused:
+        raise LoweringError(*refused[0])
     if not ops:
         return
+    if distributed:
+        undistributed(ops)
     lower = lowering()
     for op in ops:
         with ir.InsertionPoint(op), op.location:
             lower(op)
     erase_lowered(ops)
+
+
+def undistributed(ops: list[ir.Operation]) -> None:
+    """A located error at the first op (of those making `ops`' register tensors, in order)
+    whose register tensor has no TV layout: tile-distribute must run first."""
+    for op in ops:
+        for v in [*op.operands, *op.results]:
+            t = tensor_type(v.type)
+            if t is not None and t.space == "register" and t.tv is None:
+                owner = v.owner
+                at = owner.owner if isinstance(owner, ir.Block) else owner.operation
+                raise LoweringError(at, tile_spreads.UNDISTRIBUTED)
 
 
 def erase_lowered(ops: list[ir.Operation]) -> None:

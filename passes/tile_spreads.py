@@ -210,15 +210,20 @@ def check(op: ir.Operation, value: ir.Value, lowered: object, threads: int) -> N
         raise LoweringError(op, f"lowered as {written}, but its type says {t.tv}")
 
 
+def undistributed_result(op: ir.Operation) -> bool:
+    """Whether one of `op`'s results is a register tensor without its TV layout (only tile ops
+    and loops make tile tensors)."""
+    if not op.name.startswith("tile.") and op.name != "scf.for":
+        return False
+    for r in op.results:
+        t = tensor_type(r.type)
+        if t is not None and t.space == "register" and t.tv is None:
+            return True
+    return False
+
+
 def undistributed(func: ir.Operation) -> ir.Operation | None:
     """The first op whose result is a register tensor without its TV layout."""
     found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> None:
-        for r in op.results:
-            t = tensor_type(r.type)
-            if t is not None and t.space == "register" and t.tv is None:
-                found.append(op)
-
-    walk(func, visit)
+    walk(func, lambda op: found.append(op) if undistributed_result(op) else None)
     return found[0] if found else None

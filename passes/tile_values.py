@@ -39,7 +39,6 @@ from collections.abc import Callable
 
 from mlir import ir
 
-from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError, Term
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
@@ -63,7 +62,8 @@ class TileValues:
         self.threads = threads
         self.aside: dict[ir.Value, Deferred] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
-        self.order: dict[ir.Operation, int] = {}  # program order, where `update` needs it
+        self.ops: list[ir.Operation] = []  # every op in program order, where `update` needs it
+        self.order: dict[ir.Operation, int] | None = None  # their positions, made when needed
 
     def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered, cut: Cut = None) -> None:
         """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
@@ -84,13 +84,14 @@ class TileValues:
         every use of it reads from here on (the tile ops before have been lowered already; an
         earlier pass's pending casts before `op` keep reading the value as it was)."""
         c = self.cast(op, value.type, lowered)
-        where = self.order.get(op.operation)
+        pending = [(u.owner, u.operand_number) for u in value.uses if PENDING in u.owner.attributes]
+        if pending and self.order is None:
+            self.order = {o.operation: i for i, o in enumerate(self.ops)}
+        where = self.order.get(op.operation) if pending else None
         keep = [
-            (u.owner, u.operand_number)
-            for u in value.uses
-            if PENDING in u.owner.attributes
-            and where is not None
-            and self.order.get(u.owner.operation, where) < where
+            (owner, i)
+            for owner, i in pending
+            if where is not None and self.order.get(owner.operation, where) < where
         ]
         value.replace_all_uses_with(c.results[0])
         for owner, i in keep:
@@ -207,12 +208,10 @@ def reduced_tv(value: ir.Value, values: TileValues) -> str | None:
     return tv_text((part, ir.IntegerAttr(op.attributes["mode"]).value), values.threads)
 
 
-def reconcile(func: ir.Operation) -> None:
-    """Each pending cast of `func` (TileValues.pending) replaced by the scalars the value's
-    lowering cast it to (a located error where they differ)."""
-    found: list[ir.Operation] = []
-    walk(func, lambda o: found.append(o) if o.name == CAST and PENDING in o.attributes else None)
-    for cast in found:
+def reconcile(pending: list[ir.Operation]) -> None:
+    """Each pending cast (TileValues.pending) replaced by the scalars the value's lowering
+    cast it to (a located error where they differ)."""
+    for cast in pending:
         source = cast.operands[0].owner
         registers = (
             not isinstance(source, ir.Block)

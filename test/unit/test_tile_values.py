@@ -17,7 +17,7 @@ from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, Partition, Reduced
 from tilec.passes.tile_mma import MmaPartition
 from tilec.passes.tile_spreads import PLAIN, tv_text
-from tilec.passes.tile_values import CAST, VIEW, TileValues, cut_of, group_keys, reconcile
+from tilec.passes.tile_values import CAST, PENDING, VIEW, TileValues, cut_of, group_keys, reconcile
 from tilec.passes.tile_views import Bound, View
 
 THREADS = 128
@@ -193,6 +193,12 @@ def frag_source(part: Partition) -> ir.Value:
     return source(frag_type(part.shape, part))
 
 
+def pending_casts(root: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+    walk(root, lambda o: found.append(o) if PENDING in o.attributes else None)
+    return found
+
+
 def flat(rows: list[list[ir.Value]]) -> list[ir.Value]:
     return [v for row in rows for v in row]
 
@@ -213,7 +219,7 @@ def test_a_pending_value_is_read_as_its_type_says_then_reconciled() -> None:
     reader = read(early)
     rows = [scalars(part.vec) for _ in range(part.iters)]
     values.put(value.owner, value, Frag(part, ir.F32Type.get(), rows))  # the later lowering
-    reconcile(value.owner.parent)
+    reconcile(pending_casts(value.owner.parent))
     assert list(reader.operands) == flat(rows)
 
 
@@ -226,7 +232,7 @@ def test_a_value_lowered_otherwise_than_read_is_a_located_error() -> None:
     other = ir.Operation.create(CAST, [value.type], scalars(3))  # 3 values, not 8
     value.replace_all_uses_with(other.results[0])
     with pytest.raises(LoweringError, match="lowered otherwise"):
-        reconcile(value.owner.parent)
+        reconcile(pending_casts(value.owner.parent))
 
 
 @pytest.mark.usefixtures("block")
@@ -244,9 +250,9 @@ def test_an_update_leaves_earlier_pending_reads_on_the_value_as_it_was() -> None
     after = read(values.pending(value.owner, tensor))
     order: list[ir.Operation] = []
     walk(value.owner.parent, order.append)
-    values.order = {o.operation: i for i, o in enumerate(order)}
+    values.ops = order
     filled = [scalars(part.vec) for _ in range(part.iters)]
     values.update(fill, tensor, Frag(part, ir.F32Type.get(), filled))
-    reconcile(value.owner.parent)
+    reconcile(pending_casts(value.owner.parent))
     assert list(before.operands) == flat(first)
     assert list(after.operands) == flat(filled)
