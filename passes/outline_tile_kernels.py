@@ -10,6 +10,7 @@ from mlir.dialects import arith, gpu, llvm
 from tilec import smem
 from tilec.binding import walk
 from tilec.passes.base import Pass, register
+from tilec.passes.tile_refusals import RUNGS
 from tilec.passes.tile_views import GEP_INBOUNDS
 from tilec.targets import STATIC_SMEM
 
@@ -25,6 +26,8 @@ LOWERED_BY = {"tile.": "convert-tile-to-gpu", "layout.": "convert-layout-to-arit
 
 def left_for(op: ir.Operation) -> str | None:
     """The pass that should have lowered `op`, None for ops that may stay."""
+    if op.name in RUNGS:
+        return RUNGS[op.name]
     return next((p for prefix, p in LOWERED_BY.items() if op.name.startswith(prefix)), None)
 
 

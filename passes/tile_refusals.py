@@ -44,26 +44,18 @@ VIEW_OPS = (
     "tile.alloc_shared",
 )
 # What the passes before convert-tile-to-gpu lower, by op name: why it refuses them.
-EARLIER = {
-    **dict.fromkeys(VIEW_OPS, "is lowered by convert-tile-views, which must run first"),
-    "tile.copy": "is lowered by convert-tile-copies, which must run first",
-    **dict.fromkeys(
-        ("tile.reduce", "tile.cluster_reduce"),
-        "is lowered by convert-tile-reductions, which must run first",
-    ),
-    **dict.fromkeys(
-        ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select", "tile.coord"),
-        "is lowered by convert-tile-elementwise, which must run first (convert-tile-memory "
-        "those on an epilogue value computed where it is stored)",
-    ),
-    **dict.fromkeys(
-        ("tile.load", "tile.store"), "is lowered by convert-tile-memory, which must run first"
-    ),
-    **dict.fromkeys(
-        ("tile.barrier", "tile.async_commit", "tile.async_wait"),
-        "is lowered by convert-tile-sync, which must run first",
-    ),
+ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")
+RUNGS = {  # the SM80 rung that lowers each op
+    **dict.fromkeys(VIEW_OPS, "convert-tile-views"),
+    **dict.fromkeys(("tile.barrier", "tile.async_commit", "tile.async_wait"), "convert-tile-sync"),
+    **dict.fromkeys(("tile.reduce", "tile.cluster_reduce"), "convert-tile-reductions"),
+    **dict.fromkeys((*ELEMENTWISE, "tile.coord"), "convert-tile-elementwise"),
+    **dict.fromkeys(("tile.load", "tile.store"), "convert-tile-memory"),
+    "tile.copy": "convert-tile-copies",
 }
+EARLIER = {name: f"is lowered by {rung}, which must run first" for name, rung in RUNGS.items()}
+for name in ELEMENTWISE:
+    EARLIER[name] += " (convert-tile-memory those on an epilogue value computed where it is stored)"
 # Region attributes from the source that an earlier pass must have lowered (and removed).
 UNLOWERED_REGIONS = {
     "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "
