@@ -328,6 +328,14 @@ def render(part: Part) -> str:
 def parse(cast: ir.Operation, attrs: ir.DictAttr, key: str) -> Part:
     """The part `key` of a cast's tile.view (a located error when it is not one)."""
     text = ir.StringAttr(attrs[key]).value if key in attrs else ""
+    try:
+        return parse_part(text)
+    except ValueError:
+        raise LoweringError(cast, f"tile.view's {key} is not a view's part: '{text}'") from None
+
+
+def parse_part(text: str) -> Part:
+    """A tile.view part from its text, exactly as `render` writes it (ValueError otherwise)."""
     tokens = PART_TOKEN.findall(text)
     at = 0
 
@@ -345,8 +353,8 @@ def parse(cast: ir.Operation, attrs: ir.DictAttr, key: str) -> Part:
 
     try:
         part = item()
-        if at == len(tokens) and "".join(tokens) == text:
-            return part
-    except (IndexError, ValueError):
-        pass
-    raise LoweringError(cast, f"tile.view's {key} is not a view's part: '{text}'")
+    except IndexError:
+        raise ValueError(text) from None
+    if at != len(tokens) or "".join(tokens) != text or render(part) != text:
+        raise ValueError(text)
+    return part
