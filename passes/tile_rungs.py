@@ -18,7 +18,7 @@ from tilec.binding import walk
 from tilec.lowering import LoweringError
 from tilec.passes import tile_remat, tile_spreads
 from tilec.passes.tile_fragments import Deferred, Frag, Reduced
-from tilec.passes.tile_refusals import region_refusal
+from tilec.passes.tile_refusals import EARLIER, region_refusal
 from tilec.passes.tile_values import TileValues
 from tilec.passes.tile_views import View, tensor_type
 
@@ -60,9 +60,12 @@ class Rung:
 
     def view(self, op: ir.Operation, value: ir.Value) -> View:
         v = self.values.get(value)
-        if not isinstance(v, View):
-            raise LoweringError(op, "expected a global or shared tensor view")
-        return v
+        if isinstance(v, View):
+            return v
+        source = value.owner
+        if not isinstance(source, ir.Block) and source.name in EARLIER:  # a view op left
+            raise LoweringError(source, f"'{source.name}' {EARLIER[source.name]}")
+        raise LoweringError(op, "expected a global or shared tensor view")
 
     def put(self, op: ir.Operation, result: Value) -> None:
         """`op`'s value lowered to `result` (checked against its type)."""

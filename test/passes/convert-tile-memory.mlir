@@ -8,6 +8,7 @@
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
 // RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-sync,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-memory --split-input-file --verify-diagnostics %s.bad
+// RUN: not tile-opt -p tile-distribute,convert-tile-memory %s 2>&1 | filecheck %s --check-prefix=NOVIEWS
 
 // CHECK-LABEL: func.func @epi(
 // CHECK: %[[ACC:.*]] = "tile.fragment"
@@ -37,6 +38,9 @@
 // LOWERED: return
 
 // ALONE: error: 'tile.load' is lowered by convert-tile-memory, which must run first
+
+// Without convert-tile-views, the view the load reads is the error, at the view.
+// NOVIEWS: error: 'tile.local_tile' is lowered by convert-tile-views, which must run first
 func.func @epi(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index) attributes {tile.arg_names = ["C", "D", "M", "N"], tile.bindings = {M = ["C.shape[0]", "D.shape[0]"], N = ["C.shape[1]", "D.shape[1]"]}, tile.grid = ["1"], tile.kernel, tile.params = {}, tile.smem_bytes = 0 : i64, tile.target = "sm_80", tile.threads = array<i64: 128, 1, 1>} {
   %0 = "tile.make_tensor"(%arg0, %arg2, %arg3, %arg3) {name = "C"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
   %1 = "tile.make_tensor"(%arg1, %arg2, %arg3, %arg3) {name = "D"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
