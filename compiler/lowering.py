@@ -133,3 +133,14 @@ def known_multiple(t: Term, depth: int = 16) -> int:
         if args[1].owner.name == "arith.constant" and shift < 62:
             return min(known_multiple(args[0], depth - 1) << shift, 1 << 62)
     return 1
+
+
+def after(op: ir.Operation) -> ir.InsertionPoint:
+    """The insertion point right after `op` in its block."""
+    block = op.block
+    found = False
+    for o in block.operations:
+        if found:
+            return ir.InsertionPoint(o)
+        found = o.operation == op
+    return ir.InsertionPoint(block)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.passes import tile_cluster, tile_mma, tile_remat
+from tilec.lowering import after
+from tilec.passes import tile_cluster, tile_mma
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_reduce import reduce
 from tilec.passes.tile_reduce_mma import reduce_mma
@@ -38,7 +39,7 @@ class Reductions(Rung):
 
     def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
         super().__init__(func, module)
-        with tile_remat.after(self.first_tid), func.location:
+        with after(self.first_tid.owner.operation), func.location:
             tile_cluster.enter(func)  # every block of the cluster started, before any exchange
 
     def lower(self, op: ir.Operation) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import reduce as fold
-from operator import mul
 
 from mlir import ir
 
@@ -27,31 +25,20 @@ from tilec.passes.tile_fragments import (
     constant,
 )
 from tilec.passes.tile_refusals import EARLIER, region_refusal
-from tilec.passes.tile_rungs import erase_lowered
-from tilec.passes.tile_values import CAST, PENDING, TileValues, cut_of
+from tilec.passes.tile_rungs import Rung, erase_lowered
+from tilec.passes.tile_values import CAST, PENDING, cut_of
 from tilec.passes.tile_views import View, tensor_type
 
 
-class KernelLowering:
-    """The state of one kernel: what each tile value has become (a View or a register Frag)."""
+class KernelLowering(Rung):
+    """The state of one kernel: what each tile value has become (a View or a register Frag).
+    The last rung: every value it reads is lowered already, by an earlier rung or before it in
+    program order (`operand` is strict, never pending)."""
 
     def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
-        self.func, self.module = func, module
-        self.name = ir.StringAttr(func.attributes["sym_name"]).value
-        if "tile.threads" not in func.attributes:
-            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
-        self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
-        self.threads = fold(mul, self.dims, 1)
-        # What each tile value became: register tensors as casts of their scalars in the IR,
-        # views and deferred tensors aside (tile_values).
-        self.values = TileValues(self.threads)
+        super().__init__(func, module)
         # Each prefetching gemm's next k-step fragments, which its loop carries (carried_loop).
         self.ahead: list[tuple[ir.Operation, Frag]] = []
-        self.first_tid = tile_remat.thread_index(func, self.dims)
-        # Past the loop that holds a GEMM: operands computed again, the thread index read
-        # afresh where the epilogue starts (as convert-tile-views found it).
-        self.epilogue = tile_remat.Epilogue(func, self.dims)
-        self.tid = self.first_tid
         # Loops that carry register tensors, by their body's scf.yield.
         self.carrying: list[tuple[ir.Operation, tile_carry.CarriedLoop]] = []
 
@@ -60,18 +47,6 @@ class KernelLowering:
         if lowered is None:
             raise LoweringError(op, "operand was not produced by a lowered tile op")
         return lowered
-
-    def view(self, op: ir.Operation, value: ir.Value) -> View:
-        v = self.get(op, value)
-        if not isinstance(v, View):
-            raise LoweringError(op, "expected a global or shared tensor view")
-        return v
-
-    def frag(self, op: ir.Operation, value: ir.Value) -> Frag:
-        v = self.get(op, value)
-        if not isinstance(v, Frag):
-            raise LoweringError(op, "expected a register tensor of a full tile")
-        return v
 
     def operand(self, op: ir.Operation, value: ir.Value) -> Frag | Reduced | ir.Value:
         return value if tensor_type(value.type) is None else self.get(op, value)
@@ -97,16 +72,14 @@ class KernelLowering:
     def lower(self, op: ir.Operation) -> None:
         """Lower one tile op by its entry in LOWERINGS; an op without one is a located error."""
         name = op.name
-        self.epilogue.enter(op)
-        self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
+        self.enter(op)
         lowering = LOWERINGS.get(name)
         if lowering is None:
             why = EARLIER.get(name, "is not lowered by convert-tile-to-gpu yet")
             raise LoweringError(op, f"'{name}' {why}")
         result = lowering(self, op, IndexBuilder())
         if result is not None:
-            tile_spreads.check(op, op.results[0], result, self.threads)
-            self.values.put(op, op.results[0], result)
+            self.put(op, result)
 
     def tiled_mma(self, op: ir.Operation, b: IndexBuilder) -> None:
         pass  # its type says it all; fragment and gemm read it

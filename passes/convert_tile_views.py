@@ -28,36 +28,23 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import llvm
 
-from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError
-from tilec.passes import tile_remat, tile_views
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder
+from tilec.passes import tile_views
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_refusals import VIEW_OPS
-from tilec.passes.tile_rungs import lower_kernel
-from tilec.passes.tile_values import TileValues
+from tilec.passes.tile_rungs import Rung, lower_kernel
 from tilec.passes.tile_views import View
 
 
-class Views:
+class Views(Rung):
     """The views of one kernel, lowered in program order."""
 
     def __init__(self, func: ir.Operation, module: ir.Operation) -> None:
-        self.func, self.module = func, module
-        self.name = ir.StringAttr(func.attributes["sym_name"]).value
-        if "tile.threads" not in func.attributes:
-            raise LoweringError(func, "a tile kernel needs a tile.threads attribute")
-        dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
-        self.values = TileValues(0)
-        self.epilogue = tile_remat.Epilogue(func, dims)
+        super().__init__(func, module)
         self.buffers: dict[str, tuple[str, int]] = {}  # shared buffers: name -> (symbol, bytes)
 
-    def view(self, op: ir.Operation, value: ir.Value) -> View:
-        v = self.values.get(value)
-        if not isinstance(v, View):
-            raise LoweringError(op, "expected a global or shared tensor view")
-        return v
-
     def lower(self, op: ir.Operation) -> None:
-        self.epilogue.enter(op)
+        self.enter(op)
         b = IndexBuilder()
         name = op.name
         if name in ID_OPS:

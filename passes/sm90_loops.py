@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tilec.binding import defined_inside, enclosing_loops, inside
-from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term, after
 from tilec.passes.layout_fold import constant_index
 from tilec.passes.tile_loops import with_iter_args
 
@@ -79,17 +79,6 @@ def counter_of(
         i = n if last and at_end else index(lp, b)
         count = b.add(b.mul(count, n), i) if k else i
     return count
-
-
-def after(op: ir.Operation) -> ir.InsertionPoint:
-    """The insertion point right after `op` in its block."""
-    block = op.block
-    found = False
-    for o in block.operations:
-        if found:
-            return ir.InsertionPoint(o)
-        found = o.operation == op
-    return ir.InsertionPoint(block)
 
 
 @dataclass

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.binding import walk
-
 # Copy atoms by family (the name up to its first dot): convert-tile-copies lowers `auto` (a copy
 # without an atom) as vector loads and stores, `cp_async.*` as cp.async (tile_async checks the
 # width). Any other atom is refused: lowering it as one of these would silently emit something
@@ -69,13 +67,6 @@ def unlowered_copy(atom: str) -> str:
     if family in NOT_YET:
         why += f": {NOT_YET[family]}"
     return f"{why} (lowered: copy without an atom, copy<cp_async.*>)"
-
-
-def unlowered_region(func: ir.Operation) -> tuple[ir.Operation, str] | None:
-    """The first op of `func` (in program order) with a region attribute nothing lowers."""
-    found: list[tuple[ir.Operation, str]] = []
-    walk(func, lambda op: found.extend(region_refusal(op)))
-    return found[0] if found else None
 
 
 def region_refusal(op: ir.Operation) -> list[tuple[ir.Operation, str]]:

@@ -67,14 +67,6 @@ def thread_index(func: ir.Operation, dims: list[int]) -> ir.Value:
     return tid
 
 
-def after(value: ir.Value) -> ir.InsertionPoint:
-    """The insertion point right after the op defining `value` (in its block)."""
-    op = value.owner.operation
-    ops = list(op.block.operations)
-    later = next((o for o, prev in zip(ops[1:], ops, strict=False) if prev.operation == op), None)
-    return ir.InsertionPoint(later) if later is not None else ir.InsertionPoint(op.block)
-
-
 def untag(func: ir.Operation) -> None:
     """The last pass that reads the thread indices removes their tags."""
     for where in ("entry", "epilogue"):

@@ -14,7 +14,6 @@ from functools import cache
 
 from mlir import ir
 
-from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.text import parse_layout
 from tilec.lowering import LoweringError
@@ -220,10 +219,3 @@ def undistributed_result(op: ir.Operation) -> bool:
         if t is not None and t.space == "register" and t.tv is None:
             return True
     return False
-
-
-def undistributed(func: ir.Operation) -> ir.Operation | None:
-    """The first op whose result is a register tensor without its TV layout."""
-    found: list[ir.Operation] = []
-    walk(func, lambda op: found.append(op) if undistributed_result(op) else None)
-    return found[0] if found else None
