@@ -59,7 +59,8 @@ STAGES: tuple[Stage, ...] = (
         "layout-fold,tile-verify,tile-pipeline,convert-tile-sm90,tile-async-waits,"
         "tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-sync,"
         "convert-tile-reductions,convert-tile-elementwise,convert-tile-memory,convert-tile-copies,"
-        f"convert-tile-to-gpu,convert-layout-to-arith,pipeline-steady-state,{CANONICALIZE},cse",
+        "convert-tile-mma,convert-tile-to-gpu,convert-layout-to-arith,pipeline-steady-state,"
+        f"{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),
     Stage(

@@ -29,6 +29,7 @@ BUILTIN: dict[str, str] = {
     "convert-tile-elementwise": "convert_tile_elementwise",
     "convert-tile-memory": "convert_tile_memory",
     "convert-tile-copies": "convert_tile_copies",
+    "convert-tile-mma": "convert_tile_mma",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
     "pipeline-steady-state": "pipeline_steady_state",
     "outline-tile-kernels": "outline_tile_kernels",

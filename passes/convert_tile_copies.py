@@ -1,7 +1,7 @@
 """Passes: `convert-tile-copies`, block-level copies become per-thread accesses, by atom family.
 
-A rung of the SM80 lowering (after convert-tile-views, whose casts it reads; the last before
-convert-tile-to-gpu, as it makes the most ops and each rung walks the kernel once). A
+A rung of the SM80 lowering (after convert-tile-views, whose casts it reads; late in the stage,
+before convert-tile-mma, as it makes many ops and each rung walks the kernel once). A
 `tile.copy` moves a tile between two views with every thread of the block; its atom's family
 (the name up to its first dot) picks the lowering from `FAMILIES`:
 

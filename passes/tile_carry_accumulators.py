@@ -19,7 +19,7 @@ updates it:
     "tile.store"(%r, %c)
 
 Every use after a gemm reads its result; a `fill` of the accumulator in its own block stays in
-place. A prefetching gemm (tile-pipeline's `tile.prefetch`) is carried alike: convert-tile-to-gpu
+place. A prefetching gemm (tile-pipeline's `tile.prefetch`) is carried alike: convert-tile-mma
 loads its next k-step's fragments before the loop and carries them after the loop's own
 iter_args. An accumulator that a gemm updates inside another region than a loop (an `scf.if`)
 is a located error: nothing there would carry it out. In the `lowered` stage, before

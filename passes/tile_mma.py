@@ -1,4 +1,4 @@
-r"""Passes (lowered stage): mma.sync m16n8k16 fragments, ldmatrix and gemm (convert-tile-to-gpu).
+r"""Passes (lowered stage): mma.sync m16n8k16 fragments, ldmatrix and gemm (convert-tile-mma).
 
 A tiled MMA of atoms (WM, WN, 1) gives each warp one contiguous (BM/WM)×(BN/WN) piece of the
 block tile; warp w = tid / 32 sits at (w mod WM, w div WM) (column-major, as CuTe's atom

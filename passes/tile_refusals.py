@@ -41,7 +41,7 @@ VIEW_OPS = (
     "tile.permute",
     "tile.alloc_shared",
 )
-# What the passes before convert-tile-to-gpu lower, by op name: why it refuses them.
+# What the rungs before convert-tile-to-gpu lower, by op name: why it refuses them.
 ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")
 RUNGS = {  # the SM80 rung that lowers each op
     **dict.fromkeys(VIEW_OPS, "convert-tile-views"),
@@ -50,6 +50,7 @@ RUNGS = {  # the SM80 rung that lowers each op
     **dict.fromkeys((*ELEMENTWISE, "tile.coord"), "convert-tile-elementwise"),
     **dict.fromkeys(("tile.load", "tile.store"), "convert-tile-memory"),
     "tile.copy": "convert-tile-copies",
+    **dict.fromkeys(("tile.tiled_mma", "tile.gemm"), "convert-tile-mma"),
 }
 EARLIER = {name: f"is lowered by {rung}, which must run first" for name, rung in RUNGS.items()}
 for name in ELEMENTWISE:

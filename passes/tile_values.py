@@ -81,17 +81,19 @@ class TileValues:
 
     def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
         """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
-        every use of it reads from here on (the tile ops before have been lowered already; an
-        earlier pass's pending casts before `op` keep reading the value as it was)."""
+        every use of it after `op` reads from here on. `op` itself and a use before it (a later
+        pass's tile op, an earlier pass's pending cast, a loop's initial value) keep reading the
+        value as it was; so does a pending cast this pass made (not in `ops`: it was made before
+        `op`)."""
         c = self.cast(op, value.type, lowered)
-        pending = [(u.owner, u.operand_number) for u in value.uses if PENDING in u.owner.attributes]
-        if pending and self.order is None:
+        uses = [(u.owner, u.operand_number) for u in value.uses]
+        if self.order is None and self.ops:
             self.order = {o.operation: i for i, o in enumerate(self.ops)}
-        where = self.order.get(op.operation) if pending else None
+        where = self.order.get(op.operation) if self.order else None
         keep = [
             (owner, i)
-            for owner, i in pending
-            if where is not None and self.order.get(owner.operation, where) < where
+            for owner, i in uses
+            if where is not None and self.order.get(owner.operation, -1) <= where
         ]
         value.replace_all_uses_with(c.results[0])
         for owner, i in keep:

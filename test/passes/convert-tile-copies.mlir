@@ -5,7 +5,7 @@
 // convert-tile-views cast and the kernel's thread index, read once at its top and tagged for
 // convert-tile-to-gpu, which reads the same one (and refuses a copy itself).
 // RUN: tile-opt -p tile-async-waits,convert-tile-views,convert-tile-copies %s | filecheck %s
-// RUN: tile-opt -p tile-async-waits,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: tile-opt -p tile-async-waits,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
 // RUN: not tile-opt -p tile-async-waits,convert-tile-views,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p convert-tile-views,convert-tile-copies --split-input-file --verify-diagnostics %s.bad
 

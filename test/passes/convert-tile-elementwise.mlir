@@ -6,8 +6,8 @@
 // convert-tile-to-gpu then lowers the load and the reduction and replaces each pending cast by
 // the scalars it made, and alone refuses an elementwise op that is not an epilogue's.
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise %s | filecheck %s
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
-// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p convert-tile-elementwise --split-input-file --verify-diagnostics %s.bad
 
 // CHECK-LABEL: func.func @rows(

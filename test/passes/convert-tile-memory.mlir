@@ -5,8 +5,8 @@
 // a fragment convert-tile-to-gpu lowers later, is read as a pending cast. Then a (4,256) row
 // tile loaded (16-byte chunks under a uniform test, predicated otherwise) and stored.
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory %s | filecheck %s
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
-// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-sync,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-memory --split-input-file --verify-diagnostics %s.bad
 // RUN: not tile-opt -p tile-distribute,convert-tile-memory %s 2>&1 | filecheck %s --check-prefix=NOVIEWS
 

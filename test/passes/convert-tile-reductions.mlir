@@ -6,8 +6,8 @@
 // elementwise op that read it earlier as pending now reads its cast. convert-tile-to-gpu
 // lowers the loads and stores, reconciles, and alone refuses a reduction.
 // RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions %s | filecheck %s
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
-// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: not tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p tile-distribute,convert-tile-reductions --split-input-file --verify-diagnostics %s.bad
 
 // CHECK-DAG: llvm.mlir.global internal @__reduce_rows() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>

@@ -3,9 +3,9 @@
 // shared buffers addrspace-3 globals, reductions shuffles. A swizzled address stays layout IR
 // (a `layout.apply` of the swizzle as a function of the buffer's elements) until
 // convert-layout-to-arith makes it xor/shift/and, as in the default pipeline.
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu,convert-layout-to-arith --split-input-file %s | filecheck %s
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=APPLY
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu,convert-layout-to-arith --split-input-file %s | filecheck %s
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=APPLY
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
 
 // vadd: 4096 f32 over 256 threads = 4 chunks of vector<4xf32> per thread and operand. The
 // edge version: where every 16-byte run is wholly inside N or wholly past it (N a multiple of

@@ -5,7 +5,7 @@
 // (`cut`). `size` becomes the extent, the ids gpu's. convert-tile-to-gpu reads the casts (and
 // refuses the view ops themselves), then erases them.
 // RUN: tile-opt -p convert-tile-views %s | filecheck %s
-// RUN: tile-opt -p convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
+// RUN: tile-opt -p convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %s | filecheck %s --check-prefix=LOWERED
 // RUN: not tile-opt -p convert-tile-to-gpu %s 2>&1 | filecheck %s --check-prefix=ALONE
 // RUN: tile-opt -p convert-tile-views --split-input-file --verify-diagnostics %s.bad
 

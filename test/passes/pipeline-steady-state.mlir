@@ -5,7 +5,7 @@
 // plain cp.async (no source size), the commit, 128 mma.sync. The general copy keeps the
 // alignment tests and always takes the zero-filling form (one copy path: fewer registers live).
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D NARROW=0 -D BK=64 -D STAGES=3 --emit tile -o %t.tile.mlir
-// RUN: tile-opt -p tile-pipeline,tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
+// RUN: tile-opt -p tile-pipeline,tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu %t.tile.mlir -o %t.low.mlir
 // RUN: tile-opt -p pipeline-steady-state %t.low.mlir | filecheck %s
 // RUN: tile-opt -p "pipeline-steady-state{interleave=1}" %t.low.mlir | filecheck %s --check-prefix=SPREAD
 // Without the pass the loop is one, and its copies branch.
@@ -14,7 +14,7 @@
 // the fast one, each holding that width's copies alone: 16-byte zero-filling, 8- and 4-byte
 // cp.async.ca, then element by element.
 // RUN: tilec compile %repo/examples/gemm_sm80.tile -D PREFETCH=0 -D BK=64 -D STAGES=3 --emit tile -o %t.narrow.mlir
-// RUN: tile-opt -p tile-pipeline,tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu,pipeline-steady-state %t.narrow.mlir | filecheck %s --check-prefix=NARROW
+// RUN: tile-opt -p tile-pipeline,tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu,pipeline-steady-state %t.narrow.mlir | filecheck %s --check-prefix=NARROW
 
 // CHECK-COUNT-2: nvvm.cp.async.commit.group
 // A's and B's alignment: base | 2 K has no low 4 bits (the k-tile offset, a multiple of 64

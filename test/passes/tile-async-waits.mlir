@@ -3,8 +3,8 @@
 // (tile.async_wait {pending = n}: the n newest groups stay in flight). convert-tile-to-gpu then
 // lowers both one to one (the LOWERED prefix).
 // RUN: tile-opt -p tile-async-waits --split-input-file %s | filecheck %s
-// RUN: tile-opt -p tile-async-waits,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
+// RUN: tile-opt -p tile-async-waits,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.bad
 
 // At the loop's top the previous iteration's copy may be in flight: wait for all. The copy
 // into sX issued after the barrier stays in flight through the load of sZ (not its buffer),

@@ -3,7 +3,7 @@
 // after a gemm or a loop reads the new value; then convert-tile-to-gpu carries its scalars as
 // it carries a var's.
 // RUN: tile-opt -p tile-carry-accumulators --split-input-file %s | filecheck %s
-// RUN: tile-opt -p tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
+// RUN: tile-opt -p tile-carry-accumulators,tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
 // RUN: tile-opt -p tile-carry-accumulators --split-input-file --verify-diagnostics %s.bad
 // RUN: tile-opt -p tile-carry-accumulators %s.prefetch | filecheck %s --check-prefix=PREFETCH
 // RUN: tilec compile %repo/examples/gemm_sm80.tile --arch sm_80 --emit lowered | filecheck %s --check-prefix=PREFETCH-LOWERED

@@ -2,10 +2,10 @@
 // column-major index) written into its type, `!tile.frag<ELEM, LAYOUT, TV>`; convert-tile-to-gpu
 // lowers each register tensor as its type says, and refuses one without it.
 // RUN: tile-opt -p tile-distribute --split-input-file %s | filecheck %s
-// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
+// RUN: tile-opt -p tile-distribute,convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file %s | filecheck %s --check-prefix=LOWERED
 // RUN: tile-opt -p tile-distribute --split-input-file --verify-diagnostics %s.bad
 // RUN: not tile-opt -p convert-tile-to-gpu --split-input-file %s 2>&1 | filecheck %s --check-prefix=BARE
-// RUN: tile-opt -p convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.typed
+// RUN: tile-opt -p convert-tile-views,convert-tile-copies,convert-tile-elementwise,convert-tile-reductions,convert-tile-memory,convert-tile-sync,convert-tile-mma,convert-tile-to-gpu --split-input-file --verify-diagnostics %s.typed
 // RUN: not tile-opt -p tile-distribute --split-input-file %s.typed 2>&1 | filecheck %s --check-prefix=RETYPE
 // RUN: tilec compile %repo/examples/attention.tile -D BM=64 --emit tile | tile-opt -p tile-distribute | filecheck %s --check-prefix=FLASH
 

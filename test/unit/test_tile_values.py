@@ -235,24 +235,62 @@ def test_a_value_lowered_otherwise_than_read_is_a_located_error() -> None:
         reconcile(pending_casts(value.owner.parent))
 
 
-@pytest.mark.usefixtures("block")
-def test_an_update_leaves_earlier_pending_reads_on_the_value_as_it_was() -> None:
-    """A fill after a pending read: the read keeps the value before the fill, a read after it
-    takes the filled one."""
+def lowered_frag() -> tuple[Partition, TileValues, ir.Value, list[list[ir.Value]]]:
+    """A (4, 256) register tensor lowered to scalars: its partition, values, cast and scalars."""
     part = Partition((4, 256), 1, 4, THREADS)
     values = TileValues(THREADS)
     value = frag_source(part)
     first = [scalars(part.vec) for _ in range(part.iters)]
     values.put(value.owner, value, Frag(part, ir.F32Type.get(), first))
-    tensor = values.casts[0].results[0]
-    before = read(values.pending(value.owner, tensor))
-    fill = ir.Operation.create("test.fill")
-    after = read(values.pending(value.owner, tensor))
+    return part, values, values.casts[0].results[0], first
+
+
+def update_in_place(values, op, tensor, part, before_update=None) -> list[list[ir.Value]]:  # noqa: ANN001
+    """`tensor` updated in place at `op` to fresh scalars (the block's ops in `values.ops`; what
+    `before_update` makes is not among them); returns those scalars."""
     order: list[ir.Operation] = []
-    walk(value.owner.parent, order.append)
+    walk(tensor.owner.parent, order.append)
     values.ops = order
+    if before_update is not None:
+        before_update()
     filled = [scalars(part.vec) for _ in range(part.iters)]
-    values.update(fill, tensor, Frag(part, ir.F32Type.get(), filled))
-    reconcile(pending_casts(value.owner.parent))
+    values.update(op, tensor, Frag(part, ir.F32Type.get(), filled))
+    return filled
+
+
+@pytest.mark.usefixtures("block")
+def test_an_update_leaves_earlier_pending_reads_on_the_value_as_it_was() -> None:
+    """A fill after a pending read: the read keeps the value before the fill, a read after it
+    takes the filled one."""
+    part, values, tensor, first = lowered_frag()
+    before = read(values.pending(tensor.owner, tensor))
+    fill = ir.Operation.create("test.fill")
+    after = read(values.pending(tensor.owner, tensor))
+    filled = update_in_place(values, fill, tensor, part)
+    reconcile(pending_casts(tensor.owner.parent))
     assert list(before.operands) == flat(first)
     assert list(after.operands) == flat(filled)
+
+
+@pytest.mark.usefixtures("block")
+def test_an_update_moves_only_the_uses_after_it() -> None:
+    """An in-place update in a rung that runs before others (convert-tile-mma before
+    convert-tile-to-gpu, or any order): an unlowered op before it keeps the value as it was, as
+    does a pending read this pass made for the update itself (not in `ops`); an op after it
+    reads the updated value."""
+    part, values, tensor, _ = lowered_frag()
+    before = ir.Operation.create("test.use", operands=[tensor])  # a later rung's op
+    update = ir.Operation.create("test.update", operands=[tensor])
+    after = ir.Operation.create("test.use", operands=[tensor])
+    own: list[ir.Operation] = []
+
+    def made_by_this_pass() -> None:  # a pending read for the update, not in `ops`
+        own.append(ir.Operation.create(CAST, [ir.F32Type.get()], [tensor]))
+        own[0].attributes[PENDING] = ir.UnitAttr.get()
+
+    filled = update_in_place(values, update, tensor, part, made_by_this_pass)
+    own = own[0]
+    new = values.casts[-1].results[0]
+    assert before.operands[0] == tensor and own.operands[0] == tensor
+    assert update.operands[0] == tensor
+    assert after.operands[0] == new and list(new.owner.operands) == flat(filled)
