@@ -5,20 +5,20 @@ A rung of the SM80 lowering over register tensors (after convert-tile-views). Ea
 scalars, element by element (scalars and reduced tensors broadcast), and its value a cast of
 them to its `!tile.frag` type (passes/tile_values.py). An operand a later pass lowers (a load,
 a reduction, a gemm, a loop's value) is read as the scalars it will become: a cast of it to
-them, `tile.pending`, spread as its type says; convert-tile-to-gpu lowers its op and replaces
-each such cast by the scalars it made (`tile_values.reconcile`), a located error where they
-differ. This is MLIR's partial conversion, the cast pairs its materialisations:
+them, `tile.pending`, spread as its type says; the rung that lowers its op casts the scalars it
+made, and convert-tile-to-gpu replaces each pending cast by them (`tile_values.reconcile`), a
+located error where they differ. This is MLIR's partial conversion, the cast pairs its materialisations:
 
     %y = "tile.unary"(%x) {op = "exp"} : (!tile.frag<f32, L, TV>) -> !tile.frag<f32, L, TV>
   →
     %x0, %x1, ... = builtin.unrealized_conversion_cast %x : !tile.frag<...> to f32, f32, ...
-                    {tile.pending}                    (the load of %x: convert-tile-to-gpu)
+                    {tile.pending}                    (the load of %x: convert-tile-memory)
     %e0 = math.exp2 ... ; %e1 = ...
     %y = builtin.unrealized_conversion_cast %e0, %e1, ... : f32, f32, ... to !tile.frag<...>
 
-Left to convert-tile-to-gpu: the ops on an epilogue value computed where it is stored (a
-`load(..., like = acc)` whose value flows through elementwise ops alone into a store:
-tile_epilogue.stored_later), which are lowered with their store, chunk by chunk.
+Left to convert-tile-memory: the ops on an epilogue value computed where it is stored (a
+`load(..., like = acc)` whose value flows through elementwise ops alone into a store, marked
+`tile.deferred` by tile-distribute), which are lowered with their store, chunk by chunk.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ unit-stride mode, tile_memory), or as its `like` operand is spread (an MMA accum
 tile_epilogue); `tile.store` writes a register tensor into a view (a reduced tensor's one value
 per group, an accumulator's pairs, or chunks), both predicated on the view's bounds and with a
 uniform fast path when the tile is inside and aligned (docs/passes.md). An epilogue whose load
-flows through elementwise ops alone into a store (tile_epilogue.stored_later) is computed
-where it is stored, chunk by chunk: this pass lowers that load, the elementwise ops on its
-value (deferred, with tile_elementwise's lowerings) and the store together.
+flows through elementwise ops alone into a store (marked `tile.deferred` by tile-distribute:
+tile_epilogue.mark_deferred) is computed where it is stored, chunk by chunk: this pass lowers
+that load, the elementwise ops on its value (deferred, with tile_elementwise's lowerings) and
+the store together.
 
     %x = "tile.load"(%v) {other = 0.0 : f32} : (!tile.tensor<f32, "global", ...>) -> !tile.frag<...>
   →

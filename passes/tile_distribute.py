@@ -38,6 +38,7 @@ from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
 from tilec.lowering import LoweringError
+from tilec.passes import tile_epilogue
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.passes.tile_fragments import Partition, combined_spread
@@ -331,3 +332,4 @@ class TileDistribute(Pass):
         for value, spread in spreads.of.items():
             if (why := retype(value, spread, spreads.threads)) is not None:
                 raise LoweringError(defining_op(value), why)
+        tile_epilogue.mark_deferred(func)

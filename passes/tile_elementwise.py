@@ -94,16 +94,6 @@ LOWERINGS: dict[str, Callable[[Operands, ir.Operation], Value]] = {
 
 
 def deferred(op: ir.Operation) -> bool:
-    """Whether `op` computes on an epilogue value that is computed where it is stored: one of
-    its operands is a `load(..., like = x)` that tile_epilogue defers, or such an op's value."""
-    for v in op.operands:
-        source = v.owner
-        if isinstance(source, ir.Block):
-            continue
-        source = source.operation
-        if source.name == "tile.load" and len(source.operands) > 1:
-            if tile_epilogue.stored_later(source):
-                return True
-        elif source.name in tile_epilogue.ELEMENTWISE and deferred(source):
-            return True
-    return False
+    """Whether `op` computes on an epilogue value that is computed where it is stored (marked
+    so by tile-distribute: tile_epilogue.mark_deferred)."""
+    return tile_epilogue.DEFERRED in op.attributes

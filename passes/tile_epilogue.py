@@ -1,5 +1,5 @@
 r"""Passes (lowered stage): `load(t, like = x)`, a tile read into another register tensor's
-partition, and GEMM epilogues that load, combine and store chunk by chunk (convert-tile-to-gpu).
+partition, and GEMM epilogues that load, combine and store chunk by chunk (convert-tile-memory).
 
 A plain load spreads its tile over the threads as its own layout suits (`tile_fragments`);
 with `like`, it takes the partition of `x` instead, so the two combine elementwise. For an MMA
@@ -19,7 +19,9 @@ Loaded at the `load`, a 128×128 C tile would sit in registers beside the 128 ac
 each thread until the store, and spill. So when the loaded value only flows through
 elementwise math into a `store` of the same block, with nothing between that writes memory or
 orders threads, the load is `Deferred`: the store computes each chunk where it writes it
-(load pair, math, store pair), and its fast path also asks the loads' bounds and alignment:
+(load pair, math, store pair), and its fast path also asks the loads' bounds and alignment.
+tile-distribute decides it once, on the tile ops (`mark_deferred`), and marks the load and the
+elementwise ops on its way to the store `tile.deferred`; the rungs read the mark:
 
     c = load(gC, like = acc)                 store: if whole tile in bounds and aligned:
     b = load(gBias, like = acc)                       for each chunk: ld.v2 C, ld.v2 bias,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
 from tilec.passes.tile_access import Side, if_else, read_chunk
 from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
@@ -40,22 +43,50 @@ from tilec.passes.tile_mma import MmaPartition, PairCoords
 from tilec.passes.tile_views import View
 
 # What a deferred value may pass through on its way to the store, and what it may not move
-# past: ops that write memory, order threads or hold regions (which may do either), tile ops
-# and those an earlier pass lowered them to (convert-tile-copies: stores, cp.async, predicated
-# stores as inline asm; a `mov.` asm is a register read, tile_remat's).
+# past: tile ops that write memory or order threads, ops that hold regions (which may do
+# either), and, in hand-written IR, the lowered forms of those (stores, calls, barriers, any
+# nvvm op, inline asm).
+DEFERRED = "tile.deferred"
 ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert")
-ORDERED = ("tile.store", "tile.copy", "tile.gemm", "tile.barrier", "tile.reduce", "tile.fill")
-LOWERED_ORDERED = ("llvm.store", "llvm.call", "gpu.barrier")
+ORDERED = (
+    "tile.store",
+    "tile.copy",
+    "tile.gemm",
+    "tile.barrier",
+    "tile.reduce",
+    "tile.cluster_reduce",
+    "tile.fill",
+    "tile.async_commit",
+    "tile.async_wait",
+)
+LOWERED_ORDERED = ("llvm.store", "llvm.call", "gpu.barrier", "llvm.inline_asm")
 
 
 def ordered(op: ir.Operation) -> bool:
     """Whether a deferred load may not move past `op` (see ORDERED)."""
     name = op.name
-    if name in ORDERED or name in LOWERED_ORDERED or name.startswith("nvvm.") or op.regions:
-        return True
-    if name == "llvm.inline_asm":
-        return not ir.StringAttr(op.attributes["asm_string"]).value.startswith("mov.")
-    return False
+    lowered = name in LOWERED_ORDERED or name.startswith("nvvm.")
+    return name in ORDERED or lowered or bool(op.regions)
+
+
+def mark_deferred(func: ir.Operation) -> None:
+    """Mark each `load(t, like = x)` whose value is stored later (`stored_later`), and the
+    elementwise ops between it and the store, `tile.deferred` (decided on the tile ops, before
+    any rung lowers one)."""
+    loads: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        if op.name == "tile.load" and len(op.operands) > 1:
+            loads.append(op)
+
+    walk(func, visit)
+    for load in loads:
+        if not stored_later(load):
+            continue
+        op = load
+        while op.name != "tile.store":
+            op.attributes[DEFERRED] = ir.UnitAttr.get()
+            op = next(iter(op.results[0].uses)).owner.operation
 
 
 def load(
@@ -68,10 +99,10 @@ def load(
         if shape != like.part.block:
             raise LoweringError(op, f"loading a {shape} tile like a {like.part.block} fragment")
         reader = FragmentReader(view, other, like.part, tid, threads)
-        return reader.deferred() if stored_later(op) else reader.now()
+        return reader.deferred() if DEFERRED in op.attributes else reader.now()
     if shape != like.part.shape:
         raise LoweringError(op, f"loading a {shape} tile like a {like.part.shape} tensor")
-    if stored_later(op):
+    if DEFERRED in op.attributes:
         return deferred_load(view, other, like.part, tid)
     return load_tile(op, view, other, tid, threads, like.part)
 

@@ -88,11 +88,17 @@ func.func @columns(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile
 // An MMA's accumulator: the tiled m16n8k16 C layout over 2x2 warps on a 64x64 block
 // (atoms.tiled_c): lanes (4,8):(128,1) (column pair 2q, row g), warps (2,2):(32,2048); values
 // (2,2):(64,8) (column +1, row +8), repeats (2,4):(16,512). What is loaded like it is spread
-// as it is, and so is the epilogue's math on both.
+// as it is, and so is the epilogue's math on both. The loaded value reaches the store through
+// elementwise ops alone with nothing between that writes memory: the load, the convert and the
+// add are marked tile.deferred (computed where they are stored), the fill and the store not.
 // CHECK-LABEL: func.func @accumulator(
 // CHECK: "tile.fragment"({{.*}} -> !tile.frag<f32, "(4,2,4):(1,4,8)", "((4,8,2,2),(2,2,2,4)):((128,1,32,2048),(64,8,16,512))">
-// CHECK: "tile.load"({{.*}} -> !tile.frag<f16, "(4,2,4):(1,4,8)", "((4,8,2,2),(2,2,2,4)):((128,1,32,2048),(64,8,16,512))">
-// CHECK: "tile.binary"({{.*}} -> !tile.frag<f32, "(4,2,4):(1,4,8)", "((4,8,2,2),(2,2,2,4)):((128,1,32,2048),(64,8,16,512))">
+// CHECK: "tile.fill"({{.*}}) {value = 0.000000e+00 : f32} :
+// CHECK: "tile.load"({{.*}}) {other = 0.000000e+00 : f16, tile.deferred} : ({{.*}} -> !tile.frag<f16, "(4,2,4):(1,4,8)", "((4,8,2,2),(2,2,2,4)):((128,1,32,2048),(64,8,16,512))">
+// CHECK: "tile.convert"({{.*}}) {tile.deferred}
+// CHECK: "tile.binary"({{.*}}) {op = "add", tile.deferred} : ({{.*}} -> !tile.frag<f32, "(4,2,4):(1,4,8)", "((4,8,2,2),(2,2,2,4)):((128,1,32,2048),(64,8,16,512))">
+// CHECK-NOT: tile.deferred
+// CHECK: return
 func.func @accumulator(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
   %0 = "tile.make_tensor"(%arg0, %arg1, %arg1, %arg1) {name = "C"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,?):(?,1)">
   %1 = "tile.local_tile"(%0, %arg1, %arg1) {coord = "(?,?)", tile = array<i64: 64, 64>} : (!tile.tensor<f16, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f16, "global", "(64,64):(?,1)">
