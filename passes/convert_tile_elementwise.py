@@ -7,7 +7,8 @@ them to its `!tile.frag` type (passes/tile_values.py). An operand a later pass l
 a reduction, a gemm, a loop's value) is read as the scalars it will become: a cast of it to
 them, `tile.pending`, spread as its type says; the rung that lowers its op casts the scalars it
 made, and convert-tile-to-gpu replaces each pending cast by them (`tile_values.reconcile`), a
-located error where they differ. This is MLIR's partial conversion, the cast pairs its materialisations:
+located error where they differ. This is MLIR's partial conversion, the cast pairs its
+materialisations:
 
     %y = "tile.unary"(%x) {op = "exp"} : (!tile.frag<f32, L, TV>) -> !tile.frag<f32, L, TV>
   →

@@ -24,8 +24,8 @@ its iter_arg, which convert-tile-to-gpu reconciles when it rebuilds the loop:
 
 A prefetching gemm (tile-pipeline's `tile.prefetch`) reads k-step 0 of its first stage before
 its loop; the loop is rebuilt here to carry those fragments (i32 iter_args after its own) and
-each iteration loads the next stage's k-step 0 before its last mma.sync (tile_mma.gemm_prefetch),
-which its yield passes on.
+each iteration loads the next stage's k-step 0 before its last mma.sync
+(tile_mma_gemm.gemm_prefetch), which its yield passes on.
 """
 
 from __future__ import annotations
@@ -40,7 +40,14 @@ from tilec.binding import is_float_attr
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes import tile_carry, tile_mma, tile_mma_regs, tile_pipeline, tile_views
+from tilec.passes import (
+    tile_carry,
+    tile_mma,
+    tile_mma_gemm,
+    tile_mma_regs,
+    tile_pipeline,
+    tile_views,
+)
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_carry import CARRY_FIRST
 from tilec.passes.tile_fragments import Frag
@@ -102,7 +109,7 @@ class Mma(Rung):
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
-            tile_mma.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
+            tile_mma_gemm.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
             self.waiting[loop] -= 1
             if not self.waiting[loop]:
                 self.pass_on(loop)
@@ -114,7 +121,7 @@ class Mma(Rung):
         if isinstance(a, Frag):  # an accumulator as A: the FA2 trick
             tile_mma_regs.gemm_register_a(op, a, bv, acc, self.tid, barriers)
         else:
-            tile_mma.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
+            tile_mma_gemm.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
         return acc
 
     def accumulator(self, gemm: ir.Operation, value: ir.Value) -> Frag:
@@ -154,7 +161,7 @@ class Mma(Rung):
             init = self.accumulator(gemm, loop.operands[3 + acc.arg_number - 1])
             a, bv = self.stage_view(gemm, 1, None), self.stage_view(gemm, 2, None)
             with ir.InsertionPoint(loop), gemm.location:
-                preloads.append((gemm, tile_mma.preload(gemm, a, bv, init, self.tid)))
+                preloads.append((gemm, tile_mma_gemm.preload(gemm, a, bv, init, self.tid)))
         own = list(loop.operands)[3:]
         extra = [v for _, f in preloads for row in f.values for v in row]
         new = moved_loop(loop, own + extra, keep_yield=True)

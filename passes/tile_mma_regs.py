@@ -22,7 +22,8 @@ from mlir.dialects import llvm
 
 from tilec.lowering import LoweringError
 from tilec.passes.tile_fragments import Frag, constant
-from tilec.passes.tile_mma import AK, MmaPartition, check_operand, gemm_steps
+from tilec.passes.tile_mma import AK, MmaPartition, check_operand
+from tilec.passes.tile_mma_gemm import gemm_steps
 from tilec.passes.tile_views import View
 
 

@@ -19,7 +19,7 @@ from tilec.targets import smem_optin
 # barriers of their own: the pipeline's wait + barrier at the top of each iteration covers both.
 PIPELINED = "tile.pipelined"
 # On a tile.gemm the pass lets own the loop's wait + barrier: the cp.async groups that wait
-# may leave pending (`tile_mma.gemm_prefetch` lowers it).
+# may leave pending (`tile_mma_gemm.gemm_prefetch` lowers it).
 PREFETCH = "tile.prefetch"
 
 
@@ -132,7 +132,7 @@ class Pipeline:
 
     def prefetchable(self) -> ir.Operation | None:
         """The loop's one tile.gemm when it reads two pipelined buffers as its A and B and
-        nothing else reads them: it can then own the wait + barrier (`tile_mma.gemm_prefetch`).
+        nothing else reads them: it can then own the wait + barrier (`tile_mma_gemm.gemm_prefetch`).
         """
         readers = [
             (use.owner, use.operand_number)
