@@ -112,7 +112,7 @@ def ring_bytes(stages: int, stage_bytes: int, epilogue_bytes: int) -> int:
     return stages * stage_bytes + epilogue_bytes + 2 * stages * BARRIER_BYTES + SLOT_ALIGN
 
 
-# The SM90 epilogue's shared chunks (passes/sm90_epilogue): per consumer warp group, BUFFERS
+# The SM90 epilogue's shared chunks (lowering/sm90_epilogue): per consumer warp group, BUFFERS
 # chunks of 64 rows of one 128-byte swizzle row each.
 EPILOGUE_CHUNK_BYTES = 64 * 128
 EPILOGUE_BUFFERS = 2

@@ -28,12 +28,12 @@ from collections.abc import Callable
 
 from mlir import ir
 
-from tilec.lowering import LoweringError
-from tilec.passes import tile_async, tile_async_waits, tile_memory, tile_pipeline
+from tilec.lowering import LoweringError, tile_async, tile_memory
+from tilec.lowering.tile_refusals import UNWAITED, unlowered_copy
+from tilec.lowering.tile_rungs import Rung, lower_kernel
+from tilec.lowering.tile_views import View
+from tilec.passes import tile_async_waits, tile_pipeline
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import UNWAITED, unlowered_copy
-from tilec.passes.tile_rungs import Rung, lower_kernel
-from tilec.passes.tile_views import View
 
 Copy = Callable[["Copies", ir.Operation, str, View, View], None]
 

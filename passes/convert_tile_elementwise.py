@@ -3,7 +3,7 @@
 A rung of the SM80 lowering over register tensors (after convert-tile-views). Each elementwise op
 (`binary`, `unary`, `convert`, `compare`, `select`, `coord`) becomes its math on each thread's
 scalars, element by element (scalars and reduced tensors broadcast), and its value a cast of
-them to its `!tile.frag` type (passes/tile_values.py). An operand a later pass lowers (a load,
+them to its `!tile.frag` type (lowering/tile_values.py). An operand a later pass lowers (a load,
 a reduction, a gemm, a loop's value) is read as the scalars it will become: a cast of it to
 them, `tile.pending`, spread as its type says; the rung that lowers its op casts the scalars it
 made, and convert-tile-to-gpu replaces each pending cast by them (`tile_values.reconcile`), a
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from mlir import ir
 
+from tilec.lowering.tile_elementwise import LOWERINGS, Operands, deferred
+from tilec.lowering.tile_rungs import Rung, lower_kernel
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_elementwise import LOWERINGS, Operands, deferred
-from tilec.passes.tile_rungs import Rung, lower_kernel
 
 
 class Elementwise(Rung, Operands):

@@ -26,8 +26,8 @@ from mlir import ir
 from mlir.dialects import arith
 
 from tilec.binding import is_float_attr
-from tilec.lowering import LoweringError
-from tilec.passes import (
+from tilec.lowering import (
+    LoweringError,
     tile_elementwise,
     tile_epilogue,
     tile_memory,
@@ -35,10 +35,10 @@ from tilec.passes import (
     tile_mma_store,
     tile_spreads,
 )
+from tilec.lowering.tile_fragments import Partition, Reduced, constant, convert, elementwise
+from tilec.lowering.tile_rungs import Rung, Value, lower_kernel
+from tilec.lowering.tile_views import tensor_type
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_fragments import Partition, Reduced, constant, convert, elementwise
-from tilec.passes.tile_rungs import Rung, Value, lower_kernel
-from tilec.passes.tile_views import tensor_type
 
 MASK_SPREAD = (
     "the mask is spread over the threads differently from the value stored (hint: make the "

@@ -39,23 +39,25 @@ from mlir.dialects import scf
 from tilec.binding import is_float_attr
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import MmaType
-from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes import (
+from tilec.lowering import (
+    IndexBuilder,
+    LoweringError,
+    Term,
     tile_carry,
     tile_mma,
     tile_mma_gemm,
     tile_mma_regs,
-    tile_pipeline,
     tile_views,
 )
+from tilec.lowering.tile_carry import CARRY_FIRST
+from tilec.lowering.tile_fragments import Frag
+from tilec.lowering.tile_loops import moved_loop
+from tilec.lowering.tile_rungs import Rung, lower_kernel
+from tilec.lowering.tile_spreads import decode
+from tilec.lowering.tile_values import cut_of
+from tilec.lowering.tile_views import View, tensor_type
+from tilec.passes import tile_pipeline
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_carry import CARRY_FIRST
-from tilec.passes.tile_fragments import Frag
-from tilec.passes.tile_loops import moved_loop
-from tilec.passes.tile_rungs import Rung, lower_kernel
-from tilec.passes.tile_spreads import decode
-from tilec.passes.tile_values import cut_of
-from tilec.passes.tile_views import View, tensor_type
 
 
 class Mma(Rung):

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.lowering import after
-from tilec.passes import tile_cluster, tile_mma
+from tilec.lowering import after, tile_cluster, tile_mma
+from tilec.lowering.tile_reduce import reduce
+from tilec.lowering.tile_reduce_mma import reduce_mma
+from tilec.lowering.tile_rungs import Rung, Value, lower_kernel
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_reduce import reduce
-from tilec.passes.tile_reduce_mma import reduce_mma
-from tilec.passes.tile_rungs import Rung, Value, lower_kernel
 
 
 class Reductions(Rung):

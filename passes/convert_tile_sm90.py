@@ -32,8 +32,12 @@ from mlir.dialects import arith, gpu, llvm
 from tilec import smem
 from tilec.binding import walk
 from tilec.dialects.tile.types import MmaType
-from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError, Term
-from tilec.passes import (
+from tilec.lowering import (
+    DIMS,
+    ID_OPS,
+    IndexBuilder,
+    LoweringError,
+    Term,
     sm90_cluster,
     sm90_epilogue,
     sm90_pingpong,
@@ -41,16 +45,15 @@ from tilec.passes import (
     sm90_tma,
     sm90_values,
 )
-from tilec.passes.base import Pass, register
-from tilec.passes.sm90_consumer import ConsumerOps
-from tilec.passes.sm90_loops import RoleLoops, counter_of
-from tilec.passes.sm90_ring import Ring, aligned_base
-from tilec.passes.sm90_roles import WARPGROUP
-from tilec.passes.sm90_sources import box_origin
-from tilec.passes.sm90_tma import SwizzledRows
-from tilec.passes.sm90_wgmma import WgmmaAtom
-from tilec.passes.tile_rungs import erase_lowered
-from tilec.passes.tile_views import (
+from tilec.lowering.sm90_consumer import ConsumerOps
+from tilec.lowering.sm90_loops import RoleLoops, counter_of
+from tilec.lowering.sm90_ring import Ring, aligned_base
+from tilec.lowering.sm90_roles import WARPGROUP
+from tilec.lowering.sm90_sources import box_origin
+from tilec.lowering.sm90_tma import SwizzledRows
+from tilec.lowering.sm90_wgmma import WgmmaAtom
+from tilec.lowering.tile_rungs import erase_lowered
+from tilec.lowering.tile_views import (
     View,
     gep,
     shared_global,
@@ -58,8 +61,9 @@ from tilec.passes.tile_views import (
     slice_view,
     tensor_type,
 )
-from tilec.passes.tile_views import local_tile as view_of_tile
-from tilec.passes.tile_views import make_tensor as view_of_tensor
+from tilec.lowering.tile_views import local_tile as view_of_tile
+from tilec.lowering.tile_views import make_tensor as view_of_tensor
+from tilec.passes.base import Pass, register
 from tilec.targets import smem_optin
 
 

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import gpu
 
-from tilec.passes import tile_async
+from tilec.lowering import tile_async
+from tilec.lowering.tile_rungs import lower_kernel
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_rungs import lower_kernel
 
 LOWERINGS: dict[str, Callable[[ir.Operation], object]] = {
     "tile.barrier": lambda op: gpu.BarrierOp(),

@@ -14,15 +14,22 @@ from collections.abc import Callable
 from mlir import ir
 
 from tilec.binding import is_float_attr, walk
-from tilec.lowering import IndexBuilder, LoweringError
-from tilec.passes import tile_carry, tile_mma, tile_remat, tile_spreads, tile_values
+from tilec.lowering import (
+    IndexBuilder,
+    LoweringError,
+    tile_carry,
+    tile_mma,
+    tile_remat,
+    tile_spreads,
+    tile_values,
+)
+from tilec.lowering.tile_fragments import Frag, Reduced, constant
+from tilec.lowering.tile_refusals import EARLIER, region_refusal
+from tilec.lowering.tile_rungs import Rung, erase_lowered
+from tilec.lowering.tile_values import CAST, PENDING
+from tilec.lowering.tile_views import View, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.passes.convert_tile_mma import mma_spread
-from tilec.passes.tile_fragments import Frag, Reduced, constant
-from tilec.passes.tile_refusals import EARLIER, region_refusal
-from tilec.passes.tile_rungs import Rung, erase_lowered
-from tilec.passes.tile_values import CAST, PENDING
-from tilec.passes.tile_views import View, tensor_type
 
 
 class KernelLowering(Rung):

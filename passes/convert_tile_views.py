@@ -3,7 +3,7 @@
 The first rung of the SM80 lowering. Each view op (`make_tensor`, `local_tile`, `slice`,
 `permute`, `alloc_shared`) becomes its base pointer and index arithmetic at its place, and its
 result a `builtin.unrealized_conversion_cast` of them to its tensor type whose `tile.view`
-attribute names each part (passes/tile_values.py); `size` becomes the extent, the special ids
+attribute names each part (lowering/tile_values.py); `size` becomes the extent, the special ids
 (`block_id`, `thread_id`, `grid_dim`) become gpu's. convert-tile-to-gpu then reads each view
 from its cast. A slice's cast also keeps the view it was cut from and its coordinates (`cut`):
 a prefetching gemm reads the other stages of the buffer its operand is a stage of.
@@ -28,12 +28,11 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import llvm
 
-from tilec.lowering import DIMS, ID_OPS, IndexBuilder
-from tilec.passes import tile_views
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder, tile_views
+from tilec.lowering.tile_refusals import VIEW_OPS
+from tilec.lowering.tile_rungs import Rung, lower_kernel
+from tilec.lowering.tile_views import View
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import VIEW_OPS
-from tilec.passes.tile_rungs import Rung, lower_kernel
-from tilec.passes.tile_views import View
 
 
 class Views(Rung):

@@ -9,9 +9,9 @@ from mlir.dialects import arith, gpu, llvm
 
 from tilec import smem
 from tilec.binding import walk
+from tilec.lowering.tile_refusals import RUNGS
+from tilec.lowering.tile_views import GEP_INBOUNDS
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_refusals import RUNGS
-from tilec.passes.tile_views import GEP_INBOUNDS
 from tilec.targets import STATIC_SMEM
 
 GLOBAL_PTR = "!llvm.ptr<1>"

@@ -35,8 +35,8 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from tilec.binding import defined_inside, walk
+from tilec.lowering.tile_async import UNSWITCH, WHOLE
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_async import UNSWITCH, WHOLE
 from tilec.passes.tile_pipeline import index, unit_step
 
 CP_ASYNC = "nvvm.cp.async.shared.global"

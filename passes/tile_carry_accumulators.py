@@ -33,8 +33,8 @@ from mlir.dialects import scf
 
 from tilec.binding import walk
 from tilec.lowering import LoweringError
+from tilec.lowering.tile_loops import moved_loop
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_loops import moved_loop
 
 
 def mutators(acc: ir.Value) -> list[ir.Operation]:

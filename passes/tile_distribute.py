@@ -37,14 +37,13 @@ from mlir import ir
 from tilec.binding import walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
-from tilec.lowering import LoweringError
-from tilec.passes import tile_epilogue
+from tilec.lowering import LoweringError, tile_epilogue
+from tilec.lowering.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
+from tilec.lowering.tile_fragments import Partition, combined_spread
+from tilec.lowering.tile_mma import MmaPartition, mma_partition
+from tilec.lowering.tile_spreads import PLAIN, Part, Spread, single, tv_text
+from tilec.lowering.tile_views import elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
-from tilec.passes.tile_fragments import Partition, combined_spread
-from tilec.passes.tile_mma import MmaPartition, mma_partition
-from tilec.passes.tile_spreads import PLAIN, Part, Spread, single, tv_text
-from tilec.passes.tile_views import elem_bytes, tensor_type
 
 # Ops whose result is spread as their full-shape register operands (one element each).
 SAME_SPREAD = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "tile.select")

@@ -10,9 +10,9 @@ from tilec.binding import inside, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
 from tilec.lowering import LoweringError
+from tilec.lowering.tile_access import when
+from tilec.lowering.tile_views import buffer_extent, elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
-from tilec.passes.tile_access import when
-from tilec.passes.tile_views import buffer_extent, elem_bytes, tensor_type
 from tilec.targets import smem_optin
 
 # Marks copies that only issue (no wait before the next memory op) and gemms that need no

@@ -19,7 +19,7 @@ whose lanes point at the transposed rows:
     A, MN-major  (8,2,2):(16,8,128)    (8((l/8)%2), 8(l/16) + l%8)
     B, MN-major  (8,2,2):(16,128,8)    (8(l/16), 8((l/8)%2) + l%8)
 
-The lowering (passes/tile_mma.py) reads its address and accumulator arithmetic off these
+The lowering (lowering/tile_mma.py) reads its address and accumulator arithmetic off these
 layouts (`split`: each mode moves along one side of the block); test/unit/test_tile_mma.py
 checks them against the PTX ISA's maps and runs the lowering's index maps through numpy.
 Pure Python: no MLIR.

@@ -1,4 +1,4 @@
-"""The edge version of a row access as predicated vectors (passes/tile_bands.py).
+"""The edge version of a row access as predicated vectors (lowering/tile_bands.py).
 
 examples/softmax.tile reads a ragged row's last tile and writes it back. Where every 16-byte
 run lies wholly inside the row or wholly past it, each run is one `@p ld.global.v4` /

@@ -11,9 +11,9 @@ from mlir import ir
 
 from tilec.context import make_context
 from tilec.driver import CompileOptions, compile_file
-from tilec.passes import tile_mma as M
-from tilec.passes.tile_epilogue import FragmentReader
-from tilec.passes.tile_views import View
+from tilec.lowering import tile_mma as M
+from tilec.lowering.tile_epilogue import FragmentReader
+from tilec.lowering.tile_views import View
 
 BM, BN = 128, 64
 

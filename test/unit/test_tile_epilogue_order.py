@@ -1,4 +1,4 @@
-"""A deferred epilogue load (passes/tile_epilogue.py) is computed where its store is, so it may
+"""A deferred epilogue load (lowering/tile_epilogue.py) is computed where its store is, so it may
 not move past an op that writes memory or orders threads. tile-distribute decides it once, on
 the tile ops, before any rung lowers one, and marks the load and the elementwise ops on its way
 to the store `tile.deferred`: a store, copy, barrier, cp.async wait, reduction or anything
@@ -10,7 +10,7 @@ import pytest
 from mlir import ir
 
 from tilec.context import make_context
-from tilec.passes.tile_epilogue import DEFERRED, mark_deferred, ordered
+from tilec.lowering.tile_epilogue import DEFERRED, mark_deferred, ordered
 
 FRAG = '!tile.tensor<f32, "register", "(4,2,4):(1,4,8)">'
 VIEW = '!tile.tensor<f32, "global", "(64,64):(?,1)">'

@@ -29,8 +29,8 @@ from tilec.dialects.tile.atoms import (
 )
 from tilec.dialects.tile.atoms import SM80_16x8x16 as T
 from tilec.lowering import IndexBuilder
-from tilec.passes import tile_mma as M
-from tilec.passes.sm90_epilogue import c_lanes
+from tilec.lowering import tile_mma as M
+from tilec.lowering.sm90_epilogue import c_lanes
 
 BM = BN = 128
 BK = 32

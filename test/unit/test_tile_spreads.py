@@ -1,4 +1,4 @@
-"""The TV layouts tile-distribute writes into `!tile.frag` types (passes/tile_spreads.py):
+"""The TV layouts tile-distribute writes into `!tile.frag` types (lowering/tile_spreads.py):
 each is checked against the spread's own arithmetic, written out here from its definition
 (a blocked chunk v = t + T i holds elements e = j + V v, e counted with mode m fastest), and
 read back to the spread it came from."""
@@ -11,9 +11,9 @@ import random
 import pytest
 
 from tilec.dialects.layout.text import parse_layout
-from tilec.passes.tile_fragments import Partition
-from tilec.passes.tile_mma import MmaPartition
-from tilec.passes.tile_spreads import PLAIN, decode, plain_tv, tv_text
+from tilec.lowering.tile_fragments import Partition
+from tilec.lowering.tile_mma import MmaPartition
+from tilec.lowering.tile_spreads import PLAIN, decode, plain_tv, tv_text
 
 EXTENTS = (1, 2, 3, 4, 5, 8, 16, 20, 64, 128)
 

@@ -1,4 +1,4 @@
-"""convert-tile-to-gpu keeps each lowered register tensor in the IR (passes/tile_values.py): a
+"""convert-tile-to-gpu keeps each lowered register tensor in the IR (lowering/tile_values.py): a
 cast of its scalars to its `!tile.frag` type, read back through the spread the type names. Each
 kind of value must come back as it went in (kind, spread, order of its scalars), a one-element
 reduced tensor included (its type says plain), and a value that contradicts its type is an
@@ -14,11 +14,19 @@ from tilec.binding import walk
 from tilec.context import make_context
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError
-from tilec.passes.tile_fragments import Frag, Partition, Reduced
-from tilec.passes.tile_mma import MmaPartition
-from tilec.passes.tile_spreads import PLAIN, tv_text
-from tilec.passes.tile_values import CAST, PENDING, VIEW, TileValues, cut_of, group_keys, reconcile
-from tilec.passes.tile_views import Bound, View
+from tilec.lowering.tile_fragments import Frag, Partition, Reduced
+from tilec.lowering.tile_mma import MmaPartition
+from tilec.lowering.tile_spreads import PLAIN, tv_text
+from tilec.lowering.tile_values import (
+    CAST,
+    PENDING,
+    VIEW,
+    TileValues,
+    cut_of,
+    group_keys,
+    reconcile,
+)
+from tilec.lowering.tile_views import Bound, View
 
 THREADS = 128
 

@@ -1,4 +1,4 @@
-"""Fuzz of the `tile.view` part syntax (passes/tile_values.py): whatever text a hand-written
+"""Fuzz of the `tile.view` part syntax (lowering/tile_values.py): whatever text a hand-written
 cast holds, reading it gives back exactly what `render` would write for it, or a ValueError
 (a located error at the cast), never another exception; every part renders and reads back."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tilec.passes.tile_values import parse_part, render
+from tilec.lowering.tile_values import parse_part, render
 
 leaves = st.one_of(
     st.integers(-(2**40), 2**40), st.integers(0, 99).map(lambda i: f"%{i}"), st.none()

@@ -15,14 +15,13 @@ from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec import smem
 from tilec.binding import is_float_attr
-from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes import sm90_epilogue, sm90_values, sm90_wgmma
-from tilec.passes.sm90_loops import counter_of, index, trips
-from tilec.passes.sm90_sources import box_origin, tensor_of
-from tilec.passes.sm90_tma import SwizzledRows
-from tilec.passes.tile_access import if_else
-from tilec.passes.tile_fragments import constant
-from tilec.passes.tile_views import elem_bytes, gep, tensor_type
+from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_epilogue, sm90_values, sm90_wgmma
+from tilec.lowering.sm90_loops import counter_of, index, trips
+from tilec.lowering.sm90_sources import box_origin, tensor_of
+from tilec.lowering.sm90_tma import SwizzledRows
+from tilec.lowering.tile_access import if_else
+from tilec.lowering.tile_fragments import constant
+from tilec.lowering.tile_views import elem_bytes, gep, tensor_type
 
 
 class ConsumerOps:

@@ -19,8 +19,8 @@ from mlir.dialects import arith, scf
 
 from tilec.binding import defined_inside, enclosing_loops, inside
 from tilec.lowering import IndexBuilder, LoweringError, Term, after
+from tilec.lowering.tile_loops import with_iter_args
 from tilec.passes.layout_fold import constant_index
-from tilec.passes.tile_loops import with_iter_args
 
 
 def invariant(value: ir.Value, region_op: ir.Operation) -> bool:

@@ -12,8 +12,8 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_access import Side, if_else, when
-from tilec.passes.tile_fragments import (
+from tilec.lowering.tile_access import Side, if_else, when
+from tilec.lowering.tile_fragments import (
     Deferred,
     Evaluation,
     Frag,
@@ -22,8 +22,8 @@ from tilec.passes.tile_fragments import (
     convert,
     fast_path,
 )
-from tilec.passes.tile_mma import MmaPartition, PairCoords, pair
-from tilec.passes.tile_views import View, all_of, element_address, in_bounds
+from tilec.lowering.tile_mma import MmaPartition, PairCoords, pair
+from tilec.lowering.tile_views import View, all_of, element_address, in_bounds
 
 
 def store(

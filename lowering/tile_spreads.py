@@ -17,9 +17,9 @@ from mlir import ir
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.text import parse_layout
 from tilec.lowering import LoweringError
-from tilec.passes.tile_fragments import Deferred, Frag, Partition, Reduced
-from tilec.passes.tile_mma import AM, AN, MmaPartition
-from tilec.passes.tile_views import tensor_type
+from tilec.lowering.tile_fragments import Deferred, Frag, Partition, Reduced
+from tilec.lowering.tile_mma import AM, AN, MmaPartition
+from tilec.lowering.tile_views import tensor_type
 
 PLAIN = "plain"  # one element every thread holds
 Part = Partition | MmaPartition

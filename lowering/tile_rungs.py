@@ -15,12 +15,11 @@ from math import prod
 from mlir import ir
 
 from tilec.binding import walk
-from tilec.lowering import LoweringError
-from tilec.passes import tile_remat, tile_spreads
-from tilec.passes.tile_fragments import Deferred, Frag, Reduced
-from tilec.passes.tile_refusals import EARLIER, region_refusal
-from tilec.passes.tile_values import TileValues
-from tilec.passes.tile_views import View, tensor_type
+from tilec.lowering import LoweringError, tile_remat, tile_spreads
+from tilec.lowering.tile_fragments import Deferred, Frag, Reduced
+from tilec.lowering.tile_refusals import EARLIER, region_refusal
+from tilec.lowering.tile_values import TileValues
+from tilec.lowering.tile_views import View, tensor_type
 
 Value = Frag | Reduced | Deferred | ir.Value
 

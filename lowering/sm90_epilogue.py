@@ -27,14 +27,14 @@ from mlir.dialects import arith, llvm, scf
 from tilec import smem
 from tilec.dialects.tile.atoms import split, value_mode, wgmma_c
 from tilec.lowering import IndexBuilder, Term
-from tilec.passes.sm90_ring import i32
-from tilec.passes.sm90_values import Element, Value, aligned
-from tilec.passes.sm90_wgmma import WgmmaAtom
-from tilec.passes.tile_access import if_else, when
-from tilec.passes.tile_fragments import constant, convert
-from tilec.passes.tile_mma import pair
-from tilec.passes.tile_mma_store import write_pair
-from tilec.passes.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
+from tilec.lowering.sm90_ring import i32
+from tilec.lowering.sm90_values import Element, Value, aligned
+from tilec.lowering.sm90_wgmma import WgmmaAtom
+from tilec.lowering.tile_access import if_else, when
+from tilec.lowering.tile_fragments import constant, convert
+from tilec.lowering.tile_mma import pair
+from tilec.lowering.tile_mma_store import write_pair
+from tilec.lowering.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
 
 # The accumulator's value modes (dialects/tile/atoms.wgmma_c): a pair along the row, the
 # pair HALF.row rows down, then blocks BLOCK.col columns apart.

@@ -22,8 +22,8 @@ from mlir import ir
 from mlir.dialects import arith, llvm
 
 from tilec.lowering import LoweringError
-from tilec.passes.sm90_tma import SwizzledRows
-from tilec.passes.tile_fragments import constant
+from tilec.lowering.sm90_tma import SwizzledRows
+from tilec.lowering.tile_fragments import constant
 
 _ATOM = re.compile(r"sm90\.wgmma_(\d+)x(\d+)x(\d+)\.(\w+)\.(\w+)\.(\w+)")
 LAYOUT_TYPE = {128: 1, 64: 2, 32: 3}  # the descriptor's swizzle mode, bits 62-63

@@ -21,10 +21,10 @@ from mlir import ir
 from mlir.dialects import arith, llvm
 
 from tilec.lowering import IndexBuilder, Term
-from tilec.passes.sm90_wgmma import element
-from tilec.passes.tile_fragments import binary, constant, convert, is_float, reciprocal
-from tilec.passes.tile_fragments import unary as unary_op
-from tilec.passes.tile_views import View, element_address, in_bounds
+from tilec.lowering.sm90_wgmma import element
+from tilec.lowering.tile_fragments import binary, constant, convert, is_float, reciprocal
+from tilec.lowering.tile_fragments import unary as unary_op
+from tilec.lowering.tile_views import View, element_address, in_bounds
 
 
 @dataclass(frozen=True)

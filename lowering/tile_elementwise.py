@@ -14,8 +14,8 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith
 
-from tilec.passes import tile_epilogue, tile_mma
-from tilec.passes.tile_fragments import (
+from tilec.lowering import tile_epilogue, tile_mma
+from tilec.lowering.tile_fragments import (
     Deferred,
     Frag,
     Reduced,
@@ -27,9 +27,9 @@ from tilec.passes.tile_fragments import (
     is_float,
     reciprocal,
 )
-from tilec.passes.tile_fragments import unary as unary_op
-from tilec.passes.tile_reduce_mma import mma_coords
-from tilec.passes.tile_views import tensor_type
+from tilec.lowering.tile_fragments import unary as unary_op
+from tilec.lowering.tile_reduce_mma import mma_coords
+from tilec.lowering.tile_views import tensor_type
 
 Value = Frag | Reduced | Deferred | ir.Value
 

@@ -19,8 +19,8 @@ from mlir.dialects import arith, llvm, scf
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, Term, known_multiple
-from tilec.passes.tile_fragments import Partition, constant, convert
-from tilec.passes.tile_views import (
+from tilec.lowering.tile_fragments import Partition, constant, convert
+from tilec.lowering.tile_views import (
     View,
     all_of,
     elem_bytes,

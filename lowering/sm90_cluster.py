@@ -22,9 +22,9 @@ from mlir import ir
 from mlir.dialects import arith, nvvm
 
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.sm90_sources import owner
-from tilec.passes.sm90_tma import SwizzledRows
-from tilec.passes.tile_cluster import cluster_barrier
+from tilec.lowering.sm90_sources import owner
+from tilec.lowering.sm90_tma import SwizzledRows
+from tilec.lowering.tile_cluster import cluster_barrier
 
 VARYING = {"tile.block_id", "tile.thread_id"}  # values that differ between blocks
 

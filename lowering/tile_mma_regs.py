@@ -21,10 +21,10 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from tilec.lowering import LoweringError
-from tilec.passes.tile_fragments import Frag, constant
-from tilec.passes.tile_mma import AK, MmaPartition, check_operand
-from tilec.passes.tile_mma_gemm import gemm_steps
-from tilec.passes.tile_views import View
+from tilec.lowering.tile_fragments import Frag, constant
+from tilec.lowering.tile_mma import AK, MmaPartition, check_operand
+from tilec.lowering.tile_mma_gemm import gemm_steps
+from tilec.lowering.tile_views import View
 
 
 def check_register_a(op: ir.Operation, p: Frag, bv: View, acc: Frag) -> tuple[int, bool]:

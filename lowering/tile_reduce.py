@@ -23,7 +23,7 @@ from mlir.dialects import arith, gpu, llvm
 
 from tilec.binding import is_float_type
 from tilec.lowering import IndexBuilder, LoweringError
-from tilec.passes.tile_fragments import (
+from tilec.lowering.tile_fragments import (
     Frag,
     Reduced,
     check_reducible,
@@ -32,7 +32,7 @@ from tilec.passes.tile_fragments import (
     group_key,
     identity,
 )
-from tilec.passes.tile_views import gep, shared_global, shared_pointer
+from tilec.lowering.tile_views import gep, shared_global, shared_pointer
 
 LANES = 5  # log2 of the warp size
 

@@ -36,10 +36,10 @@ from mlir.dialects import arith, scf
 
 from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
-from tilec.passes.sm90_epilogue import barrier
-from tilec.passes.sm90_loops import index, trips
-from tilec.passes.sm90_roles import WARPGROUP
-from tilec.passes.tile_access import when
+from tilec.lowering.sm90_epilogue import barrier
+from tilec.lowering.sm90_loops import index, trips
+from tilec.lowering.sm90_roles import WARPGROUP
+from tilec.lowering.tile_access import when
 
 GROUPS = 2  # the consumer warp groups that take turns
 

@@ -40,11 +40,11 @@ from tilec.dialects.tile.atoms import (
 )
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_fragments import (
+from tilec.lowering.tile_fragments import (
     Frag,
     constant,
 )
-from tilec.passes.tile_views import View, tensor_type
+from tilec.lowering.tile_views import View, tensor_type
 
 # The lowered mma.sync atoms and the element type of their A and B operands.
 ATOMS = {"sm80.mma_16x8x16.f32.f16.f16.f32": "f16", "sm80.mma_16x8x16.f32.bf16.bf16.f32": "bf16"}

@@ -17,9 +17,9 @@ from mlir import ir
 from mlir.dialects import arith, llvm
 
 from tilec.lowering import IndexBuilder, Term
-from tilec.passes.tile_access import Run, Side, if_else, read_vector, shifted, write_vector
-from tilec.passes.tile_fragments import Partition, constant, convert
-from tilec.passes.tile_views import View, all_of, elem_bytes, position
+from tilec.lowering.tile_access import Run, Side, if_else, read_vector, shifted, write_vector
+from tilec.lowering.tile_fragments import Partition, constant, convert
+from tilec.lowering.tile_views import View, all_of, elem_bytes, position
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from mlir.dialects import arith, llvm, nvvm
 
 from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
-from tilec.passes.tile_carry import Lowered, flatten, unflatten
-from tilec.passes.tile_fragments import combine
-from tilec.passes.tile_views import gep, shared_global, shared_pointer
+from tilec.lowering.tile_carry import Lowered, flatten, unflatten
+from tilec.lowering.tile_fragments import combine
+from tilec.lowering.tile_views import gep, shared_global, shared_pointer
 
 
 def cluster_barrier() -> None:

@@ -25,13 +25,13 @@ from mlir.dialects import llvm, scf
 
 from tilec.binding import enclosing_loops, walk
 from tilec.lowering import LoweringError
+from tilec.lowering.tile_fragments import Frag, Reduced
+from tilec.lowering.tile_loops import moved_loop
+from tilec.lowering.tile_spreads import PLAIN, single, spread_of_type
+from tilec.lowering.tile_values import TileValues
+from tilec.lowering.tile_views import tensor_type
 from tilec.passes.tile_carry_accumulators import defining_block
-from tilec.passes.tile_fragments import Frag, Reduced
-from tilec.passes.tile_loops import moved_loop
 from tilec.passes.tile_pipeline import PREFETCH
-from tilec.passes.tile_spreads import PLAIN, single, spread_of_type
-from tilec.passes.tile_values import TileValues
-from tilec.passes.tile_views import tensor_type
 
 Lowered = Frag | Reduced | ir.Value
 

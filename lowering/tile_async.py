@@ -24,9 +24,9 @@ from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_access import Side, if_else
-from tilec.passes.tile_fragments import Partition, constant
-from tilec.passes.tile_views import (
+from tilec.lowering.tile_access import Side, if_else
+from tilec.lowering.tile_fragments import Partition, constant
+from tilec.lowering.tile_views import (
     View,
     all_of,
     elem_bytes,

@@ -20,10 +20,10 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec.lowering import IndexBuilder, Term
-from tilec.passes.tile_access import when
-from tilec.passes.tile_cluster import cluster_barrier
-from tilec.passes.tile_fragments import constant
-from tilec.passes.tile_views import gep
+from tilec.lowering.tile_access import when
+from tilec.lowering.tile_cluster import cluster_barrier
+from tilec.lowering.tile_fragments import constant
+from tilec.lowering.tile_views import gep
 
 # try_wait's time limit per attempt (ns hint); the lowering loops until the phase completes.
 WAIT_TICKS = 10_000_000

@@ -16,7 +16,7 @@ from mlir.dialects import arith, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_views import TensorType, elem_bytes
+from tilec.lowering.tile_views import TensorType, elem_bytes
 
 SWIZZLE_BYTES = {1: 32, 2: 64, 3: 128}  # a swizzle's bits -> the TMA/wgmma swizzle mode
 

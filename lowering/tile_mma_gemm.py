@@ -16,8 +16,8 @@ from mlir.dialects import gpu, llvm, nvvm
 
 from tilec.dialects.tile.atoms import split
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_fragments import Frag
-from tilec.passes.tile_mma import (
+from tilec.lowering.tile_fragments import Frag
+from tilec.lowering.tile_mma import (
     AK,
     AM,
     AN,
@@ -28,7 +28,7 @@ from tilec.passes.tile_mma import (
     lane_coords,
     lane_place,
 )
-from tilec.passes.tile_views import View, rows_from
+from tilec.lowering.tile_views import View, rows_from
 
 
 def ldmatrix_x4(ptr: ir.Value, trans: bool = False) -> list[ir.Value]:

@@ -17,7 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm
 
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.passes.tile_access import (
+from tilec.lowering.tile_access import (
     Side,
     choose_partition,
     if_else,
@@ -25,8 +25,8 @@ from tilec.passes.tile_access import (
     when,
     write_chunk,
 )
-from tilec.passes.tile_bands import edge, read_band, write_band
-from tilec.passes.tile_fragments import (
+from tilec.lowering.tile_bands import edge, read_band, write_band
+from tilec.lowering.tile_fragments import (
     Deferred,
     Evaluation,
     Frag,
@@ -37,7 +37,7 @@ from tilec.passes.tile_fragments import (
     fast_path,
     group_key,
 )
-from tilec.passes.tile_views import View, all_of, elem_bytes
+from tilec.lowering.tile_views import View, all_of, elem_bytes
 
 
 def per_chunk(

@@ -35,12 +35,12 @@ from mlir import ir
 
 from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
-from tilec.passes.tile_access import Side, if_else, read_chunk
-from tilec.passes.tile_fragments import Deferred, Evaluation, Frag, Partition
-from tilec.passes.tile_memory import deferred_load
-from tilec.passes.tile_memory import load as load_tile
-from tilec.passes.tile_mma import MmaPartition, PairCoords
-from tilec.passes.tile_views import View
+from tilec.lowering.tile_access import Side, if_else, read_chunk
+from tilec.lowering.tile_fragments import Deferred, Evaluation, Frag, Partition
+from tilec.lowering.tile_memory import deferred_load
+from tilec.lowering.tile_memory import load as load_tile
+from tilec.lowering.tile_mma import MmaPartition, PairCoords
+from tilec.lowering.tile_views import View
 
 # What a deferred value may pass through on its way to the store, and what it may not move
 # past: tile ops that write memory or order threads, ops that hold regions (which may do

@@ -27,7 +27,7 @@ from mlir.dialects import arith, math, nvvm
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2
-from tilec.passes.tile_views import all_of
+from tilec.lowering.tile_views import all_of
 
 
 @dataclass(frozen=True)

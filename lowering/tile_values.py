@@ -41,9 +41,9 @@ from mlir import ir
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError, Term
-from tilec.passes.tile_fragments import Deferred, Frag, Reduced
-from tilec.passes.tile_spreads import PLAIN, UNDISTRIBUTED, Spread, decode, tv_text
-from tilec.passes.tile_views import Bound, View, tensor_type
+from tilec.lowering.tile_fragments import Deferred, Frag, Reduced
+from tilec.lowering.tile_spreads import PLAIN, UNDISTRIBUTED, Spread, decode, tv_text
+from tilec.lowering.tile_views import Bound, View, tensor_type
 
 CAST = "builtin.unrealized_conversion_cast"
 SPREAD = "tile.spread"  # on a cast of a one-element reduced tensor: its TV layout as reduced
