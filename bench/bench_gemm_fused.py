@@ -116,9 +116,14 @@ def main() -> None:
             "| --- | ---: | ---: | ---: |",
             *(batched_row(load(args.batched), s, dtype, timer) for s in BATCHED_SHAPES),
         ]
+    emit(lines, args.out)
+
+
+def emit(lines: list[str], out: str | None) -> None:
+    """Print the table, and write it to `out` when given."""
     print("\n".join(lines))
-    if args.out:
-        with open(args.out, "w") as f:
+    if out:
+        with open(out, "w") as f:
             f.write("\n".join(lines) + "\n")
 
 

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, math, nvvm
+from mlir.dialects import arith, math
 
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
-from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2
+from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2, tile_math
 from tilec.lowering.tile_views import all_of
 
 
@@ -249,40 +249,6 @@ def binary(op: ir.Operation | None, kind: str, x: ir.Value, y: ir.Value) -> ir.V
     return table[kind](x, y).result
 
 
-LOG2_E = 1.4426950408889634
-
-
-def fast_exp(x: ir.Value) -> ir.Value:
-    """exp of an f32 as 2^(x log2 e): one multiply and one ex2.approx (what CUDA's __expf and
-    Triton's exp do), relative error within ~2^-21 for |x| < 88. libdevice's accurate expf
-    took ten instructions an element, which the row kernels could not afford (softmax's loop
-    form runs two an element)."""
-    return math.Exp2Op(arith.MulFOp(x, constant(x.type, LOG2_E)).result).result
-
-
-GELU_C = 0.7978845608028654  # sqrt(2 / pi)
-GELU_C3 = GELU_C * 0.044715
-
-
-def fast_tanh(x: ir.Value) -> ir.Value:
-    """tanh of an f32 as `tanh.approx.f32`, one MUFU instruction (maximum relative error about
-    2^-11, CUDA's `tanhf` with --use_fast_math); other types through `math.tanh`."""
-    if not isinstance(x.type, ir.F32Type):
-        return math.TanhOp(x).result
-    return nvvm.InlinePtxOp([x.type], [x], [], "tanh.approx.f32 $0, $1;").results[0]
-
-
-def gelu_tanh(x: ir.Value) -> ir.Value:
-    """GELU's tanh form (torch's `gelu(x, approximate="tanh")`): h + h · tanh(u), h = x / 2,
-    u = x · (c + c3 · x²); a multiply, two fused multiply-adds, the tanh and one more."""
-    f = x.type
-    u = arith.MulFOp(
-        x, math.FmaOp(arith.MulFOp(x, x).result, constant(f, GELU_C3), constant(f, GELU_C)).result
-    ).result
-    h = arith.MulFOp(x, constant(f, 0.5)).result
-    return math.FmaOp(h, fast_tanh(u), h).result
-
-
 def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
     if not is_float(x.type):
         if kind == "neg":
@@ -301,7 +267,7 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
         "neg": arith.NegFOp,
     }
     if kind == "exp" and isinstance(x.type, ir.F32Type):
-        return fast_exp(x)
+        return tile_math.fast_exp(x)
     if kind in simple:
         return simple[kind](x).result
     one = constant(x.type, 1.0)
@@ -312,10 +278,10 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
         return arith.DivFOp(one, arith.AddFOp(one, e).result).result
     if kind == "gelu":  # x/2 * (1 + erf(x / sqrt 2))
         scaled = arith.MulFOp(x, constant(x.type, 0.7071067811865476)).result
-        erf = arith.AddFOp(one, math.ErfOp(scaled).result).result
+        erf = arith.AddFOp(one, tile_math.erf(scaled)).result
         return arith.MulFOp(arith.MulFOp(x, constant(x.type, 0.5)).result, erf).result
     if kind == "gelu_tanh":  # x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
-        return gelu_tanh(x)
+        return tile_math.gelu_tanh(x)
     raise LoweringError(op, f"unknown unary op '{kind}'")
 
 
