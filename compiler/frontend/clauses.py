@@ -1,0 +1,154 @@
+"""Frontend (check stage): a kernel's clauses (target, threads, grid, cluster, specialize).
+
+The methods of `sema.KernelChecker` that read the clauses after the kernel's signature: each
+a located error where a clause is missing, repeated or out of range, and a usable default
+after it so checking goes on.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilec.diagnostics import note
+from tilec.frontend import ast
+from tilec.frontend.values import ErrorV, IntV
+from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
+
+
+class Clauses:
+    """Clause checks over a KernelChecker's state (`diags`, `node`, `c`, `scope`, `sizes`)."""
+
+    def clauses(self) -> tuple[str | None, tuple[int, ...], list[IntV]]:
+        seen: dict[str, ast.Clause] = {}
+        for cl in self.node.clauses:
+            if cl.name in seen:
+                self.diags.error(
+                    f"duplicate {cl.name}(...) clause",
+                    cl.span,
+                    [note("the first one is here", seen[cl.name].span)],
+                )
+            seen.setdefault(cl.name, cl)
+        target = self.target(seen.get("target"))
+        threads = self.threads(seen.get("threads"))
+        grid = self.grid(seen.get("grid"))
+        return target, threads, grid
+
+    def specialize(self, cl: ast.Clause | None) -> dict[str, int]:
+        """`specialize(N <= 4096, M < 64)`: each a runtime size, `<=` or `<`, and a positive
+        static bound; the build adds a variant compiled for the launches where all hold."""
+        out: dict[str, int] = {}
+        if cl is None:
+            return out
+        if not cl.args:
+            self.diags.error("specialize(...) takes conditions such as N <= COLS", cl.span)
+        for a in cl.args:
+            if not (isinstance(a, ast.Binary) and a.op in ("<=", "<")):
+                self.diags.error(
+                    "a specialisation is a runtime size, '<=' or '<', and a static bound "
+                    "(e.g. N <= COLS)",
+                    a.span,
+                )
+                continue
+            if not isinstance(a.lhs, ast.Name) or a.lhs.id not in self.sizes:
+                sizes = ", ".join(sorted(self.sizes)) or "none"
+                self.diags.error(
+                    f"specialize(...) names a runtime size of the kernel's arguments (sizes: "
+                    f"{sizes})",
+                    a.lhs.span,
+                )
+                continue
+            bound = self.c.expr(a.rhs, self.scope)
+            if isinstance(bound, ErrorV):
+                continue
+            if not (isinstance(bound, IntV) and bound.static):
+                self.diags.error("a specialisation's bound must be a static integer", a.rhs.span)
+                continue
+            at_most = bound.value - (a.op == "<")
+            if at_most < 1:
+                self.diags.error(
+                    f"{a.lhs.id} {a.op} {bound.value} leaves no size of at least 1 to specialise "
+                    "for",
+                    a.span,
+                )
+                continue
+            if a.lhs.id in out:
+                self.diags.error(f"{a.lhs.id} is specialised twice", a.span)
+                continue
+            out[a.lhs.id] = at_most
+        return out
+
+    def target(self, cl: ast.Clause | None) -> str | None:
+        if cl is None:
+            self.diags.error(
+                f"kernel '{self.node.name}' needs a target(...) clause ({' or '.join(TARGETS)})",
+                self.node.span,
+            )
+            return None
+        if len(cl.args) != 1 or not isinstance(cl.args[0], ast.Name):
+            self.diags.error(f"target(...) takes one of {', '.join(TARGETS)}", cl.span)
+            return None
+        name = cl.args[0]
+        if name.id not in TARGETS:
+            self.diags.error(
+                f"unknown target '{name.id}' (targets: {', '.join(TARGETS)})", name.span
+            )
+            return None
+        return name.id
+
+    def threads(self, cl: ast.Clause | None) -> tuple[int, ...]:
+        if cl is None:
+            self.diags.error(
+                f"kernel '{self.node.name}' needs a threads(...) clause", self.node.span
+            )
+            return (1,)
+        dims = []
+        for a in cl.args:
+            v = self.c.expr(a, self.scope)
+            if isinstance(v, IntV) and v.static and v.value > 0:
+                dims.append(v.value)
+            elif not isinstance(v, ErrorV):
+                self.diags.error("threads(...) takes positive static integers", a.span)
+        if not 1 <= len(cl.args) <= 3:
+            self.diags.error("threads(...) takes one to three sizes", cl.span)
+        if dims and math.prod(dims) > MAX_THREADS:
+            self.diags.error(f"{math.prod(dims)} threads per block, at most {MAX_THREADS}", cl.span)
+        return tuple(dims) or (1,)
+
+    def cluster(self, cl: ast.Clause | None) -> int:
+        """`cluster(S)`: S consecutive blocks along x form a thread-block cluster (a power of
+        two up to MAX_CLUSTER; 1, the default, is no cluster). Whether the target has clusters
+        is the driver's check, which knows `--arch`."""
+        if cl is None:
+            return 1
+        if len(cl.args) != 1:
+            self.diags.error(
+                "cluster(...) takes one size: the blocks of a cluster along x", cl.span
+            )
+            return 1
+        v = self.c.expr(cl.args[0], self.scope)
+        if isinstance(v, ErrorV):
+            return 1
+        size = v.value if isinstance(v, IntV) and v.static else None
+        if size is None or size < 1 or size > MAX_CLUSTER or size & (size - 1):
+            found = str(size) if size is not None else f"a runtime {v.describe()}"
+            self.diags.error(
+                f"cluster(...) takes a static power of two up to {MAX_CLUSTER}, found {found}",
+                cl.args[0].span,
+            )
+            return 1
+        return size
+
+    def grid(self, cl: ast.Clause | None) -> list[IntV]:
+        if cl is None:
+            self.diags.error(f"kernel '{self.node.name}' needs a grid(...) clause", self.node.span)
+            return []
+        if not 1 <= len(cl.args) <= 3:
+            self.diags.error("grid(...) takes one to three sizes", cl.span)
+        dims = []
+        for a in cl.args:
+            v = self.c.expr(a, self.scope)
+            if isinstance(v, IntV):
+                dims.append(v)
+            elif not isinstance(v, ErrorV):
+                self.diags.error(f"a grid size must be an integer, found {v.describe()}", a.span)
+        return dims
