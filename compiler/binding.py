@@ -256,6 +256,11 @@ def is_float_attr(a: ir.Attribute) -> bool:
     return isinstance(a, ir.FloatAttr)
 
 
+def attr_number(a: ir.Attribute) -> float | int:
+    """The number a float or integer attribute holds (a fill's value, a load's `other`)."""
+    return ir.FloatAttr(a).value if is_float_attr(a) else ir.IntegerAttr(a).value
+
+
 def add_dialect_search_prefix(prefix: str) -> None:
     """Let the bindings find a Python module for a dialect namespace under `prefix` as well as
     `mlir.dialects`. Every op handle the bindings make looks its dialect's module up, and a

@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec import smem
-from tilec.binding import is_float_attr
+from tilec.binding import attr_number
 from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_epilogue, sm90_values, sm90_wgmma
 from tilec.lowering.sm90_loops import counter_of, index, trips
 from tilec.lowering.sm90_sources import box_origin, tensor_of
@@ -193,7 +193,7 @@ class ConsumerOps:
         if tuple(view.shape) != self.block:
             raise LoweringError(op, f"loading a {tuple(view.shape)} tile like a {self.block} one")
         attr = op.attributes["other"]
-        other = ir.FloatAttr(attr).value if is_float_attr(attr) else ir.IntegerAttr(attr).value
+        other = attr_number(attr)
         loaded = sm90_values.load(view, other, b)
         elem = tensor_type(op.results[0].type).elem
         self.values[op.results[0]] = sm90_values.converted(loaded, elem)

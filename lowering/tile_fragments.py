@@ -27,6 +27,7 @@ from mlir.dialects import arith, math
 from tilec.binding import is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2, tile_math
+from tilec.lowering.tile_math import constant
 from tilec.lowering.tile_views import all_of
 
 
@@ -213,12 +214,6 @@ def convert(v: ir.Value, to: ir.Type) -> ir.Value:
         return arith.FPToSIOp(to, v).result
     wider = to.width > src.width
     return (arith.ExtSIOp if wider else arith.TruncIOp)(to, v).result
-
-
-def constant(t: ir.Type, x: float) -> ir.Value:
-    if is_float(t):
-        return arith.ConstantOp(t, ir.FloatAttr.get(t, x)).result
-    return arith.ConstantOp(t, ir.IntegerAttr.get(t, int(x))).result
 
 
 FLOAT_BINARY = {

@@ -7,9 +7,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, math, nvvm
 
+from tilec.binding import is_float_type
+
 
 def constant(t: ir.Type, x: float) -> ir.Value:
-    return arith.ConstantOp(t, ir.FloatAttr.get(t, x)).result
+    """A constant of type `t` (a float or an integer type) at the insertion point."""
+    if is_float_type(t):
+        return arith.ConstantOp(t, ir.FloatAttr.get(t, x)).result
+    return arith.ConstantOp(t, ir.IntegerAttr.get(t, int(x))).result
 
 
 LOG2_E = 1.4426950408889634

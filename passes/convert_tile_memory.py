@@ -25,7 +25,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from tilec.binding import is_float_attr
+from tilec.binding import attr_number
 from tilec.lowering import (
     LoweringError,
     tile_elementwise,
@@ -60,9 +60,7 @@ class Memory(Rung):
 
     def load(self, op: ir.Operation) -> Value:
         view = self.view(op, op.operands[0])
-        attr = op.attributes["other"]
-        kind = ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr
-        other = constant(view.elem, kind(attr).value)
+        other = constant(view.elem, attr_number(op.attributes["other"]))
         like = self.frag(op, op.operands[1]) if len(op.operands) > 1 else None
         if like is None:  # spread as tile-distribute decided
             part = tile_spreads.spread_of_type(op, op.results[0], self.threads)

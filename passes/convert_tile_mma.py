@@ -36,8 +36,7 @@ from math import prod
 from mlir import ir
 from mlir.dialects import scf
 
-from tilec.binding import is_float_attr
-from tilec.dialects.layout import algebra as A
+from tilec.binding import attr_number
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import (
     IndexBuilder,
@@ -53,9 +52,9 @@ from tilec.lowering.tile_carry import CARRY_FIRST
 from tilec.lowering.tile_fragments import Frag
 from tilec.lowering.tile_loops import moved_loop
 from tilec.lowering.tile_rungs import Rung, lower_kernel
-from tilec.lowering.tile_spreads import decode
+from tilec.lowering.tile_spreads import spread_of_type
 from tilec.lowering.tile_values import cut_of
-from tilec.lowering.tile_views import View, tensor_type
+from tilec.lowering.tile_views import View
 from tilec.passes import tile_pipeline
 from tilec.passes.base import Pass, register
 
@@ -83,9 +82,9 @@ class Mma(Rung):
         # tile.tiled_mma: its type says it all (the fragments and gemms read it)
 
     def fill(self, op: ir.Operation) -> None:
-        attr, target = op.attributes["value"], op.operands[0]
+        target = op.operands[0]
         value = self.frag(op, target)  # built afresh from its cast: fill may replace its values
-        tile_mma.fill(value, (ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr)(attr).value)
+        tile_mma.fill(value, attr_number(op.attributes["value"]))
         self.values.update(op, target, value)
 
     def gemm(self, op: ir.Operation) -> None:
@@ -199,14 +198,10 @@ UNLOWERED = (
 
 def mma_spread(value: ir.Value, threads: int) -> bool:
     """Whether a register tensor's type spreads it as an MMA's C (its TV layout)."""
-    t = tensor_type(value.type)
-    if t is None or t.tv is None:
-        return False
     try:
-        spread = decode(tuple(A.flatten(A.shape(t.layout))), t.tv, threads)
-    except ValueError:
+        return isinstance(spread_of_type(None, value, threads), tile_mma.MmaPartition)
+    except LoweringError:  # no TV layout yet, or none that is a spread
         return False
-    return isinstance(spread, tile_mma.MmaPartition)
 
 
 def lowered_here(op: ir.Operation, threads: int) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from mlir import ir
 
-from tilec.binding import is_float_attr, walk
+from tilec.binding import attr_number, walk
 from tilec.lowering import (
     IndexBuilder,
     LoweringError,
@@ -72,8 +72,7 @@ class KernelLowering(Rung):
         target = op.operands[0]
         if mma_spread(target, self.threads):
             raise LoweringError(op, f"'tile.fill' of an MMA's accumulator {MMA_FIRST}")
-        attr = op.attributes["value"]
-        number = (ir.FloatAttr if is_float_attr(attr) else ir.IntegerAttr)(attr).value
+        number = attr_number(op.attributes["value"])
         value = self.get(op, target)
         if isinstance(value, Frag):
             tile_mma.fill(value, number)
