@@ -53,6 +53,7 @@ ORDERED = (
     "tile.copy",
     "tile.gemm",
     "tile.barrier",
+    "tile.relayout",
     "tile.reduce",
     "tile.cluster_reduce",
     "tile.fill",

@@ -50,6 +50,7 @@ RUNGS = {  # the SM80 rung that lowers each op
     **dict.fromkeys((*ELEMENTWISE, "tile.coord"), "convert-tile-elementwise"),
     **dict.fromkeys(("tile.load", "tile.store"), "convert-tile-memory"),
     "tile.copy": "convert-tile-copies",
+    "tile.relayout": "tile-relayout",
     **dict.fromkeys(("tile.tiled_mma", "tile.gemm"), "convert-tile-mma"),
 }
 EARLIER = {name: f"is lowered by {rung}, which must run first" for name, rung in RUNGS.items()}

@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "tile-async-waits": "tile_async_waits",
     "tile-carry-accumulators": "tile_carry_accumulators",
     "tile-distribute": "tile_distribute",
+    "tile-relayout": "tile_relayout",
     "convert-tile-views": "convert_tile_views",
     "convert-tile-sync": "convert_tile_sync",
     "convert-tile-reductions": "convert_tile_reductions",

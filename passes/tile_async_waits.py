@@ -13,8 +13,9 @@ shared buffer it fills and the global tensor it reads (the roots of the copy's v
   store into such a buffer, or into a tensor a group reads, likewise;
 - a load of another buffer or of any global tensor, a store into another tensor and a reduction
   (registers and its own scratch) run while copies are in flight;
-- a gemm, a barrier or a synchronous copy waits for every group (they may touch anything, and
-  a barrier after copies is how other threads' chunks become visible to them);
+- a gemm, a barrier, a relayout (it holds barriers) or a synchronous copy waits for every group
+  (they may touch anything, and a barrier after copies is how other threads' chunks become
+  visible to them);
 - at a loop that issues such copies, the previous iteration's may be in flight at the top of
   its body and are not known there: the next access waits for every group.
 
@@ -45,7 +46,7 @@ COMMIT = "tile.async_commit"
 WAIT = "tile.async_wait"
 DONE = "tile.async_waits"  # on a kernel this pass has run on
 # Ops that may touch memory a copy in flight fills or reads; the others never wait.
-MEMORY_OPS = ("tile.gemm", "tile.barrier", "tile.load", "tile.store", "tile.copy")
+MEMORY_OPS = ("tile.gemm", "tile.barrier", "tile.relayout", "tile.load", "tile.store", "tile.copy")
 
 
 @register

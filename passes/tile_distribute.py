@@ -22,7 +22,8 @@ it built is that layout). Four kinds of spread, each with its TV layout:
             a one-element reduction's result.
 
 Anchors: `fragment` (an MMA's, or the spread of what it meets), `load` (its tile's, or that of
-its `like`), `reduce` (its operand's, reduced). Elementwise ops, `coord` and `cluster_reduce`
+its `like`), `relayout` (as a load of its buffer, or its `like`'s), `reduce` (its operand's,
+reduced). Elementwise ops, `coord` and `cluster_reduce`
 take their operands'; a loop's iter_args and results their initial value's. Operands spread
 differently, or a loop whose value changes its spread, are located errors here.
 """
@@ -106,6 +107,23 @@ class Spreads:
             raise LoweringError(op, f"loading a {shape} tile like a {like.shape} tensor")
         self.of[r] = like
 
+    def relayout(self, op: ir.Operation) -> None:
+        """As a load of the buffer spreads it (with `like`: as `like` is), from a value of the
+        buffer's shape."""
+        shape = tuple(A.flatten(A.shape(tensor_type(op.operands[1].type).layout)))
+        for value in [op.operands[0], *list(op.operands)[2:]]:
+            if (block := block_of(self.full(op, value))) != shape:
+                what = "value" if value == op.operands[0] else "like"
+                raise LoweringError(
+                    op,
+                    f"relayout's {what} is a {shape_text(block)} tile, "
+                    f"its buffer {shape_text(shape)}",
+                )
+        like = list(op.operands)[2:]
+        self.of[op.results[0]] = (
+            self.full(op, like[0]) if like else spread_of_tile(op, op.operands[1], self.threads)
+        )
+
     def reduce(self, op: ir.Operation) -> None:
         mode = ir.IntegerAttr(op.attributes["mode"]).value
         self.of[op.results[0]] = (self.full(op, op.operands[0]), mode)
@@ -165,6 +183,7 @@ def carries(value: Spread, like: Spread, one: bool) -> bool:
 RULES = {
     "tile.fragment": Spreads.fragment,
     "tile.load": Spreads.load,
+    "tile.relayout": Spreads.relayout,
     "tile.reduce": Spreads.reduce,
     "tile.coord": Spreads.coord,
     "tile.cluster_reduce": Spreads.same,
@@ -181,11 +200,25 @@ RULES = {
 def spread_of_load(op: ir.Operation, threads: int) -> Partition:
     """A plain load's spread: 16-byte chunks along its tile's unit-stride mode, as far as the
     tile's layout keeps them contiguous (tile_access.choose_partition on the type's layout)."""
-    src = tensor_type(op.operands[0].type)
+    return spread_of_tile(op, op.operands[0], threads)
+
+
+def spread_of_tile(op: ir.Operation, tile: ir.Value, threads: int) -> Partition:
+    """The spread a plain load of `tile` (a global or shared view) gives its elements."""
+    src = tensor_type(tile.type)
     shape = tuple(A.flatten(A.shape(src.layout)))
     if not all(isinstance(s, int) for s in shape):
         raise LoweringError(op, "a block-level access needs a static tile shape; tile first")
     return choose_partition(view_of(src), shape, threads)  # type: ignore[arg-type]
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return f"({','.join(map(str, shape))})"
+
+
+def block_of(part: Part) -> tuple[int, ...]:
+    """The block tile a full spread covers."""
+    return part.block if isinstance(part, MmaPartition) else part.shape
 
 
 def view_of(src) -> SimpleNamespace:  # noqa: ANN001
@@ -233,14 +266,16 @@ def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Part | None:
             return None
         block = tuple(ir.DenseI64ArrayAttr(owner.attributes["block_shape"]))
         return mma_partition(owner.operation, owner.operands[0].type, block)
-    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "tile.load":
+    # A load of a tile, or a relayout through a buffer (operand 1): that tile's plain spread.
+    source = {"tile.load": 0, "tile.relayout": 1}.get(getattr(owner, "name", ""))
+    if source is None:
         return None
-    if len(owner.operands) > 1:
-        return None  # load(t, like = x): x's spread, found through `neighbours`
-    src = tensor_type(owner.operands[0].type)
+    if len(owner.operands) > source + 1:
+        return None  # load(t, like = x), relayout(.., like = x): x's, found by `neighbours`
+    src = tensor_type(owner.operands[source].type)
     if tuple(A.flatten(A.shape(src.layout))) != shape:
         return None
-    return spread_of_load(owner.operation, threads)
+    return spread_of_tile(owner.operation, owner.operands[source], threads)
 
 
 def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
@@ -251,6 +286,8 @@ def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
         op = owner.operation
         if op.name in SAME_SPREAD or (op.name == "tile.load" and len(op.operands) > 1):
             out += [x for x in op.operands if full(x, shape)]
+        if op.name == "tile.relayout" and len(op.operands) > 2:
+            out += [op.operands[2]]
         if op.name == "scf.for":
             n = list(op.results).index(v)
             out += [op.operands[3 + n], yielded(op, n), op.regions[0].blocks[0].arguments[1 + n]]
@@ -263,6 +300,8 @@ def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         if user.name in SAME_SPREAD or (user.name == "tile.load" and use.operand_number == 1):
             out += [r for r in user.results if full(r, shape)]
+        elif user.name == "tile.relayout" and use.operand_number == 2:
+            out += list(user.results)
         elif user.name == "scf.for" and use.operand_number >= 3:
             n = use.operand_number - 3
             out += [user.results[n], user.regions[0].blocks[0].arguments[1 + n]]

@@ -32,6 +32,7 @@ REGISTER_OPERANDS = {
     "tile.fragment": (),
     "tile.fill": (0,),
     "tile.load": (1,),
+    "tile.relayout": (0, 2),
     "tile.store": (0, 2),
     "tile.gemm": (1, 3),
     "tile.binary": (),
@@ -92,10 +93,31 @@ class TileVerify(Pass):
                 failed = True
 
             failed |= not self.check_alloc(op)
+            failed |= not self.check_relayout(op)
 
         walk(module, check)
         if failed:
             self.fail()
+
+    def check_relayout(self, op: ir.Operation) -> bool:
+        """A relayout goes through a shared buffer of its value's element type (and keeps it);
+        tile-distribute checks the shapes, which an MMA fragment's type does not spell."""
+        if op.name != "tile.relayout" or len(op.operands) < 2:
+            return True
+        value, buffer, result = (TensorType.of(v.type) for v in (*op.operands[:2], op.result))
+        if None in (value, buffer, result):
+            return True  # reported above
+        if buffer.space != "shared":
+            self.error(op, f"relayout goes through a shared buffer, not a {buffer.space} tensor")
+            return False
+        if not value.elem == buffer.elem == result.elem:
+            self.error(
+                op,
+                f"relayout of {value.elem} values through a {buffer.elem} buffer into "
+                f"{result.elem}: the element types must be equal",
+            )
+            return False
+        return True
 
     def check_alloc(self, op: ir.Operation) -> bool:
         """A shared buffer's layout operand, once a static make, is its type's layout."""

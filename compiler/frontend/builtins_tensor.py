@@ -215,7 +215,7 @@ def _mask(c: ExprChecker, node: ast.Call, t: TensorV, mask: V) -> TensorV | None
     return p
 
 
-def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
+def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V, what: str = "load") -> V:
     """`load(t, like = x)`: t's elements spread over the threads as x's are (an MMA
     accumulator's partition, say), so the result combines elementwise with x."""
     span = node.kwarg("like").span
@@ -225,7 +225,7 @@ def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
     shape, want = L.shape(t.layout), x.logical_shape
     if mode_sizes(shape) != mode_sizes(want):
         return c.error(
-            f"load of a {L.tuple_str(shape)} tile like a {L.tuple_str(want)} register tensor: "
+            f"{what} of a {L.tuple_str(shape)} tile like a {L.tuple_str(want)} register tensor: "
             "the shapes must be equal",
             node.span,
             [note("the register tensor is here", span)],
@@ -236,6 +236,37 @@ def _load_like(c: ExprChecker, node: ast.Call, t: TensorV, like: V) -> V:
 def _spread_as(t: TensorV, x: TensorV) -> TensorV:
     """t's elements in registers, spread over the threads as the register tensor x."""
     return TensorV(t.elem, "register", x.layout, block_shape=x.block_shape, mma=x.mma)
+
+
+@builtin("relayout", 1, 1, ("through", "like"))
+def relayout(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`relayout(x, through = s[, like = y])`: the register tensor x spread over the threads
+    anew, through the shared buffer s (x's shape and element type): as `load(s)` spreads its
+    tile, or as y is. The op holds its own barriers; s's contents afterwards are unspecified."""
+    x = tensor_arg(c, args[0], node.args[0], ("register",))
+    if "through" not in kw:
+        return c.error("relayout needs through = a shared buffer of the tensor's shape", node.span)
+    s = tensor_arg(c, kw["through"], node.kwarg("through"), ("shared",))
+    if x is None or s is None:
+        return ErrorV()
+    shape, want = L.shape(s.layout), x.logical_shape
+    where = node.kwarg("through").span
+    if not L.is_static(shape) or mode_sizes(shape) != mode_sizes(want):
+        return c.error(
+            f"relayout of a {L.tuple_str(want)} register tensor through a {L.tuple_str(shape)} "
+            "buffer: the shapes must be equal",
+            where,
+        )
+    if s.elem != x.elem:
+        return c.error(
+            f"relayout of {x.elem} values through a {s.elem} buffer: convert them first "
+            f"(x : {s.elem})",
+            where,
+        )
+    if "like" in kw:
+        y = _load_like(c, node, s, kw["like"], "relayout")
+        return y if isinstance(y, ErrorV) else _spread_as(x, y)
+    return TensorV(x.elem, "register", L.Layout(shape))
 
 
 def _same_size(c: ExprChecker, a: TensorV, b: TensorV, node: ast.Node) -> bool:

@@ -309,6 +309,10 @@ class ExprGen(LayoutGen):
             return self.op(
                 "tile.load", span, [self.expr(node.args[0]), *like], [rtype], attrs
             ).result
+        if f == "relayout":
+            like = [self.expr(node.kwarg("like"))] if node.kwarg("like") else []
+            operands = [self.expr(node.args[0]), self.expr(node.kwarg("through")), *like]
+            return self.op("tile.relayout", span, operands, [rtype]).result
         if f == "tiled_mma":
             return self.op("tile.tiled_mma", span, [], [rtype]).result
         if f in ("max", "min"):

@@ -202,6 +202,20 @@ irdl.dialect @tile {
     irdl.operands(value: %v, dst: %t, mask: optional %mask)
   }
 
+  // relayout(value, through[, like]): the register tensor `value` spread over the threads
+  // anew, through the shared buffer `through` (of value's shape and element type): as a load
+  // of `through` spreads it, or, with `like`, as `like` is. It synchronises the block around
+  // its use of the buffer (convert-tile-relayout); the buffer's contents afterwards are
+  // unspecified. tile-verify checks the shapes and element types.
+  irdl.operation @relayout {
+    %v = irdl.any  // !tile.tensor or !tile.frag
+    %t = irdl.base @tile::@tensor
+    %like = irdl.any  // !tile.tensor or !tile.frag
+    %r = irdl.any  // !tile.tensor or !tile.frag
+    irdl.operands(value: %v, through: %t, like: optional %like)
+    irdl.results(result: %r)
+  }
+
   // copy(src, dst) {atom}: a block-level copy; atom "auto" lets the compiler choose.
   irdl.operation @copy {
     %src = irdl.base @tile::@tensor

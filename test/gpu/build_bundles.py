@@ -6,7 +6,8 @@ OUT_DIR/vadd_<arch> for test_vadd_bundle.py, OUT_DIR/epilogue/<variant>/<kernel>
 GEMM epilogue example for each activation and without C, and the batched GEMM) for
 test_gemm_epilogue.py, and OUT_DIR/reduce/<kernel>_<arch> (test/gpu/reduce_store.tile) for
 test_reduce_store.py, OUT_DIR/negative_stride/<kernel>_<arch> (test/gpu/negative_stride.tile)
-for test_negative_stride.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
+for test_negative_stride.py, OUT_DIR/relayout/<kernel>_<arch> (test/gpu/relayout.tile) for
+test_relayout.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
 for the sanitizer tier (test/gpu/sanitize.py) to catch.
 """
 
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
 REDUCE = ROOT / "test" / "gpu" / "reduce_store.tile"
 NEGATIVE = ROOT / "test" / "gpu" / "negative_stride.tile"
+RELAYOUT = ROOT / "test" / "gpu" / "relayout.tile"
 BLOCK = 256  # matches the kernel's gpu.known_block_size
 ARCHES = ("sm_80", "sm_90a")
 # variant -> (example, -D parameters)
@@ -104,6 +106,7 @@ def build(out: Path) -> list[Path]:
         + build_epilogue(out)
         + build_tile(REDUCE, {}, out / "reduce")
         + build_tile(NEGATIVE, {}, out / "negative_stride")
+        + build_tile(RELAYOUT, {}, out / "relayout")
         + build_planted(out)
     )
 
