@@ -295,7 +295,8 @@ class ExprChecker(StatementChecker):
                 return self.error(
                     f"this register tensor ({spread(t)}) is spread over the threads differently "
                     f"from the MMA fragment it meets ({spread(frag)}): load it with "
-                    "load(t, like = fragment)",
+                    "load(t, like = fragment), or move it with "
+                    "relayout(x, through = buffer, like = fragment)",
                     n.span,
                 )
         for t, n in zip(operands, nodes, strict=True):
