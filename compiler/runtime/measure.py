@@ -38,10 +38,21 @@ def stored(p: TensorParam, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if d == 0 else n for n, d in zip(shape, strides, strict=True))
 
 
+def unit_mode_last(p: TensorParam, rank: int) -> list[int]:
+    """The order to allocate a tensor's modes in, outermost first: its own, except that a mode
+    the layout declares contiguous (a static stride of 1, e.g. `(M, N):(1, M)`) goes last."""
+    strides = p.strides or (None,) * rank
+    unit = [k for k, d in enumerate(strides) if d == 1]
+    if not unit or unit[0] == rank - 1:
+        return list(range(rank))
+    return [k for k in range(rank) if k != unit[0]] + [unit[0]]
+
+
 def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> list[Any]:
     """torch tensors with standard-normal values (never zeros), float scalars of 1.5 and
     integer scalars of `sizes[name]` (3 when not given); a broadcast argument (stride 0) is its
-    data expanded, as `bias.expand(M, N)`."""
+    data expanded, as `bias.expand(M, N)`; a tensor whose layout makes another mode than the
+    last contiguous (the transpose of a row-major one) is laid out so."""
     torch = _torch()
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dims = shapes(manifest, sizes)
@@ -50,8 +61,10 @@ def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> lis
         if isinstance(p, TensorParam):
             dtype = getattr(torch, TORCH_DTYPES[p.dtype])
             data = stored(p, dims[p.name])
-            t = torch.randn(data, generator=gen, device="cuda", dtype=torch.float32)
-            args.append(t.to(dtype).expand(dims[p.name]))
+            order = unit_mode_last(p, len(data))
+            back = sorted(range(len(order)), key=order.__getitem__)
+            t = torch.randn([data[k] for k in order], generator=gen, device="cuda")
+            args.append(t.to(dtype).permute(back).expand(dims[p.name]))
         elif isinstance(p, ScalarParam):
             integer = p.dtype.startswith(("i", "u"))
             args.append(sizes.get(p.name, 3) if integer else 1.5)

@@ -6,9 +6,10 @@ OUT_DIR/vadd_<arch> for test_vadd_bundle.py, OUT_DIR/epilogue/<variant>/<kernel>
 GEMM epilogue example for each activation and without C, and the batched GEMM) for
 test_gemm_epilogue.py, and OUT_DIR/reduce/<kernel>_<arch> (test/gpu/reduce_store.tile) for
 test_reduce_store.py, OUT_DIR/negative_stride/<kernel>_<arch> (test/gpu/negative_stride.tile)
-for test_negative_stride.py, OUT_DIR/relayout/<kernel>_<arch> (test/gpu/relayout.tile) for
-test_relayout.py; OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier,
-for the sanitizer tier (test/gpu/sanitize.py) to catch.
+for test_negative_stride.py, OUT_DIR/relayout/<kernel>_<arch> (test/gpu/relayout.tile) and
+OUT_DIR/relayout_sweep/<variant>/ (test/gpu/relayout_sweep.tile) for test_relayout.py;
+OUT_DIR/planted/transpose_<arch>, transpose.tile without its barrier, for the sanitizer tier
+(test/gpu/sanitize.py) to catch.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ VADD = ROOT / "test" / "backend" / "vadd.gpu.mlir"
 REDUCE = ROOT / "test" / "gpu" / "reduce_store.tile"
 NEGATIVE = ROOT / "test" / "gpu" / "negative_stride.tile"
 RELAYOUT = ROOT / "test" / "gpu" / "relayout.tile"
+SWEEP = ROOT / "test" / "gpu" / "relayout_sweep.tile"
 BLOCK = 256  # matches the kernel's gpu.known_block_size
 ARCHES = ("sm_80", "sm_90a")
 # variant -> (example, -D parameters)
@@ -60,10 +62,12 @@ def vadd_manifest(target: str, source: str) -> Manifest:
     )
 
 
-def build_tile(source: Path, params: dict[str, str], out: Path) -> list[Path]:
-    """Every kernel of a .tile file, for both targets, spill-free: out/<kernel>_<arch>."""
+def build_tile(
+    source: Path, params: dict[str, str], out: Path, arches: tuple[str, ...] = ARCHES
+) -> list[Path]:
+    """Every kernel of a .tile file, for each target, spill-free: out/<kernel>_<arch>."""
     written = []
-    for arch in ARCHES:
+    for arch in arches:
         compiled = compile_tile(str(source), params, arch)
         usage = backend.ptxas_report(compiled.ptx, arch)
         assert usage.spill_stores == usage.spill_loads == 0, (source, params, arch, usage)
@@ -78,6 +82,19 @@ def build_epilogue(out: Path) -> list[Path]:
     written = []
     for variant, (example, params) in EPILOGUE.items():
         written += build_tile(ROOT / "examples" / example, params, out / "epilogue" / variant)
+    return written
+
+
+def build_sweep(out: Path) -> list[Path]:
+    """test/gpu/relayout_sweep.tile over its buffers, spreads and element types (sm_90a):
+    out/relayout_sweep/b<B>_like<LIKE>_<T>/relayout_sweep_sm90a."""
+    written = []
+    for b in range(4):
+        for like in (0, 1):
+            for t in ("f32", "f16", "bf16"):
+                params = {"B": str(b), "LIKE": str(like), "T": t}
+                folder = out / "relayout_sweep" / f"b{b}_like{like}_{t}"
+                written += build_tile(SWEEP, params, folder, ("sm_90a",))
     return written
 
 
@@ -107,6 +124,7 @@ def build(out: Path) -> list[Path]:
         + build_tile(REDUCE, {}, out / "reduce")
         + build_tile(NEGATIVE, {}, out / "negative_stride")
         + build_tile(RELAYOUT, {}, out / "relayout")
+        + build_sweep(out)
         + build_planted(out)
     )
 

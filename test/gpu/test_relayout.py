@@ -4,8 +4,10 @@ Bundles: `python test/gpu/build_bundles.py` (on a machine with MLIR) writes
 build/bundles/relayout/<kernel>_<arch>. `transpose2` relays two tiles a block, one after the
 other through one buffer (a relayout without its first barrier would let the second tile's
 writes overtake the first's reads); `mma_relayout` relays a loaded tile to an MMA accumulator's
-spread (like = acc) and the sum back to a load's. Random data, ragged shapes, outputs poisoned
-with NaN, and the elements past the output's end must stay NaN.
+spread (like = acc) and the sum back to a load's; `relayout_sweep` copies X to Y through a
+relayout for each buffer layout, spread pair and element type of test/gpu/relayout_sweep.tile,
+which must be exact. Random data, ragged shapes, outputs poisoned with NaN, and the elements
+past the output's end must stay NaN.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ ARCHS = [a for a in ("sm80", "sm90a") if (ROOT / f"transpose2_{a}" / "manifest.j
 if not ARCHS:
     pytest.skip(f"no relayout bundles in {ROOT}", allow_module_level=True)
 TAIL = 64  # poisoned elements past each output
+SWEEP = sorted(p.name for p in (ROOT.parent / "relayout_sweep").glob("*") if p.is_dir())
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -68,3 +72,17 @@ def test_mma_relayout(arch: str, m: int, n: int, k: int) -> None:
     assert torch.isnan(buf[m * n :]).all(), "wrote past the end"
     assert not torch.isnan(c).any(), "unwritten elements"
     assert torch.allclose(c.double(), ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("variant", SWEEP)
+@pytest.mark.parametrize("m,n", [(64, 128), (45, 100), (300, 70)])
+def test_relayout_sweep(variant: str, m: int, n: int) -> None:
+    dtype = DTYPES[variant.rsplit("_", 1)[1]]
+    x = randn(m, n, seed=m + n, dtype=dtype)
+    z = torch.empty(n, m, device="cuda", dtype=dtype).t()  # column-major: only its spread counts
+    buf = torch.full((m * n + TAIL,), float("nan"), device="cuda", dtype=dtype)
+    y = buf[: m * n].view(m, n)
+    load(ROOT.parent / "relayout_sweep" / variant / "relayout_sweep_sm90a")(x, z, y)
+    torch.cuda.synchronize()
+    assert torch.isnan(buf[m * n :]).all(), "wrote past the end"
+    assert torch.equal(y, x)  # moved, never computed on

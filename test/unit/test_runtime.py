@@ -835,3 +835,19 @@ def test_a_tensor_map_over_an_empty_tensor_is_null() -> None:
     bound = bind(gemm_manifest(), (a, b, c, 0.5))
     assert bound.tma == {"tmaA": None}
     assert bind(gemm_manifest(), gemm_args()).tma["tmaA"] is not None
+
+
+def test_random_args_lay_out_a_declared_contiguous_mode_last() -> None:
+    """random_args allocates a tensor whose layout makes a mode other than the last contiguous
+    (the transpose of a row-major one, an MN-major operand) with that mode innermost, so the
+    runtime's layout check accepts it; other tensors keep their row-major order."""
+    from tilec.runtime.measure import unit_mode_last
+
+    def order(shape: tuple[str, ...], strides: tuple[object, ...] | None) -> list[int]:
+        return unit_mode_last(TensorParam("Z", "f16", shape, strides), len(shape))
+
+    assert order(("M", "N"), (1, "M")) == [1, 0]
+    assert order(("M", "N"), ("N", 1)) == [0, 1]
+    assert order(("M", "N"), None) == [0, 1]
+    assert order(("L", "M", "N"), ("MN", 1, "M")) == [0, 2, 1]
+    assert order(("M", "N"), (0, 1)) == [0, 1]  # a broadcast row: still row-major
