@@ -271,10 +271,8 @@ def unary(op: ir.Operation, kind: str, x: ir.Value) -> ir.Value:
     if kind == "sigmoid":  # 1 / (1 + exp(-x))
         e = unary(op, "exp", arith.NegFOp(x).result)
         return arith.DivFOp(one, arith.AddFOp(one, e).result).result
-    if kind == "gelu":  # x/2 * (1 + erf(x / sqrt 2))
-        scaled = arith.MulFOp(x, constant(x.type, 0.7071067811865476)).result
-        erf = arith.AddFOp(one, tile_math.erf(scaled)).result
-        return arith.MulFOp(arith.MulFOp(x, constant(x.type, 0.5)).result, erf).result
+    if kind == "gelu":  # x/2 * (1 + erf(x / sqrt 2)) = x * Phi(x)
+        return tile_math.gelu(x)
     if kind == "gelu_tanh":  # x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
         return tile_math.gelu_tanh(x)
     raise LoweringError(op, f"unknown unary op '{kind}'")

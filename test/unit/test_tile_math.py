@@ -1,8 +1,9 @@
-"""lowering/tile_math.erf: the two-piece polynomial (libdevice erff's coefficients) without a
-branch. Its constants evaluated as the emitted ops do (f32, fused multiply-adds through float64,
-2^r exact) must stay within 1.5 ulp of erf over [-6, 6] and small arguments; the emitted ops
-must hold no branch and one ex2 (the reason it exists: an unrolled GELU epilogue of 128 values
-a thread was 128 basic blocks with libdevice's erff)."""
+"""lowering/tile_math.gelu: GELU's erf form for f32 as x · Φ(x), Φ from one exponential of a
+polynomial fitted to log2 Φ(-|x|). Its constants evaluated as the emitted ops do (f32, fused
+multiply-adds through float64, 2^p exact) must stay within 2.25 ulp of GELU for x >= 0 and
+within 1.75 · 2^-24 · |x| for every x in [-10, 10] and small arguments (the two-piece erf it
+replaced: 1.61 ulp and 1.93 · 2^-24 · |x|); the emitted ops must hold no branch, no erf call,
+one ex2 and ten fused multiply-adds (what makes it cheaper than the erf form it replaced)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mlir.dialects import func
 
 from tilec.binding import walk
 from tilec.context import make_context
-from tilec.lowering.tile_math import ERF_ABOVE, ERF_BELOW, ERF_SPLIT, erf
+from tilec.lowering.tile_math import GELU_CUT, GELU_Q, gelu
 
 f32 = np.float32
 
@@ -29,41 +30,52 @@ def fma(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
 
 def model(x: np.float32) -> np.float32:
     t = abs(x)
-    above = t >= word(ERF_SPLIT)
-    u = t if above else f32(x * x)
-    coefficients = ERF_ABOVE if above else ERF_BELOW
-    p = word(coefficients[0])
-    for c in coefficients[1:]:
-        p = fma(p, u, word(c))
-    w = -u if above else x
-    r = fma(p, w, w)
-    return f32(math.copysign(f32(1) - f32(2.0 ** float(r)), x)) if above else r
+    p = word(GELU_Q[0])
+    for c in GELU_Q[1:]:
+        p = fma(p, t, word(c))
+    q = f32(2.0 ** float(p)) if t < f32(GELU_CUT) else f32(0)
+    return f32(x * (f32(1) - q if x >= 0 else q))
 
 
-def test_the_polynomial_is_erf_within_an_ulp_and_a_half() -> None:
-    xs = np.concatenate(
-        [np.linspace(-6, 6, 60001, dtype=f32), f32(10) ** np.linspace(-8, 0.7, 4001).astype(f32)]
-    )
-    worst = 0.0
+def exact(x: float) -> float:
+    return x * 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def test_gelu_is_within_a_few_ulp() -> None:
+    small = f32(10) ** np.linspace(-8, 0.7, 2001).astype(f32)
+    xs = np.concatenate([np.linspace(-10, 10, 40001, dtype=f32), small, -small])
+    worst_positive = worst_scaled = 0.0
     for x in xs:
-        ref = math.erf(float(x))
-        ulp = float(np.spacing(f32(abs(ref)))) if ref else 1e-45
-        worst = max(worst, abs(float(model(x)) - ref) / ulp)
-    assert worst < 1.5, worst
+        ref, got = exact(float(x)), float(model(x))
+        if x >= 0 and ref:
+            ulp = float(np.spacing(f32(abs(ref))))
+            worst_positive = max(worst_positive, abs(got - ref) / ulp)
+        if x:
+            worst_scaled = max(worst_scaled, abs(got - ref) / (abs(float(x)) * 2**-24))
+    assert worst_positive < 2.25, worst_positive
+    assert worst_scaled < 1.75, worst_scaled
 
 
-def test_erf_emits_no_branch_and_one_ex2() -> None:
+def test_gelu_keeps_the_tail_relative() -> None:
+    """Below zero GELU is x · Φ(x), Φ tiny: relative accuracy there is the exponential's,
+    where 1 + erf(x / sqrt 2) in f32 loses it (and is 0 from x < -5.5 on)."""
+    for x in np.linspace(-5.5, -0.5, 2001, dtype=f32):
+        ref = exact(float(x))
+        assert abs(float(model(x)) - ref) <= 1e-5 * abs(ref), x
+
+
+def test_gelu_emits_no_branch_and_one_ex2() -> None:
     with make_context(), ir.Location.unknown():
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp("f", ([ir.F32Type.get()], [ir.F32Type.get()]))
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
-                func.ReturnOp([erf(block.arguments[0])])
+                func.ReturnOp([gelu(block.arguments[0])])
         names: list[str] = []
         walk(module.operation, lambda op: names.append(op.name))
         asm = str(module)
     assert not any(n.startswith(("scf.", "cf.")) for n in names)
     assert "math.erf" not in names
     assert asm.count("ex2.approx.ftz.f32") == 1
-    assert names.count("math.fma") == len(ERF_ABOVE)
+    assert names.count("math.fma") == len(GELU_Q) - 1
