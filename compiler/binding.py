@@ -196,6 +196,43 @@ def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     return False
 
 
+def ancestors(op: ir.Operation) -> list[ir.Operation]:
+    """`op` and the ops it is nested in, outermost first."""
+    chain = [op.operation]
+    while (parent := chain[-1].parent) is not None:
+        chain.append(parent.operation)
+    return chain[::-1]
+
+
+def before(a: ir.Operation, b: ir.Operation) -> bool:
+    """Whether `a` comes before `b` in a pre-order walk (an op before the ops nested in it),
+    decided from where the two are now: positions in a shared block, else the order of the
+    regions and blocks of the op that holds both. (Not from a table of positions made earlier:
+    these bindings' `Operation` hashes by the op it wraps when hashed, and a wrapper kept across
+    changes to the IR can hash differently later, so such a table misses, now and then.)"""
+    chain_a, chain_b = ancestors(a), ancestors(b)
+    k = 0
+    while k < min(len(chain_a), len(chain_b)) and chain_a[k] == chain_b[k]:
+        k += 1
+    if k == len(chain_b):
+        return False  # b is a or holds it
+    if k == len(chain_a):
+        return True  # a holds b
+    x, y = chain_a[k], chain_b[k]
+    if x.block == y.block:
+        return x.is_before_in_block(y)
+    return block_position(x) < block_position(y)
+
+
+def block_position(op: ir.Operation) -> tuple[int, int]:
+    """(region, block) indices of `op`'s block within the op that holds it."""
+    for r, region in enumerate(op.parent.regions):
+        for k, block in enumerate(region.blocks):
+            if block == op.block:
+                return r, k
+    raise ValueError("an op outside its parent's regions")
+
+
 def defined_inside(value: ir.Value, ancestor: ir.Operation) -> bool:
     """Whether `value` is the result of an op nested in `ancestor`, or an argument of a block
     of it (its own blocks' too: a loop's induction variable is defined inside the loop)."""

@@ -115,14 +115,16 @@ class CarriedLoop:
         self.loop = new.operation
 
     def bind(self, loop: ir.Operation, olds: list, news: list, values: TileValues) -> None:
-        """Replace each old value by a cast of its new scalars (tile_values)."""
+        """Replace each old value (an iter_arg or a result of the loop being replaced) by a
+        cast of its new scalars (tile_values): every use reads them, as every use is inside
+        the loop or after it."""
         rest = iter(news)
         for old, like in zip(olds, self.likes, strict=True):
             if like is None:
                 old.replace_all_uses_with(next(rest))
                 continue
             part = [next(rest) for _ in range(width(like))]
-            values.update(loop, old, unflatten(like, part))
+            values.put(loop, old, unflatten(like, part))
 
     def yield_(self, op: ir.Operation, values: TileValues) -> None:
         """The body's scf.yield of tile values, replaced by one of their scalars."""

@@ -77,20 +77,16 @@ def lower_kernel(
     select: Callable[[ir.Operation], bool],
     lowering: Callable[[], Callable[[ir.Operation], None]],
     distributed: bool = False,
-    order: list[ir.Operation] | None = None,
 ) -> None:
     """A rung over one kernel: what an earlier pass must lower refused (a warp_specialize
     region; with `distributed`, a register tensor of its ops without its TV layout, at the op
     that makes it), then the ops `select` picks lowered in program order by what `lowering()`
     returns, each where it is, and erased: their values are casts by then, read by the ops
-    after them. One walk of the kernel finds both (and lists every op in `order`, if given,
-    for a rung whose ops update values in place: TileValues.update)."""
+    after them. One walk of the kernel finds both."""
     ops: list[ir.Operation] = []
     refused: list[tuple[ir.Operation, str]] = []
 
     def visit(op: ir.Operation) -> None:
-        if order is not None:
-            order.append(op)
         refused.extend(region_refusal(op))
         if select(op):
             ops.append(op)

@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 from mlir import ir
 
+from tilec.binding import before
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError, Term
 from tilec.lowering.tile_fragments import Deferred, Frag, Reduced
@@ -62,8 +63,6 @@ class TileValues:
         self.threads = threads
         self.aside: dict[ir.Value, Deferred] = {}
         self.casts: list[ir.Operation] = []  # erased after the tile ops that read them
-        self.ops: list[ir.Operation] = []  # every op in program order, where `update` needs it
-        self.order: dict[ir.Operation, int] | None = None  # their positions, made when needed
 
     def put(self, op: ir.Operation, value: ir.Value, lowered: Lowered, cut: Cut = None) -> None:
         """Record `value` (a result of `op`) as lowered to `lowered`; a register tensor's
@@ -81,20 +80,13 @@ class TileValues:
 
     def update(self, op: ir.Operation, value: ir.Value, lowered: Frag | Reduced | ir.Value) -> None:
         """`value` changed in place (a fill, an in-place gemm): a new cast of its scalars, which
-        every use of it after `op` reads from here on. `op` itself and a use before it (a later
-        pass's tile op, an earlier pass's pending cast, a loop's initial value) keep reading the
-        value as it was; so does a pending cast this pass made (not in `ops`: it was made before
-        `op`)."""
+        every use of it after `op` in program order reads from here on. `op` itself and a use
+        before it (a later pass's tile op, an earlier pass's pending cast, a loop's initial
+        value, a pending cast this pass made while lowering an op before `op`) keep reading the
+        value as it was."""
         c = self.cast(op, value.type, lowered)
         uses = [(u.owner, u.operand_number) for u in value.uses]
-        if self.order is None and self.ops:
-            self.order = {o.operation: i for i, o in enumerate(self.ops)}
-        where = self.order.get(op.operation) if self.order else None
-        keep = [
-            (owner, i)
-            for owner, i in uses
-            if where is not None and self.order.get(owner.operation, -1) <= where
-        ]
+        keep = [(o, i) for o, i in uses if o.operation == op.operation or before(o, op)]
         value.replace_all_uses_with(c.results[0])
         for owner, i in keep:
             owner.operands[i] = value

@@ -233,12 +233,9 @@ def lower_mma(func: ir.Operation) -> None:
     """Lower one kernel's MMA ops in place (a LoweringError says why one cannot be)."""
     dims = func.attributes["tile.threads"] if "tile.threads" in func.attributes else None
     threads = prod(ir.DenseI64ArrayAttr(dims)) if dims is not None else 0
-    order: list[ir.Operation] = []  # every op in program order (TileValues.update)
 
     def rung() -> Callable[[ir.Operation], None]:
-        mma = Mma(func)
-        mma.values.ops = order
-        return mma.lower
+        return Mma(func).lower
 
     select = lambda op: lowered_here(op, threads)  # noqa: E731
-    lower_kernel(func, select, rung, distributed=True, order=order)
+    lower_kernel(func, select, rung, distributed=True)

@@ -134,14 +134,12 @@ class ConvertTileToGpu(Pass):
 def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     """Lower one kernel in place (a LoweringError says why it cannot be)."""
     ops: list[ir.Operation] = []
-    order: list[ir.Operation] = []  # every op, in program order (TileValues.update)
     refused: list[tuple[ir.Operation, str]] = []
     bare: list[ir.Operation] = []
     casts: list[ir.Operation] = []  # the earlier passes' casts to tile types
     pending: list[ir.Operation] = []  # their reads of what is lowered here
 
     def visit(op: ir.Operation) -> None:
-        order.append(op)
         refused.extend(region_refusal(op))
         if lowered_here(op):
             ops.append(op)
@@ -159,7 +157,6 @@ def lower_kernel(func: ir.Operation, module: ir.Operation) -> None:
     if bare:
         raise LoweringError(bare[0], tile_spreads.UNDISTRIBUTED)
     kernel = KernelLowering(func, module)
-    kernel.values.ops = order
     for op in ops:
         with ir.InsertionPoint(op), op.location:
             kernel.lower(op)
