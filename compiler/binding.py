@@ -6,6 +6,7 @@ The next MLIR bump should touch this file alone: Python-defined passes (callback
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import traceback
@@ -196,6 +197,18 @@ def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     return False
 
 
+_CAPSULE_POINTER = ctypes.pythonapi.PyCapsule_GetPointer
+_CAPSULE_POINTER.restype = ctypes.c_void_p
+_CAPSULE_POINTER.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def op_id(op: ir.Operation) -> int:
+    """A key for `op` in a dict or set: its address, which stays while it lives. (These
+    bindings hash an `Operation` by its contents, name, operands, attributes and result types,
+    so an op changed after it became a key hashes differently and is not found again.)"""
+    return _CAPSULE_POINTER(op.operation._CAPIPtr, b"mlir.ir.Operation._CAPIPtr")
+
+
 def ancestors(op: ir.Operation) -> list[ir.Operation]:
     """`op` and the ops it is nested in, outermost first."""
     chain = [op.operation]
@@ -207,9 +220,8 @@ def ancestors(op: ir.Operation) -> list[ir.Operation]:
 def before(a: ir.Operation, b: ir.Operation) -> bool:
     """Whether `a` comes before `b` in a pre-order walk (an op before the ops nested in it),
     decided from where the two are now: positions in a shared block, else the order of the
-    regions and blocks of the op that holds both. (Not from a table of positions made earlier:
-    these bindings' `Operation` hashes by the op it wraps when hashed, and a wrapper kept across
-    changes to the IR can hash differently later, so such a table misses, now and then.)"""
+    regions and blocks of the op that holds both (no table of positions made earlier to go
+    stale as the IR changes)."""
     chain_a, chain_b = ancestors(a), ancestors(b)
     k = 0
     while k < min(len(chain_a), len(chain_b)) and chain_a[k] == chain_b[k]:

@@ -36,7 +36,7 @@ from math import prod
 from mlir import ir
 from mlir.dialects import scf
 
-from tilec.binding import attr_number
+from tilec.binding import attr_number, op_id
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import (
     IndexBuilder,
@@ -66,8 +66,9 @@ class Mma(Rung):
         super().__init__(func)
         # Each prefetching gemm's next k-step fragments and the rebuilt loop that carries them;
         # how many of a loop's prefetching gemms are still to lower.
-        self.ahead: dict[ir.Operation, tuple[Frag, ir.Operation]] = {}
-        self.waiting: dict[ir.Operation, int] = {}
+        # (Keyed by binding.op_id: an op's hash follows its operands, which change.)
+        self.ahead: dict[int, tuple[Frag, ir.Operation]] = {}
+        self.waiting: dict[int, int] = {}
 
     def lower(self, op: ir.Operation) -> None:
         self.enter(op)
@@ -104,15 +105,15 @@ class Mma(Rung):
         register tensor), or, prefetching, each k-step's fragments one k-step early."""
         acc = self.accumulator(op, op.operands[3])
         if tile_pipeline.PREFETCH in op.attributes:
-            frags, loop = self.ahead.get(op.operation, (None, None))
+            frags, loop = self.ahead.get(op_id(op), (None, None))
             if not op.results or frags is None:
                 raise LoweringError(op, CARRY_FIRST)
             tiles = (self.view(op, op.operands[1]), self.view(op, op.operands[2]))
             following = (self.stage_view(op, 1, 1), self.stage_view(op, 2, 1))
             pending = ir.IntegerAttr(op.attributes[tile_pipeline.PREFETCH]).value
             tile_mma_gemm.gemm_prefetch(op, tiles, following, acc, frags, self.tid, pending)
-            self.waiting[loop] -= 1
-            if not self.waiting[loop]:
+            self.waiting[op_id(loop)] -= 1
+            if not self.waiting[op_id(loop)]:
                 self.pass_on(loop)
             return acc
         if not op.results and tile_carry.updated_across_loop(op):
@@ -172,8 +173,8 @@ class Mma(Rung):
         rest = iter(inner[len(own) :])
         for gemm, f in preloads:
             f.values = [[next(rest) for _ in row] for row in f.values]
-            self.ahead[gemm.operation] = (f, new.operation)
-        self.waiting[new.operation] = len(preloads)
+            self.ahead[op_id(gemm)] = (f, new.operation)
+        self.waiting[op_id(new)] = len(preloads)
         for old, result in zip(loop.results, new.results, strict=False):
             old.replace_all_uses_with(result)
 

@@ -30,7 +30,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec import smem
-from tilec.binding import walk
+from tilec.binding import op_id, walk
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import (
     DIMS,
@@ -85,7 +85,8 @@ class Sm90Kernel(ConsumerOps):
         self.threads = threads[0]
         attrs = func.attributes
         self.cluster = ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1
-        self.multicast: set[ir.Operation] = set()  # copies every block of the cluster makes
+        # Ops as keys by binding.op_id (an op's hash follows its operands, which change).
+        self.multicast: set[int] = set()  # copies every block of the cluster makes
         self.views: dict[ir.Value, View] = {}
         self.tile_ops: dict[ir.Value, ir.Operation] = {}  # local_tile results: their ops
         self.slots: dict[ir.Value, tuple[int, SwizzledRows]] = {}  # buffer -> (offset, rows)
@@ -96,7 +97,7 @@ class Sm90Kernel(ConsumerOps):
         self.tma: list[ir.Attribute] = []
         self.stage_bytes = 0
         self.loops = RoleLoops()
-        self.issued: dict[ir.Operation, tuple[Term, ir.Value]] = {}  # producer loop -> stage
+        self.issued: dict[int, tuple[Term, ir.Value]] = {}  # producer loop -> stage
 
     # --- structure -------------------------------------------------------------------------
 
@@ -154,7 +155,7 @@ class Sm90Kernel(ConsumerOps):
     def plan(self, ops: list[ir.Operation]) -> None:
         """The ring: a slot per stage for every buffer a producer copy fills, and S."""
         stages: set[int] = set()
-        self.loop_bytes: dict[ir.Operation, int] = {}  # producer loop -> bytes its stage loads
+        self.loop_bytes: dict[int, int] = {}  # producer loop -> bytes its stage loads
         for op in ops:
             if op.name == "tile.copy":
                 loop = self.loops.pipelined(op)
@@ -162,10 +163,10 @@ class Sm90Kernel(ConsumerOps):
                 dst = op.operands[1]
                 if ir.StringAttr(op.attributes["atom"]).value == "tma":
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
-                    self.loop_bytes[loop] = self.loop_bytes.get(loop, 0) + rows.bytes
+                    self.loop_bytes[op_id(loop)] = self.loop_bytes.get(op_id(loop), 0) + rows.bytes
                     if self.cluster > 1 and not sm90_cluster.varies(op.operands[0]):
                         sm90_cluster.check_split(op, rows, self.cluster)
-                        self.multicast.add(op)
+                        self.multicast.add(op_id(op))
                 if dst not in self.slots:
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
                     self.slots[dst] = (self.stage_bytes, rows)
@@ -347,12 +348,12 @@ class Sm90Kernel(ConsumerOps):
                 f"got {[d if isinstance(d, int) else '?' for d in stride]}",
             )
         loop = self.loops.pipelined(op)
-        if loop not in self.issued:
+        if op_id(loop) not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
                 counter = counter_of(loop, self.roles["producer"], IndexBuilder())
-                tx = self.loop_bytes[loop]
-                self.issued[loop] = self.ring.acquire(counter, tx, IndexBuilder())
-        stage, full = self.issued[loop]
+                tx = self.loop_bytes[op_id(loop)]
+                self.issued[op_id(loop)] = self.ring.acquire(counter, tx, IndexBuilder())
+        stage, full = self.issued[op_id(loop)]
         i8 = ir.IntegerType.get_signless(8)
         dst = gep(self.base, b.add(b.mul(stage, self.stage_bytes), offset), i8, b)
         # The tensor map's modes innermost first: the contiguous one, then the others.
@@ -360,7 +361,7 @@ class Sm90Kernel(ConsumerOps):
         order = [inner] + [m for m in reversed(range(len(box))) if m != inner]
         # Multicast: this block loads its 1/C share of the tile, rows rank·R/C on, into every
         # block of the cluster (the same offset in each), completing on each one's barrier.
-        share = sm90_cluster.Share.of(rows, self.cluster if op in self.multicast else 1, b)
+        share = sm90_cluster.Share.of(rows, self.cluster if op_id(op) in self.multicast else 1, b)
         if rows.mn_major:  # one box per chunk of `width` elements along M (N)
             box = [rows.width if m == mn_mode else e for m, e in enumerate(box)]
         else:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import scf
 
-from tilec.binding import walk
+from tilec.binding import op_id, walk
 from tilec.lowering import LoweringError
 from tilec.lowering.tile_loops import moved_loop
 from tilec.passes.base import Pass, register
@@ -69,9 +69,9 @@ def carried(acc: ir.Value, home: ir.Block) -> bool:
     return any(op.block != home for op in gemms)
 
 
-def holds(op: ir.Operation, targets: set[ir.Operation]) -> bool:
+def holds(op: ir.Operation, targets: set[int]) -> bool:
     found: list[ir.Operation] = []
-    walk(op, lambda o: found.append(o) if o in targets else None)
+    walk(op, lambda o: found.append(o) if op_id(o) in targets else None)
     return bool(found)
 
 
@@ -79,7 +79,7 @@ def thread(ops: list[ir.Operation], acc: ir.Value, current: ir.Value, targets: s
     """Rewrite `ops` (one block's, in order) to read `current` where they read `acc`, each
     gemm into it to its value form and each loop holding one to carry it; the value at the end."""
     for op in ops:
-        if op.name == "tile.gemm" and op in targets:
+        if op.name == "tile.gemm" and op_id(op) in targets:
             operands = [*list(op.operands)[:3], current]
             with ir.InsertionPoint(op), op.location:
                 new = ir.Operation.create(
@@ -147,7 +147,8 @@ def carry(func: ir.Operation) -> None:
     for acc in dict.fromkeys(op.operands[3] for op in gemms):
         home = defining_block(acc)
         if carried(acc, home):
-            targets = {op for op in mutators(acc) if op.name == "tile.gemm"}
+            # by binding.op_id: a gemm's hash follows its operands, which threading changes
+            targets = {op_id(op) for op in mutators(acc) if op.name == "tile.gemm"}
             thread(ops_after(acc, home), acc, acc, targets)
 
 

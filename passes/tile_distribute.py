@@ -35,7 +35,7 @@ from types import SimpleNamespace
 
 from mlir import ir
 
-from tilec.binding import walk
+from tilec.binding import op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
 from tilec.lowering import LoweringError, tile_epilogue
@@ -66,7 +66,7 @@ class Spreads:
     def __init__(self, func: ir.Operation) -> None:
         self.threads = math.prod(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
         self.of: dict[ir.Value, Spread] = {}
-        self.likes: dict[ir.Operation, list[Spread | None]] = {}  # carrying loops' inits
+        self.likes: dict[int, list[Spread | None]] = {}  # carrying loops' inits, by op_id
 
     def visit(self, op: ir.Operation) -> None:
         rule = RULES.get(op.name)
@@ -156,14 +156,14 @@ class Spreads:
         if not any(is_register(r) for r in op.results):
             return
         likes = [self.get(op, v) if is_register(v) else None for v in list(op.operands)[3:]]
-        self.likes[op] = likes
+        self.likes[op_id(op)] = likes
         args = list(op.regions[0].blocks[0].arguments)[1:]
         for like, arg, result in zip(likes, args, op.results, strict=True):
             if like is not None:
                 self.of[arg] = self.of[result] = like
 
     def yield_(self, op: ir.Operation) -> None:
-        likes = self.likes.get(op.parent)
+        likes = self.likes.get(op_id(op.parent))
         if likes is None:
             return
         for v, like in zip(op.operands, likes, strict=True):

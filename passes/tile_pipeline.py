@@ -6,7 +6,7 @@ from mlir import ir
 from mlir.dialects import arith, nvvm
 
 from tilec import smem
-from tilec.binding import inside, walk
+from tilec.binding import inside, op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
 from tilec.lowering import LoweringError
@@ -119,16 +119,16 @@ class Pipeline:
 
     def chain(self, op: ir.Operation) -> list[ir.Operation]:
         """The ops of the body that `op`'s source operand depends on, in body order."""
-        need: set[ir.Operation] = set()
+        need: set[int] = set()  # binding.op_id of each
         todo = [op.operands[0]]
         while todo:
             v = todo.pop()
             owner = v.owner
             if isinstance(owner, ir.Operation | ir.OpView) and owner.operation.parent == self.loop:
-                if owner.operation not in need:
-                    need.add(owner.operation)
+                if op_id(owner) not in need:
+                    need.add(op_id(owner))
                     todo.extend(owner.operation.operands)
-        return [o for o in self.body.operations if o.operation in need]
+        return [o for o in self.body.operations if op_id(o) in need]
 
     def prefetchable(self) -> ir.Operation | None:
         """The loop's one tile.gemm when it reads two pipelined buffers as its A and B and
