@@ -53,7 +53,7 @@ def expand_relayouts(func: ir.Operation) -> None:
 def expand(op: ir.Operation) -> None:
     value, buffer, *like = op.operands
     result = op.results[0]
-    if any(TensorType.of(v.type).tv is None for v in (value, result)):
+    if any((t := TensorType.of(v.type)) is None or t.tv is None for v in (value, result)):
         raise LoweringError(op, UNDISTRIBUTED)
     if value.type == result.type:
         result.replace_all_uses_with(value)

@@ -76,3 +76,25 @@ def test_relayout_compiles_or_fails_located(tmp_path: Path, seed: int, capsys) -
     assert "tile.relayout" not in text
     # Two barriers a relayout unless it folded: the kernel holds 0 or 2.
     assert text.count("gpu.barrier") in (0, 2), path.read_text()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mutated_relayout_ir_never_crashes(tmp_path: Path, seed: int, capsys) -> None:  # noqa: ANN001
+    """tile-relayout's lit inputs, mutated (test_opt_fuzz.mutate), through tile-distribute and
+    the rungs around tile-relayout: success or a located error, never a Python exception."""
+    from test_opt_fuzz import mutate
+
+    from tilec.opt import main as tile_opt
+
+    passes = Path(__file__).resolve().parents[1] / "passes"
+    text = (passes / "tile-relayout.mlir").read_text()
+    text += "\n// -----\n" + (passes / "tile-relayout.mlir.bad").read_text()
+    path = tmp_path / "input.mlir"
+    path.write_text(mutate(text, random.Random(seed)))
+    pipeline = "tile-distribute,tile-relayout,convert-tile-views,convert-tile-sync,"
+    pipeline += "convert-tile-memory"
+    flags = ["--split-input-file", "--allow-unregistered-dialect", "-p", pipeline]
+    status = tile_opt([str(path), *flags])
+    err = capsys.readouterr().err
+    assert status in (0, 1), err
+    assert "internal error" not in err and "Traceback" not in err
