@@ -8,6 +8,7 @@ already lower, each in its own rung (convert-tile-sync, convert-tile-memory):
     %r = "tile.relayout"(%x, %s) : (!tile.frag<f32, L, TV1>, ...) -> !tile.frag<f32, L, TV2>
   →
     "tile.barrier"()                     // every thread is done with what s held before
+                                         // (unless the op before the relayout is a barrier)
     "tile.store"(%x, %s)                 // each element to its place in the tile
     "tile.barrier"()                     // every element is in place
     %r = "tile.load"(%s) {other = 0}     // read back as TV2 says (with `like`: tile.load(%s, %y))
@@ -62,7 +63,8 @@ def expand(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         elem = ir.Type.parse(TensorType.of(result.type).elem)
         zero = (ir.IntegerAttr if isinstance(elem, ir.IntegerType) else ir.FloatAttr).get(elem, 0)
-        ir.Operation.create("tile.barrier")
+        if not after_barrier(op):
+            ir.Operation.create("tile.barrier")
         ir.Operation.create("tile.store", operands=[value, buffer])
         ir.Operation.create("tile.barrier")
         load = ir.Operation.create(
@@ -70,3 +72,11 @@ def expand(op: ir.Operation) -> None:
         )
     result.replace_all_uses_with(load.results[0])
     op.erase()
+
+
+def after_barrier(op: ir.Operation) -> bool:
+    """Whether the op just before `op` in its block is a block barrier (then every thread is
+    done with the buffer already, and the relayout's first barrier would be a second one)."""
+    ops = [o.operation for o in op.block.operations]
+    k = ops.index(op.operation)
+    return k > 0 and ops[k - 1].name == "tile.barrier"

@@ -65,3 +65,23 @@ func.func @relayout() attributes {tile.kernel, tile.threads = array<i64: 128, 1,
   "tile.store"(%w, %s) : (!tile.frag<f32, "(8,64):(1,8)", "((16,8),(4,1)):((32,1),(8,8))">, !tile.tensor<f32, "shared", "(8,64):(1,8)">) -> ()
   return
 }
+
+// Right after a barrier (the source's own), the relayout adds no first barrier of its own.
+// CHECK-LABEL: func.func @after_barrier(
+// CHECK: "tile.load"
+// CHECK-NEXT: "tile.barrier"()
+// CHECK-NEXT: "tile.store"
+// CHECK-NEXT: "tile.barrier"()
+// CHECK-NEXT: "tile.load"
+// LOWERED-LABEL: func.func @after_barrier(
+// LOWERED-COUNT-2: gpu.barrier
+// LOWERED-NOT: gpu.barrier
+func.func @after_barrier() attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %a = "tile.alloc_shared"() {name = "a"} : () -> !tile.tensor<f32, "shared", "(8,64):(64,1)">
+  %s = "tile.alloc_shared"() {name = "s"} : () -> !tile.tensor<f32, "shared", "(8,64):(1,8)">
+  %x = "tile.load"(%a) {other = 0.0 : f32} : (!tile.tensor<f32, "shared", "(8,64):(64,1)">) -> !tile.frag<f32, "(8,64):(1,8)", "((16,8),(4,1)):((32,1),(8,8))">
+  "tile.barrier"() : () -> ()
+  %y = "tile.relayout"(%x, %s) : (!tile.frag<f32, "(8,64):(1,8)", "((16,8),(4,1)):((32,1),(8,8))">, !tile.tensor<f32, "shared", "(8,64):(1,8)">) -> !tile.frag<f32, "(8,64):(1,8)", "((128),(4,1)):((4),(1,512))">
+  "tile.store"(%y, %a) : (!tile.frag<f32, "(8,64):(1,8)", "((128),(4,1)):((4),(1,512))">, !tile.tensor<f32, "shared", "(8,64):(64,1)">) -> ()
+  return
+}
