@@ -166,17 +166,15 @@ class Pipeline:
         tile: ir.Value,
         cond: ir.Value | bool,
         it: ir.Value,
-        staged: dict[ir.Operation, ir.Value],
+        staged: dict[int, ir.Value],
     ) -> None:
         """Copies of tile `tile` (iteration `it`) into stage it mod S, only when `cond`."""
         when(cond, lambda: self.clone_copies(tile, it, staged))
 
-    def clone_copies(
-        self, tile: ir.Value, it: ir.Value, staged: dict[ir.Operation, ir.Value]
-    ) -> None:
+    def clone_copies(self, tile: ir.Value, it: ir.Value, staged: dict[int, ir.Value]) -> None:
         """The loop's copies of tile `tile` into stage `it` mod S."""
         stage = arith.RemUIOp(it, index(self.stages)).result
-        slot = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
+        slot = {op_id(buf): self.slice(buf, staged[op_id(buf)], stage) for buf in self.buffers}
         for c in self.copies:
             mapping: dict[ir.Value, ir.Value] = {self.iv: tile}
             for o in [*self.chain(c), c]:
@@ -185,7 +183,7 @@ class Pipeline:
                     if v in mapping:
                         new.operands[i] = mapping[v]
                 if o == c:
-                    new.operands[1] = slot[c.operands[1].owner.operation]
+                    new.operands[1] = slot[op_id(c.operands[1].owner)]
                     new.attributes[PIPELINED] = ir.UnitAttr.get()
                 for old, r in zip(o.results, new.results, strict=True):
                     mapping[old] = r
@@ -206,7 +204,7 @@ class Pipeline:
     def run(self, prefetch: bool = False) -> None:
         s, loop = self.stages, self.loop
         lb, step = loop.operands[0], loop.operands[2]
-        staged: dict[ir.Operation, ir.Value] = {}
+        staged: dict[int, ir.Value] = {}  # by binding.op_id of the buffer's op
         for buf in self.buffers:
             typ, _ = staged_type(buf, s)
             with ir.InsertionPoint(buf), buf.location:
@@ -217,7 +215,7 @@ class Pipeline:
                     operands=[layout],
                     attributes=dict(buf.attributes),
                 )
-            staged[buf] = new.result
+            staged[op_id(buf)] = new.result
         # Prologue: tiles 0..S-2, one group each (empty when the tile is past the trip count).
         with ir.InsertionPoint(loop), loop.location:
             tiles = [
@@ -248,7 +246,7 @@ class Pipeline:
             self.issue(tile, cond, arith.AddIOp(it, index(s - 1)).result, staged)
             nvvm.CpAsyncCommitGroupOp()
             stage = arith.RemUIOp(it, index(s)).result
-            reads = {buf: self.slice(buf, staged[buf], stage) for buf in self.buffers}
+            reads = {op_id(b): self.slice(b, staged[op_id(b)], stage) for b in self.buffers}
         for c in self.copies:
             dead = [*self.chain(c)][::-1]
             c.erase()
@@ -256,7 +254,7 @@ class Pipeline:
                 if all(not list(r.uses) for r in o.results):
                     o.erase()
         for buf in self.buffers:
-            buf.results[0].replace_all_uses_with(reads[buf])
+            buf.results[0].replace_all_uses_with(reads[op_id(buf)])
             buf.erase()
         walk(loop, mark_gemm)
         # Drain: no copy may still be writing shared memory after the loop.
