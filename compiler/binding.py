@@ -209,6 +209,14 @@ def op_id(op: ir.Operation) -> int:
     return _CAPSULE_POINTER(op.operation._CAPIPtr, b"mlir.ir.Operation._CAPIPtr")
 
 
+def sibling(op: ir.Operation, offset: int) -> ir.Operation | None:
+    """The op `offset` places after `op` in its block (before it, for a negative offset), or
+    None past either end."""
+    ops = [o.operation for o in op.block.operations]
+    k = ops.index(op.operation) + offset
+    return ops[k] if 0 <= k < len(ops) else None
+
+
 def ancestors(op: ir.Operation) -> list[ir.Operation]:
     """`op` and the ops it is nested in, outermost first."""
     chain = [op.operation]

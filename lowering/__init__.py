@@ -17,6 +17,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, gpu
 
+from tilec.binding import sibling
 from tilec.dialects.layout import algebra as A
 
 
@@ -139,10 +140,5 @@ def known_multiple(t: Term, depth: int = 16) -> int:
 
 def after(op: ir.Operation) -> ir.InsertionPoint:
     """The insertion point right after `op` in its block."""
-    block = op.block
-    found = False
-    for o in block.operations:
-        if found:
-            return ir.InsertionPoint(o)
-        found = o.operation == op
-    return ir.InsertionPoint(block)
+    following = sibling(op, 1)
+    return ir.InsertionPoint(op.block) if following is None else ir.InsertionPoint(following)

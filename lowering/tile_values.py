@@ -86,7 +86,7 @@ class TileValues:
         value as it was."""
         c = self.cast(op, value.type, lowered)
         uses = [(u.owner, u.operand_number) for u in value.uses]
-        keep = [(o, i) for o, i in uses if o.operation == op.operation or before(o, op)]
+        keep = [(o, i) for o, i in uses if not before(op, o)]  # op itself and what precedes it
         value.replace_all_uses_with(c.results[0])
         for owner, i in keep:
             owner.operands[i] = value

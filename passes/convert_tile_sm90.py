@@ -163,7 +163,8 @@ class Sm90Kernel(ConsumerOps):
                 dst = op.operands[1]
                 if ir.StringAttr(op.attributes["atom"]).value == "tma":
                     rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
-                    self.loop_bytes[op_id(loop)] = self.loop_bytes.get(op_id(loop), 0) + rows.bytes
+                    key = op_id(loop)
+                    self.loop_bytes[key] = self.loop_bytes.get(key, 0) + rows.bytes
                     if self.cluster > 1 and not sm90_cluster.varies(op.operands[0]):
                         sm90_cluster.check_split(op, rows, self.cluster)
                         self.multicast.add(op_id(op))
@@ -348,12 +349,12 @@ class Sm90Kernel(ConsumerOps):
                 f"got {[d if isinstance(d, int) else '?' for d in stride]}",
             )
         loop = self.loops.pipelined(op)
-        if op_id(loop) not in self.issued:
+        key = op_id(loop)
+        if key not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
                 counter = counter_of(loop, self.roles["producer"], IndexBuilder())
-                tx = self.loop_bytes[op_id(loop)]
-                self.issued[op_id(loop)] = self.ring.acquire(counter, tx, IndexBuilder())
-        stage, full = self.issued[op_id(loop)]
+                self.issued[key] = self.ring.acquire(counter, self.loop_bytes[key], IndexBuilder())
+        stage, full = self.issued[key]
         i8 = ir.IntegerType.get_signless(8)
         dst = gep(self.base, b.add(b.mul(stage, self.stage_bytes), offset), i8, b)
         # The tensor map's modes innermost first: the contiguous one, then the others.

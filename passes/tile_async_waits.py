@@ -39,6 +39,7 @@ from mlir import ir
 
 from tilec.binding import walk
 from tilec.dialects.tile.types import view_root
+from tilec.lowering import after
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_pipeline import PIPELINED, is_async_copy
 
@@ -101,7 +102,7 @@ class Groups:
             for block in region.blocks:
                 self.block(block)
         if unpipelined_copy(op):
-            with ir.InsertionPoint(following(op)), op.location:
+            with after(op), op.location:
                 ir.Operation.create(COMMIT)
             self.groups.append((root(op.operands[1]), root(op.operands[0])))
 
@@ -136,9 +137,3 @@ class Groups:
 def conflicts(root_of_group: ir.Value | None, accessed: list[ir.Value | None]) -> bool:
     """An unknown root on either side conflicts with anything."""
     return any(root_of_group is None or a is None or a == root_of_group for a in accessed)
-
-
-def following(op: ir.Operation) -> ir.Operation:
-    """The op after `op` in its block (a copy is never last: its block ends in a terminator)."""
-    ops = [o.operation for o in op.block.operations]
-    return ops[ops.index(op) + 1]

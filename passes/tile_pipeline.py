@@ -9,7 +9,7 @@ from tilec import smem
 from tilec.binding import inside, op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
-from tilec.lowering import LoweringError
+from tilec.lowering import LoweringError, after
 from tilec.lowering.tile_access import when
 from tilec.lowering.tile_views import buffer_extent, elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
@@ -258,7 +258,7 @@ class Pipeline:
             buf.erase()
         walk(loop, mark_gemm)
         # Drain: no copy may still be writing shared memory after the loop.
-        with ir.InsertionPoint(next_op(loop)), loop.location:
+        with after(loop), loop.location:
             nvvm.CpAsyncWaitGroupOp(0)
 
 
@@ -296,11 +296,6 @@ def unit_step(loop: ir.Operation) -> bool:
 def mark_gemm(op: ir.Operation) -> None:
     if op.name == "tile.gemm":
         op.attributes[PIPELINED] = ir.UnitAttr.get()
-
-
-def next_op(op: ir.Operation) -> ir.Operation:
-    block_ops = list(op.block.operations)
-    return block_ops[[o.operation for o in block_ops].index(op) + 1]
 
 
 def i64() -> ir.Type:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from tilec.binding import walk
+from tilec.binding import sibling, walk
 from tilec.dialects.tile.types import TensorType
 from tilec.lowering import LoweringError
 from tilec.passes.base import Pass, register
@@ -77,6 +77,5 @@ def expand(op: ir.Operation) -> None:
 def after_barrier(op: ir.Operation) -> bool:
     """Whether the op just before `op` in its block is a block barrier (then every thread is
     done with the buffer already, and the relayout's first barrier would be a second one)."""
-    ops = [o.operation for o in op.block.operations]
-    k = ops.index(op.operation)
-    return k > 0 and ops[k - 1].name == "tile.barrier"
+    previous = sibling(op, -1)
+    return previous is not None and previous.name == "tile.barrier"

@@ -205,8 +205,8 @@ irdl.dialect @tile {
   // relayout(value, through[, like]): the register tensor `value` spread over the threads
   // anew, through the shared buffer `through` (of value's shape and element type): as a load
   // of `through` spreads it, or, with `like`, as `like` is. It synchronises the block around
-  // its use of the buffer (convert-tile-relayout); the buffer's contents afterwards are
-  // unspecified. tile-verify checks the shapes and element types.
+  // its use of the buffer (tile-relayout); the buffer's contents afterwards are unspecified.
+  // tile-verify checks the buffer and the element types, tile-distribute the shapes.
   irdl.operation @relayout {
     %v = irdl.any  // !tile.tensor or !tile.frag
     %t = irdl.base @tile::@tensor

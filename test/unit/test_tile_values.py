@@ -304,8 +304,9 @@ def test_an_update_moves_only_the_uses_after_it() -> None:
 
 
 def test_before_follows_program_order_through_regions() -> None:
-    """binding.before: pre-order positions, across blocks of one op and into nested regions."""
-    from tilec.binding import before
+    """binding.before: pre-order positions, across blocks of one op and into nested regions;
+    binding.sibling: the neighbours within a block."""
+    from tilec.binding import before, sibling
 
     with make_context(allow_unregistered=True):
         module = ir.Module.parse(
@@ -326,6 +327,9 @@ def test_before_follows_program_order_through_regions() -> None:
         for i, a in enumerate(ops):
             for j, b in enumerate(ops):
                 assert before(a, b) == (i < j), (a.name, b.name)
+        a, outer, b, c, d, e = ops
+        assert sibling(outer, -1) == a and sibling(outer, 1) == e and sibling(e, 1) is None
+        assert sibling(c, 1) == d and sibling(d, -1) == c and sibling(b, -1) is None
 
 
 def test_an_in_place_gemm_is_lowered_the_same_every_time() -> None:
