@@ -388,6 +388,8 @@ def _triton_tflops(
 
 def triton_variants(choice: str) -> list[str]:
     """The Triton kernels a `--triton` choice times (`best`: the two a Triton user would write)."""
+    if choice == "none":
+        return []
     return ["tutorial", "descriptor"] if choice == "best" else [choice]
 
 
@@ -535,9 +537,10 @@ def main() -> None:
     parser.add_argument(
         "--triton",
         default="best",
-        choices=("best", "tutorial", "descriptor", "masked"),
+        choices=("best", "tutorial", "descriptor", "masked", "none"),
         help="the Triton reference: the matmul tutorial's kernel, its TMA-descriptor form, the "
-        "faster of the two per shape (default), or the earlier fully masked kernel",
+        "faster of the two per shape (default), the earlier fully masked kernel, or none (a "
+        "sweep beside cuBLAS alone, without autotuning Triton at every shape)",
     )
     parser.add_argument(
         "--rounds",

@@ -3,7 +3,7 @@
 # (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
 # and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), clusters with TMA multicast
-# (`cluster`), the speed baselines
+# (`cluster`), a sweep of shapes beside cuBLAS (`shapes`), the speed baselines
 # (`baseline`), or the row kernels (`rows`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
@@ -98,6 +98,23 @@ bars)
     --shape 2048x11008x4096 --out "$out/bars-llm.md" | grep "^|\|^ *- "
   timeout 60 python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 \
     --batched $s/batched/default/gemm90_batched --out "$out/bars-batched.md" | grep "^|"
+  ;;
+shapes)
+  # Issue 15's "≥ 0.9× cuBLAS on any square or LLM shape ≥ 2048": the default SM90 GEMM beside
+  # cuBLAS (3 interleaved rounds, no Triton) over squares 2048-8192 (multiples of 128 and not)
+  # and the projections of Llama-2-7B, Llama-3-8B and Llama-3-70B at 2048-8192 tokens.
+  s=build/sm90
+  squares="2048 2560 3000 3072 3584 4000 4096 5000 5120 6144 7168 8192"
+  llm="4096x12288x4096 4096x11008x4096 4096x4096x11008 4096x22016x4096 4096x6144x4096
+    4096x14336x4096 4096x4096x14336 4096x28672x4096 2048x14336x4096 2048x4096x14336
+    8192x10240x8192 8192x28672x8192 8192x8192x28672 4096x32000x4096 2048x128256x4096"
+  args=""
+  for q in $squares; do args="$args --shape ${q}x${q}x${q}"; done
+  for x in $llm; do args="$args --shape $x"; done
+  for t in bf16 f16; do
+    timeout 280 python3 bench/bench_gemm.py --dtype $t --bundle $s/default_$t/gemm90 --rounds 3 \
+      --triton none $args --out "$out/shapes-$t.md" | grep "^|\|WRONG\|Error"
+  done
   ;;
 pingpong)
   # Ping-pong consumers (PP = 1; bundles: test/gpu/build_sm90_bundles.sh and

@@ -251,7 +251,10 @@ def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...
                     ir.StringAttr(d["tensor"]).value,
                     tuple(ir.DenseI64ArrayAttr(d["box"])),
                     swizzle=ir.StringAttr(d["swizzle"]).value,
-                    l2_promotion="256B",
+                    # 128-byte L2 promotion, not 256: with rows only 16-byte aligned (K = 3000
+                    # in bf16) 256 ran the SM90 GEMM 10-14% slower, and the same elsewhere
+                    # (docs/performance.md, "Shapes beside cuBLAS").
+                    l2_promotion="128B",
                     optional="optional" in d,
                     order=tuple(ir.DenseI64ArrayAttr(d["order"])) if "order" in d else None,
                 )
