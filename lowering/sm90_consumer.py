@@ -15,13 +15,21 @@ from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec import smem
 from tilec.binding import attr_number
-from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_epilogue, sm90_values, sm90_wgmma
-from tilec.lowering.sm90_loops import counter_of, index, trips
+from tilec.lowering import (
+    IndexBuilder,
+    LoweringError,
+    Term,
+    sm90_epilogue,
+    sm90_split,
+    sm90_values,
+    sm90_wgmma,
+)
+from tilec.lowering.sm90_loops import index, trips
 from tilec.lowering.sm90_sources import box_origin, tensor_of
 from tilec.lowering.sm90_tma import SwizzledRows
 from tilec.lowering.tile_access import if_else
 from tilec.lowering.tile_fragments import constant
-from tilec.lowering.tile_views import elem_bytes, gep, tensor_type
+from tilec.lowering.tile_views import View, elem_bytes, gep, tensor_type
 
 
 class ConsumerOps:
@@ -71,7 +79,7 @@ class ConsumerOps:
         stage the group before read."""
         loop = self.loops.pipelined(op)
         frag = op.operands[3]
-        counter = counter_of(loop, self.roles["consumer"], b)
+        counter = self.counter(loop, "consumer", b)
         stage = self.ring.wait_full(counter, b)
         (oa, ra), (ob, rb) = self.slots_of(op, 1), self.slots_of(op, 2)
         if ra.cols != rb.cols or ra.elem_bytes != rb.elem_bytes:
@@ -126,7 +134,7 @@ class ConsumerOps:
         if self.turns is not None:  # the wgmmas are issued: the other group's turn
             self.turns.hand_over()
         nvvm.WgmmaWaitGroupSyncOp(0)
-        end = counter_of(loop, self.roles["consumer"], b, at_end=True)
+        end = self.counter(loop, "consumer", b, at_end=True)
         ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
         self.release_if(ran, arith.SubIOp(b.value(end), b.value(1)).result)
 
@@ -152,6 +160,29 @@ class ConsumerOps:
             raise LoweringError(
                 op, f"storing a {self.block} accumulator into a {tuple(view.shape)} tile"
             )
+        split = self.split_around(op)
+        if split is None:
+            self.store_tile(op, view, b)
+            return
+        if len(self.accs) != 1:
+            raise LoweringError(op, "split_tail sums one accumulator over a tile's parts")
+        frag, groups = next(iter(self.accs)), self.warpgroups(self.roles["consumer"])
+        before = self.accs[frag]
+        thread = b.sub(self.tid, min(groups) * 128)
+        first = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
+        parts = sm90_split.Parts(
+            before, self.atom.regs, thread, len(groups) * 128, first, 1 + len(groups)
+        )
+
+        def store(summed: list[ir.Value]) -> None:
+            self.accs[frag] = summed
+            self.store_tile(op, view, IndexBuilder())
+
+        pointers = sm90_split.workspace(self.module, self.name, parts.slot_bytes)
+        sm90_split.settle(split, parts, pointers, store)
+        self.accs[frag] = before
+
+    def store_tile(self, op: ir.Operation, view: View, b: IndexBuilder) -> None:
         wm, _ = self.tiling
         mt, nt = self.subtiles()
         cw = self.place(b)

@@ -30,7 +30,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
 from tilec import smem
-from tilec.binding import op_id, walk
+from tilec.binding import inside, op_id, walk
 from tilec.dialects.tile.types import MmaType
 from tilec.lowering import (
     DIMS,
@@ -42,6 +42,7 @@ from tilec.lowering import (
     sm90_epilogue,
     sm90_pingpong,
     sm90_roles,
+    sm90_split,
     sm90_tma,
     sm90_values,
 )
@@ -98,6 +99,7 @@ class Sm90Kernel(ConsumerOps):
         self.stage_bytes = 0
         self.loops = RoleLoops()
         self.issued: dict[int, tuple[Term, ir.Value]] = {}  # producer loop -> stage
+        self.splits: dict[int, sm90_split.Split] = {}  # persistent loops with split tails
 
     # --- structure -------------------------------------------------------------------------
 
@@ -305,6 +307,11 @@ class Sm90Kernel(ConsumerOps):
     def tile_coord(self, op: ir.Operation, b: IndexBuilder) -> None:
         """Linear tile index → (m, n): `grouped(G)` walks G rows of tiles column by column."""
         t, tiles_m, tiles_n = op.operands
+        loop = op.parent
+        if "tile.split_tail" in loop.attributes:  # units of work, the tail's tiles split
+            sm90_split.refuse(loop, self.cluster, self.pingpong)
+            role = next(r for r in self.roles.values() if inside(op, r))
+            t, self.splits[op_id(loop)] = sm90_split.plan(op, loop, role, b)
         if self.cluster > 1:  # the walk is over blocks of `cluster` tiles along m
             tiles_m = arith.CeilDivUIOp(tiles_m, b.value(self.cluster)).result
         if "raster" in op.attributes and ir.StringAttr(op.attributes["raster"]).value == "grouped":
@@ -352,7 +359,7 @@ class Sm90Kernel(ConsumerOps):
         key = op_id(loop)
         if key not in self.issued:
             with ir.InsertionPoint.at_block_begin(loop.regions[0].blocks[0]), op.location:
-                counter = counter_of(loop, self.roles["producer"], IndexBuilder())
+                counter = self.counter(loop, "producer", IndexBuilder())
                 self.issued[key] = self.ring.acquire(counter, self.loop_bytes[key], IndexBuilder())
         stage, full = self.issued[key]
         i8 = ir.IntegerType.get_signless(8)
@@ -378,6 +385,24 @@ class Sm90Kernel(ConsumerOps):
             sm90_tma.load(
                 self.descriptors[name], chunk, [at[m] for m in order], full, b, share.mask
             )
+
+    def counter(self, loop: ir.Operation, role: str, b: IndexBuilder, at_end: bool = False) -> Term:
+        """`counter_of` in `role`, a split persistent loop's pipelined loops numbered by their
+        whole trip count."""
+        return counter_of(loop, self.roles[role], b, at_end, self.whole_trips)
+
+    def whole_trips(self, loop: ir.Operation) -> Term | None:
+        parent = loop.parent
+        split = self.splits.get(op_id(parent)) if parent.name == "scf.for" else None
+        return None if split is None else split.full
+
+    def split_around(self, op: ir.Operation) -> sm90_split.Split | None:
+        p = op.parent
+        while p is not None and p.name != "func.func":
+            if p.name == "scf.for" and op_id(p) in self.splits:
+                return self.splits[op_id(p)]
+            p = p.parent
+        return None
 
     def leader(self, b: IndexBuilder) -> ir.Value:
         """Thread 0 of its warp group."""

@@ -37,6 +37,13 @@ def is_shared_global(op: ir.Operation) -> bool:
     return ir.IntegerAttr(op.attributes["addr_space"]).value == 3
 
 
+def is_kernel_global(op: ir.Operation) -> bool:
+    """A global the kernels own: shared memory, or device memory (a split tail's workspace)."""
+    if op.name != "llvm.mlir.global" or "addr_space" not in op.attributes:
+        return False
+    return ir.IntegerAttr(op.attributes["addr_space"]).value in (1, 3)
+
+
 INDEX_32 = "#dlti.dl_spec<index = 32 : i32>"
 INDEX_BITWIDTHS = (32, 64)
 
@@ -141,7 +148,7 @@ class OutlineTileKernels(Pass):
                 container.attributes["dlti.dl_spec"] = ir.Attribute.parse(INDEX_32)
             container.regions[0].blocks.append()
         inner = container.regions[0].blocks[0]
-        for op in [o.operation for o in body.operations if is_shared_global(o.operation)]:
+        for op in [o.operation for o in body.operations if is_kernel_global(o.operation)]:
             inner.append(op)
         for func in kernels:
             self.outline(func, inner)

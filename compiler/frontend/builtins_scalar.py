@@ -356,7 +356,7 @@ def grouped(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> 
     return RasterV(g.value)
 
 
-@builtin("persistent", 1, 1, ("raster",))
+@builtin("persistent", 1, 1, ("raster", "split_tail"))
 def persistent(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     tiles = items(args[0])
     if len(tiles) != 2 or not all(isinstance(t, IntV) for t in tiles):
@@ -364,5 +364,12 @@ def persistent(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) 
     raster = kw.get("raster")
     if raster is not None and not isinstance(raster, RasterV):
         return c.error("raster = takes grouped(N)", node.kwarg("raster").span)
+    split = kw.get("split_tail")
+    if split is not None and not (
+        isinstance(split, IntV) and split.static and split.value in (0, 1)
+    ):
+        return c.error("split_tail must be a static 0 or 1", node.kwarg("split_tail").span)
     group = raster.group if raster is not None else 1
-    return IterV("persistent", tiles, raster="grouped" if raster else "linear", group=group)
+    it = IterV("persistent", tiles, raster="grouped" if raster else "linear", group=group)
+    it.split_tail = bool(split is not None and split.value)
+    return it

@@ -267,6 +267,8 @@ class KernelGen(ExprGen):
             step = arith.DivUIOp(step, size, loc=loc).result
         loop = scf.ForOp(first, total, step, loc=loc)
         loop.attributes["tile.persistent"] = ir.StringAttr.get(it.raster)
+        if it.split_tail:
+            loop.attributes["tile.split_tail"] = ir.UnitAttr.get()
         with ir.InsertionPoint(loop.body):
             coord = self.op(
                 "tile.tile_coord",

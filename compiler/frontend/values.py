@@ -183,6 +183,8 @@ class IterV(V):
     prefetch: int | None = None  # pipeline(..., prefetch = 0 | 1); None: tile-pipeline's option
     raster: str = "linear"
     group: int = 1
+    # persistent(..., split_tail = 1): the tiles of a last, partial wave split along K
+    split_tail: bool = False
     kind = "iteration space"
 
 

@@ -14,6 +14,12 @@ b s2_f16 -D T=f16 -D STAGES=2
 b pp_bf16 -D PP=1 -D BN=128
 b pp_s2_f16 -D PP=1 -D BN=128 -D STAGES=2 -D T=f16
 b pp_bm64_bf16 -D PP=1 -D BM=64 -D BN=256
+# The last, partial wave's tiles split along K (SK = 1, the default: every small shape splits
+# its tiles), and without the split.
+b sk_bf16 -D SK=1
+b sk_f16 -D SK=1 -D T=f16
+b nosk_bf16 -D SK=0
+b nosk_f16 -D SK=0 -D T=f16
 echo "built $(find "$out" -name manifest.json | wc -l) SM90 GEMM bundles in $out"
 # The fused epilogue (examples/gemm_sm90_bias_act.tile) and the batched kernel.
 e() { name=$1; shift; tilec build examples/gemm_sm90_bias_act.tile -o "$out/epilogue/$name" "$@" >/dev/null; }

@@ -115,6 +115,50 @@ def test_sm90_gemm_refuses_unaligned_k() -> None:
         kernel(a, b, c)
 
 
+# --- split tails (SK = 1): the last wave's tiles cut along K, the parts summed by the owner --
+
+SPLIT = [n for n in NAMES if n.startswith("sk_")]
+# T tiles of 128x256 over the GPU's P SMs, r = T mod P tiles in the last wave, split s =
+# min(P div r, k-tiles) ways: one tile in as many parts as k-tiles (64 x 1 k-tile; ragged K:
+# the last part's box is zero-filled past K); few tiles, several parts each, parts of uneven
+# length (K = 1000: 16 k-tiles into 5, 6, 8 ... parts); whole waves before a split tail
+# (3072^2: 288 tiles); a tail too wide to split (4096^2: 116 of 132); one k-tile (no split).
+SPLIT_SHAPES = [
+    (128, 256, 4096),
+    (100, 200, 4040),
+    (1000, 999, 1000),
+    (3072, 3072, 3000),
+    (2560, 2560, 2560),
+    (4096, 4096, 256),
+    (300, 600, 64),
+]
+
+
+@pytest.mark.parametrize("name", SPLIT)
+@pytest.mark.parametrize(("m", "n", "k"), SPLIT_SHAPES)
+def test_sm90_split_tail_matches_torch(name: str, m: int, n: int, k: int) -> None:
+    test_sm90_gemm_matches_torch(name, m, n, k)
+
+
+@pytest.mark.parametrize("name", SPLIT)
+def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
+    """The owners clear the flags they waited on: launch after launch (fresh data each, the
+    output poisoned) the parts meet again, and a launch that splits nothing between them
+    leaves no flag set."""
+    kernel = load(BUNDLES[name])
+    t = DTYPES[dtype_of(name)]
+    for seed, (m, n, k) in enumerate([(256, 512, 2048), (4096, 4096, 64), (256, 512, 2048)] * 2):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(m, k, device="cuda", generator=g).to(t)
+        b = torch.randn(n, k, device="cuda", generator=g).to(t)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        kernel(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < BOUNDS[dtype_of(name)], f"launch {seed}: relative error {err:.2e}"
+
+
 # --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
 
 EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}

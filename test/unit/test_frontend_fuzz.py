@@ -147,6 +147,7 @@ VALUES = [
     "fragment<f32>((4, 8))",
     "tiled_mma<sm80.mma_16x8x16.f32.f16.f16.f32>(atoms = (2, 2, 1))",
     "persistent((cdiv(M, BM), 4))",
+    "persistent((cdiv(M, BM), 4), split_tail = 1)",
     "h",
     "fragment<i32>((4, 8))",
     "load(local_tile(I, (32,), block.x))",
