@@ -35,6 +35,7 @@ tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev
 
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/bn128" -D BN=128 >/dev/null
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/pp" -D PP=1 -D BN=128 >/dev/null
+tilec build examples/gemm_sm90_batched.tile -o "$out/batched/sk" -D SK=1 >/dev/null
 # Clusters of two blocks sharing B's tile by TMA multicast (CM = 2).
 b cm2_bf16 -D CM=2
 b cm2_f16 -D CM=2 -D T=f16
