@@ -37,7 +37,7 @@ from tilec.lowering.sm90_epilogue import barrier
 from tilec.lowering.sm90_loops import invariant
 from tilec.lowering.sm90_wgmma import element
 from tilec.lowering.tile_access import if_else, when
-from tilec.lowering.tile_views import gep
+from tilec.lowering.tile_views import gep, global_names
 from tilec.passes.layout_fold import constant_index
 
 SLOTS = 160  # partial-sum slots: no fewer than the SMs of a GPU the kernel runs on
@@ -84,16 +84,16 @@ def plan(coord: ir.Operation, loop: ir.Operation, role: ir.Operation, b: IndexBu
     kloops = pipelined_loops(loop)
     if not kloops:
         raise LoweringError(loop, "split_tail splits a pipelined loop in the persistent one: none")
-    full = None
+    full = kloops[0].operands[1]
     for k in kloops:
         lb, ub, step = list(k.operands)[:3]
         if constant_index(lb) != 0 or constant_index(step) != 1 or not invariant(ub, role):
             raise LoweringError(
                 k, "split_tail needs the pipelined loop to run 0 .. n, n the same on every tile"
             )
-        if full is not None and ub != full and constant_index(ub) != constant_index(full):
+        known = constant_index(ub)
+        if ub != full and (known is None or known != constant_index(full)):
             raise LoweringError(k, "split_tail needs the pipelined loops to have one trip count")
-        full = full or ub
     hoist(full, loop)
     total, step = list(loop.operands)[1:3]
     with ir.InsertionPoint(loop), loop.location:
@@ -123,11 +123,7 @@ def plan(coord: ir.Operation, loop: ir.Operation, role: ir.Operation, b: IndexBu
 def workspace(module: ir.Operation, name: str, slot_bytes: int) -> tuple[ir.Value, ir.Value]:
     """Pointers to the kernel's partial-sum slots and flags (globals made once a kernel)."""
     body = module.regions[0].blocks[0]
-    found = {
-        ir.StringAttr(o.operation.attributes["sym_name"]).value
-        for o in body.operations
-        if o.operation.name == "llvm.mlir.global"
-    }
+    found = global_names(module)
     pointers = []
     for what, size in (("partials", SLOTS * slot_bytes), ("flags", SLOTS * 4)):
         symbol = f"__tile_split_{name}_{what}"

@@ -228,14 +228,19 @@ def buffer_extent(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> tupl
         raise LoweringError(op, exc.message) from None
 
 
+def global_names(module: ir.Operation) -> set[str]:
+    """The symbols of the `llvm.mlir.global`s at the top of `module`."""
+    return {
+        ir.StringAttr(o.attributes["sym_name"]).value
+        for o in module.regions[0].blocks[0].operations
+        if o.operation.name == "llvm.mlir.global"
+    }
+
+
 def shared_global(module: ir.Operation, name: str, elem: ir.Type, count: int) -> str:
     """An addrspace-3 `llvm.mlir.global` of `count` elements (16-byte aligned); its symbol."""
     body = module.regions[0].blocks[0]
-    taken = {
-        ir.StringAttr(o.attributes["sym_name"]).value
-        for o in body.operations
-        if o.operation.name == "llvm.mlir.global"
-    }
+    taken = global_names(module)
     symbol, n = name, 0
     while symbol in taken:
         n += 1

@@ -370,6 +370,10 @@ def persistent(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) 
     ):
         return c.error("split_tail must be a static 0 or 1", node.kwarg("split_tail").span)
     group = raster.group if raster is not None else 1
-    it = IterV("persistent", tiles, raster="grouped" if raster else "linear", group=group)
-    it.split_tail = bool(split is not None and split.value)
-    return it
+    return IterV(
+        "persistent",
+        tiles,
+        raster="grouped" if raster else "linear",
+        group=group,
+        split_tail=bool(split is not None and split.value),
+    )
