@@ -64,17 +64,17 @@ def counter_of(
     role: ir.Operation,
     b: IndexBuilder,
     at_end: bool = False,
-    full: Callable[[ir.Operation], Term | None] = lambda lp: None,
+    start: Callable[[ir.Operation], Term | None] = lambda lp: None,
 ) -> Term:
     """The kernel-wide number of the current iteration of `loop` (or, `at_end`, just after
     the loop: of the iteration that would follow its last).
 
-    `full(lp)`, where not None, is the trip count `lp` has on every iteration of the loops
-    around it but the last, which runs a part of it (`sm90_split`: a tile whose share of K is
-    the block's last unit of work): the numbering stays gapless with that as the multiplier."""
+    `start(lp)`, where not None, is the number of iterations of `lp` the block ran before
+    this run of it (`sm90_split`: units of work whose share of K differs): the numbering
+    goes on from there."""
     chain = [*enclosing_loops(loop, role), loop]
     for inner in chain[1:]:
-        if full(inner) is not None:
+        if start(inner) is not None:
             continue
         for v in list(inner.operands)[:3]:
             if not invariant(v, role):
@@ -86,9 +86,12 @@ def counter_of(
     for k, lp in enumerate(chain):
         last = k == len(chain) - 1
         n = trips(lp, b)
-        whole = full(lp)
+        base = start(lp)
         i = n if last and at_end else index(lp, b)
-        count = b.add(b.mul(count, n if whole is None else whole), i) if k else i
+        if base is not None:
+            count = b.add(base, i)
+        else:
+            count = b.add(b.mul(count, n), i) if k else i
     return count
 
 

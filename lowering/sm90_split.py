@@ -1,27 +1,36 @@
 """Split tails: `persistent(..., split_tail = 1)` in a warp-specialised SM90 kernel.
 
-T output tiles over P persistent blocks make T div P whole waves and r = T mod P tiles left,
-on which P - r blocks would idle. With the tail split, each of those r tiles is cut along K
-into s = min(P div r, KT, SLOTS div r) parts (KT: the pipelined loop's trip count), one unit
-of work each, so the last wave takes about 1/s of a tile's time. The persistent loop walks
-units instead of tiles:
+T output tiles of KT k-tiles (KT: the pipelined loops' trip count) over P persistent blocks
+make T div P whole waves and r = T mod P tiles left, on which P - r blocks would idle. The
+persistent loop walks units of work instead of tiles, block c taking units c, c + P, ...,
+in one of three plans chosen at launch (`Plan.make`):
 
-    units 0 .. W-1, W = P·(T div P): whole tiles, k in [0, KT)
-    units W + v, v < r·s:            tile W + v div s, part v mod s, k in [p·KT/s, (p+1)·KT/s)
+- stream-K, where whole waves come first and it saves the busiest block enough (GAIN k-tiles
+  and a tenth of its work): units u < W = P·(T div P - 1) are whole tiles; the last R = T - W
+  tiles' I = R·KT iterations are shared out evenly, block c taking [a, b) = [c·I/P,
+  (c+1)·I/P), its segments walked from its last tile down (unit W + c + q·P: tile
+  (b - 1) div KT - q, k in [max(a - t·KT, 0), min(b - t·KT, KT))). A segment that does not
+  reach KT is a peer of the tile's owner (the segment holding k = KT - 1);
+- a split tail, where P div r >= 2: units u < W = T - r whole, then the r tiles cut into
+  s = min(P div r, KT, SLOTS div r) parts each, part 0 the owner;
+- whole tiles otherwise.
 
-Block c takes units c, c + P, ...: its whole tiles first, then at most one part (the tail's
-r·s <= P units start at a multiple of P). So every pipelined loop but a block's last runs KT
-iterations, and the ring's numbering stays `unit·KT + (k - k_begin)` (`sm90_loops.counter_of`
-with `full`). With s = 1 (no tail, or a tail too wide to split) the units are the tiles.
+Each unit carries the ring's count before its first k iteration (the block's earlier units'
+iterations, in closed form), which `sm90_loops.counter_of` continues, so producer and
+consumers number the same iterations. The plan's arithmetic folds to Python ints when given
+ints (test/unit/test_split_plan.py walks every block's units with it).
 
-Parts meet in a workspace: a zero-initialised global of SLOTS partial-sum slots and as many
-flags, in the kernel's module. The consumers of a part p > 0 write their accumulators to slot
-v (each thread its registers, 16 bytes at a time, coalesced), synchronise, and one thread
-releases flag v; the owner (p = 0) has one thread acquire flags v+1 .. v+s-1 and reset them,
+Units meet in a workspace: a zero-initialised global of SLOTS partial-sum slots and as many
+flags, in the kernel's module. The consumers of a peer write their accumulators to its slot
+(each thread its registers, 16 bytes at a time, coalesced), synchronise, and one thread
+releases the slot's flag; the owner has one thread acquire its peers' flags and reset them,
 synchronises, adds those slots to its accumulators and stores the tile as usual. Every block
-is resident (a persistent grid), and only owners wait, on parts that never wait: no
-deadlock. Launches of one kernel module share its workspace, so they must not overlap
-(launches on one stream do not).
+is resident (a persistent grid), and owners wait only on peers that never wait before
+handing over (a stream-K block hands over its first segment walked and owns with a peer only
+its last): no deadlock. In a kernel of clusters the units are clusters' tiles; every block of
+a cluster runs the same units (so multicast halves stay in step), on its own tile, in slot
+unit slot · width + rank. Launches of one kernel module share its workspace, so they must not
+overlap (launches on one stream do not).
 """
 
 from __future__ import annotations
@@ -41,19 +50,26 @@ from tilec.lowering.tile_views import gep, global_names
 from tilec.passes.layout_fold import constant_index
 
 SLOTS = 160  # partial-sum slots: no fewer than the SMs of a GPU the kernel runs on
+GAIN = 16  # k-tiles: about three times what a fix-up costs a block (docs/performance.md)
 GLOBAL = 1  # the global address space
 
 
 @dataclass
 class Split:
-    """One split persistent loop: its units' K ranges and, in the unit being lowered, which
-    part of which tile it is."""
+    """One split persistent loop, in the unit being lowered: the ring's count before its first
+    K iteration, and whether it hands its sums over or stores the tile (adding its peers')."""
 
-    full: ir.Value  # KT, the pipelined loops' whole trip count
-    tail: ir.Value  # i1: this unit is a part of a split tile
-    slot: ir.Value  # its workspace slot (v)
-    part: ir.Value  # 0: the owner, which stores the tile
-    parts: ir.Value  # s
+    start: Term  # iterations of the pipelined loops the block ran before this unit's
+    peer: ir.Value  # i1: a part of a tile whose owner is another unit: hand the sums over
+    slot: ir.Value  # where a peer hands them over
+    first: ir.Value  # an owner's peers' slots, first .. last - 1 (none: first == last)
+    last: ir.Value
+    width: int = 1  # blocks a cluster: each walks the same units with its own tile
+    rank: Term = 0  # the block's rank in it
+
+    def block_slot(self, slot: Term, b: IndexBuilder) -> Term:
+        """The workspace slot of the block's own tile in the cluster's unit slot."""
+        return b.add(b.mul(slot, self.width), self.rank)
 
 
 def pipelined_loops(loop: ir.Operation) -> list[ir.Operation]:
@@ -75,12 +91,8 @@ def hoist(value: ir.Value, loop: ir.Operation) -> None:
     op.move_before(loop)
 
 
-def plan(coord: ir.Operation, loop: ir.Operation, role: ir.Operation, b: IndexBuilder) -> tuple[
-    ir.Value, Split
-]:  # fmt: skip
-    """The units of the split persistent `loop` (its bound rewritten), the tile index the
-    unit at `coord` (its `tile_coord`) stands for, and its Split; the pipelined loops in
-    `loop` then walk the unit's K range."""
+def trip_count(loop: ir.Operation, role: ir.Operation) -> ir.Value:
+    """KT: the one trip count, 0 .. KT, of the pipelined loops in the persistent `loop`."""
     kloops = pipelined_loops(loop)
     if not kloops:
         raise LoweringError(loop, "split_tail splits a pipelined loop in the persistent one: none")
@@ -95,29 +107,198 @@ def plan(coord: ir.Operation, loop: ir.Operation, role: ir.Operation, b: IndexBu
         if ub != full and (known is None or known != constant_index(full)):
             raise LoweringError(k, "split_tail needs the pipelined loops to have one trip count")
     hoist(full, loop)
-    total, step = list(loop.operands)[1:3]
+    return full
+
+
+# The plan's arithmetic folds to Python ints and bools when its inputs are (the unit tests walk
+# every block's units that way); otherwise it emits index arithmetic.
+Flag = ir.Value | bool
+
+
+def value(x: Term | bool, b: IndexBuilder) -> ir.Value:
+    if isinstance(x, bool):
+        return arith.ConstantOp(ir.IntegerType.get_signless(1), int(x)).result
+    return b.value(x)
+
+
+def sel(cond: Flag, x: Term | bool, y: Term | bool, b: IndexBuilder) -> Term | bool:
+    if isinstance(cond, bool):
+        return x if cond else y
+    return arith.SelectOp(cond, value(x, b), value(y, b)).result
+
+
+COMPARE = {
+    "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "slt": lambda x, y: x < y,
+    "ult": lambda x, y: x < y, "ugt": lambda x, y: x > y, "uge": lambda x, y: x >= y,
+    "ule": lambda x, y: x <= y,
+}  # fmt: skip
+
+
+def cmp(pred: str, x: Term, y: Term, b: IndexBuilder) -> Flag:
+    if isinstance(x, int) and isinstance(y, int):
+        return COMPARE[pred](x, y)
+    return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), b.value(x), b.value(y)).result
+
+
+def both(x: Flag, y: Flag) -> Flag:
+    if isinstance(x, bool) or isinstance(y, bool):
+        fixed, other = (x, y) if isinstance(x, bool) else (y, x)
+        return other if fixed else False
+    return arith.AndIOp(x, y).result
+
+
+def negate(x: Flag, b: IndexBuilder) -> Flag:
+    if isinstance(x, bool):
+        return not x
+    return arith.XOrIOp(x, value(True, b)).result
+
+
+def extreme(op: type, pick, x: Term, y: Term, b: IndexBuilder) -> Term:  # noqa: ANN001
+    if isinstance(x, int) and isinstance(y, int):
+        return pick(x, y)
+    return op(b.value(x), b.value(y)).result
+
+
+def umax(x: Term, y: Term, b: IndexBuilder) -> Term:
+    return extreme(arith.MaxUIOp, max, x, y, b)
+
+
+def umin(x: Term, y: Term, b: IndexBuilder) -> Term:
+    return extreme(arith.MinUIOp, min, x, y, b)
+
+
+def smax(x: Term, y: Term, b: IndexBuilder) -> Term:
+    return extreme(arith.MaxSIOp, max, x, y, b)
+
+
+def smin(x: Term, y: Term, b: IndexBuilder) -> Term:
+    return extreme(arith.MinSIOp, min, x, y, b)
+
+
+@dataclass
+class Plan:
+    """The block-invariant part of the split (computed before the persistent loop): block c
+    of P, KT k-tiles a tile. With a tail of fewer tiles than blocks (T < P), `whole` tiles
+    then the tail's split s ways; with `stream`, stream-K over the last R = T - W tiles
+    (the last partial wave and one whole wave before it), block c taking iterations
+    a .. b - 1 of their R·KT."""
+
+    c: Term
+    p: Term
+    full: Term
+    whole: Term
+    s: Term
+    stream: Flag
+    dp: Term  # W / P: each block's whole tiles before its stream-K share
+    w: Term
+    iters: Term  # R·KT
+    a: Term
+    b: Term
+    t_last: Term
+
+    @staticmethod
+    def make(
+        c: Term, total: Term, p: Term, full: Term, b: IndexBuilder, slots: int = SLOTS
+    ) -> tuple[Plan, Term]:
+        """The plan and the persistent loop's new upper bound (units c, c + P, ... below it),
+        with `slots` workspace slots for the units (SLOTS over the blocks of a cluster)."""
+        kt1 = umax(full, 1, b)  # divisors never 0, whichever plan the selects keep
+        r = b.rem(total, p)
+        r1 = umax(r, 1, b)
+        s = umax(umin(umin(b.div(p, r1), full, b), b.div(slots, r1), b), 1, b)
+        waves = b.div(total, p)
+        # stream-K where a partial wave follows whole ones: it and the wave before, R tiles
+        dp = b.sub(umax(waves, 1, b), 1)
+        w = b.mul(dp, p)
+        iters = b.mul(b.sub(total, w), full)
+        enough = both(cmp("ule", p, slots, b), cmp("uge", iters, p, b))  # a slot a block
+        # the k-tiles it saves the busiest block, KT - ceil(r·KT / P): at least GAIN and a
+        # tenth of its whole tiles' (blocks at different k share less of A and B in L2)
+        saved = b.sub(full, b.div(b.add(b.mul(r, full), b.sub(p, 1)), p))
+        busiest = b.mul(b.add(waves, 1), full)
+        worth = both(cmp("uge", saved, GAIN, b), cmp("uge", b.mul(saved, 10), busiest, b))
+        worth = both(both(cmp("uge", waves, 1, b), cmp("ugt", r, 0, b)), worth)
+        stream = both(worth, enough)
+        split = both(cmp("ugt", s, 1, b), negate(stream, b))  # the tail's tiles s ways
+        whole = b.sub(total, sel(split, r, 0, b))
+        units = b.add(whole, sel(split, b.mul(r, s), 0, b))
+        iters1 = umax(iters, 1, b)
+        first = b.div(b.mul(c, iters), p)
+        last = b.div(b.mul(b.add(c, 1), iters), p)  # > first: iters >= P
+        t_first, t_last = b.div(first, kt1), b.div(b.sub(last, 1), kt1)
+        segments = b.add(b.sub(t_last, t_first), 1)
+        bound = b.add(b.add(w, b.add(c, 1)), b.mul(b.sub(segments, 1), p))
+        plan = Plan(c, p, full, whole, s, stream, dp, w, iters1, first, last, t_last)
+        return plan, sel(stream, bound, units, b)
+
+    def split_unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
+        """A unit of the split tail: whole tile u, or part u - whole of the tail's parts,
+        part 0 the owner; and whether it is a peer."""
+        tail = cmp("uge", u, self.whole, b)
+        v = sel(tail, b.sub(u, self.whole), 0, b)
+        part = b.rem(v, self.s)
+        tile = sel(tail, b.add(self.whole, b.div(v, self.s)), u, b)
+        begin = b.div(b.mul(part, self.full), self.s)
+        end = sel(tail, b.div(b.mul(b.add(part, 1), self.full), self.s), self.full, b)
+        peers = sel(both(tail, cmp("eq", part, 0, b)), self.s, 1, b)
+        j = b.div(b.sub(u, self.c), self.p)
+        start = b.mul(j, self.full)
+        return [tile, begin, end, start, v, b.add(v, 1), b.add(v, peers)], both(
+            tail, cmp("ne", part, 0, b)
+        )
+
+    def stream_unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
+        """A unit of stream-K: whole tile u (u < W), or the q-th segment of the block's
+        share, walked from its last tile down (the segment it hands over first, the one it
+        owns with a peer's sums last: owners wait only on segments their peers ran first)."""
+        kt = self.full
+        shared = cmp("uge", u, self.w, b)
+        q = b.div(sel(shared, b.sub(u, self.w), 0, b), self.p)
+        t = b.sub(self.t_last, q)
+        at = b.mul(t, kt)
+        begin = smax(b.sub(self.a, at), 0, b)
+        end = smin(b.sub(self.b, at), kt, b)
+        # the block holding iteration `at`: the first of the tile's peers
+        first = b.div(b.sub(b.mul(b.add(at, 1), self.p), 1), self.iters)
+        done = b.sub(self.b, b.add(at, end))  # the segments walked before this one
+        start = b.add(b.mul(self.dp, kt), done)
+        j = b.div(b.sub(u, self.c), self.p)
+        values = [b.add(self.w, t), begin, end, start, self.c, first, self.c]
+        whole = [u, 0, kt, b.mul(j, kt), self.c, self.c, self.c]
+        peer = both(shared, cmp("slt", end, kt, b))
+        return [sel(shared, x, y, b) for x, y in zip(values, whole, strict=True)], peer
+
+    def unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
+        """[tile, k begin, k end, ring start, slot, first peer slot, last + 1], peer."""
+        split, peer_a = self.split_unit(u, b)
+        stream, peer_b = self.stream_unit(u, b)
+        values = [sel(self.stream, x, y, b) for x, y in zip(stream, split, strict=True)]
+        return values, sel(self.stream, peer_b, peer_a, b)
+
+
+def plan(
+    coord: ir.Operation,
+    loop: ir.Operation,
+    role: ir.Operation,
+    b: IndexBuilder,
+    cluster: tuple[int, Term] = (1, 0),
+) -> tuple[ir.Value, Split]:
+    """The units of the split persistent `loop` (its bound rewritten), the tile index the
+    unit at `coord` (its `tile_coord`) stands for, and its Split; the pipelined loops in
+    `loop` then walk the unit's K range. In a kernel of clusters (`cluster`: its width and
+    the block's rank) the loop walks clusters' tiles: every block of a cluster runs the same
+    units, each on its own tile with its own slots."""
+    full = trip_count(loop, role)
+    c, total, p = list(loop.operands)[:3]
+    width, rank = cluster
     with ir.InsertionPoint(loop), loop.location:
-        r = b.rem(total, step)
-        r1 = arith.MaxUIOp(b.value(r), b.value(1)).result
-        s = arith.MinUIOp(b.value(b.div(step, r1)), full).result
-        s = arith.MinUIOp(s, b.value(b.div(SLOTS, r1))).result
-        s = arith.MaxUIOp(s, b.value(1)).result  # never 0: it divides below
-        split = arith.CmpIOp(arith.CmpIPredicate.ugt, s, b.value(1)).result
-        whole = b.sub(total, arith.SelectOp(split, b.value(r), b.value(0)).result)
-        tail_units = arith.SelectOp(split, b.value(b.mul(r, s)), b.value(0)).result
-        units = b.add(whole, tail_units)
-    loop.operands[1] = b.value(units)
-    u = coord.operands[0]
-    tail = arith.CmpIOp(arith.CmpIPredicate.uge, u, b.value(whole)).result
-    v = arith.SelectOp(tail, b.value(b.sub(u, whole)), b.value(0)).result
-    tile = arith.SelectOp(tail, b.value(b.add(whole, b.div(v, s))), u).result
-    part = b.rem(v, s)
-    begin = b.div(b.mul(part, full), s)
-    end = arith.SelectOp(tail, b.value(b.div(b.mul(b.add(part, 1), full), s)), full).result
-    for k in kloops:
+        units, bound = Plan.make(c, total, p, full, b, SLOTS // width)
+    loop.operands[1] = b.value(bound)
+    (tile, begin, end, start, slot, first, last), peer = units.unit(coord.operands[0], b)
+    for k in pipelined_loops(loop):
         k.operands[0] = b.value(begin)
-        k.operands[1] = end
-    return tile, Split(full, tail, v, b.value(part), s)
+        k.operands[1] = b.value(end)
+    return tile, Split(start, peer, slot, first, last, width, rank)
 
 
 def workspace(module: ir.Operation, name: str, slot_bytes: int) -> tuple[ir.Value, ir.Value]:
@@ -173,21 +354,19 @@ def settle(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value], stor
     owner (and every whole tile) stores, `store(accs)` with the parts added."""
     b = IndexBuilder()
     partials, flags = pointers
-    peer = arith.AndIOp(
-        split.tail, arith.CmpIOp(arith.CmpIPredicate.ne, split.part, b.value(0)).result
-    ).result
+    peer = split.peer
 
     def hand_over() -> list:
-        write(parts, parts.address(partials, split.slot, b), b)
+        slot = split.block_slot(split.slot, b)
+        write(parts, parts.address(partials, slot, b), b)
         barrier(parts.ident, parts.threads, b)
-        when(parts.leader, lambda: signal(gep(flags, b.mul(split.slot, 4), _i8(), b)))
+        when(parts.leader, lambda: signal(gep(flags, b.mul(slot, 4), _i8(), b)))
         return []
 
     def own() -> list:
         types = [a.type for a in parts.accs]
-        summed = if_else(
-            split.tail, types, lambda: gather(split, parts, pointers), lambda: parts.accs
-        )
+        peers = cmp("ult", split.first, split.last, b)
+        summed = if_else(peers, types, lambda: gather(split, parts, pointers), lambda: parts.accs)
         store(summed)
         return []
 
@@ -237,17 +416,17 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
     partials, flags = pointers
 
     def wait_all() -> None:
-        loop = scf.ForOp(b.value(1), split.parts, b.value(1))
+        loop = scf.ForOp(split.first, split.last, b.value(1))
         with ir.InsertionPoint(loop.body):
-            wait(gep(flags, b.mul(b.add(split.slot, loop.induction_variable), 4), _i8(), b))
+            slot = split.block_slot(loop.induction_variable, b)
+            wait(gep(flags, b.mul(slot, 4), _i8(), b))
             scf.YieldOp([])
 
     when(parts.leader, wait_all)
     barrier(parts.ident, parts.threads, b)
-    loop = scf.ForOp(b.value(1), split.parts, b.value(1), parts.accs)
+    loop = scf.ForOp(split.first, split.last, b.value(1), parts.accs)
     with ir.InsertionPoint(loop.body):
-        slot = b.add(split.slot, loop.induction_variable)
-        address = parts.address(partials, slot, b)
+        address = parts.address(partials, split.block_slot(loop.induction_variable, b), b)
         mine = floats(parts, list(loop.inner_iter_args))
         f32 = ir.F32Type.get()
         quad = llvm.StructType.get_literal([f32] * 4)
@@ -268,7 +447,6 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
     return list(loop.results)
 
 
-def refuse(loop: ir.Operation, cluster: int, pingpong: bool) -> None:
-    if cluster > 1 or pingpong:
-        what = "cluster(...)" if cluster > 1 else "pingpong consumers"
-        raise LoweringError(loop, f"split_tail is not lowered with {what} yet")
+def refuse(loop: ir.Operation, pingpong: bool) -> None:
+    if pingpong:
+        raise LoweringError(loop, "split_tail is not lowered with pingpong consumers yet")

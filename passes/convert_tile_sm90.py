@@ -309,9 +309,10 @@ class Sm90Kernel(ConsumerOps):
         t, tiles_m, tiles_n = op.operands
         loop = op.parent
         if "tile.split_tail" in loop.attributes:  # units of work, the tail's tiles split
-            sm90_split.refuse(loop, self.cluster, self.pingpong)
+            sm90_split.refuse(loop, self.pingpong)
             role = next(r for r in self.roles.values() if inside(op, r))
-            t, self.splits[op_id(loop)] = sm90_split.plan(op, loop, role, b)
+            rank = sm90_cluster.rank() if self.cluster > 1 else 0
+            t, self.splits[op_id(loop)] = sm90_split.plan(op, loop, role, b, (self.cluster, rank))
         if self.cluster > 1:  # the walk is over blocks of `cluster` tiles along m
             tiles_m = arith.CeilDivUIOp(tiles_m, b.value(self.cluster)).result
         if "raster" in op.attributes and ir.StringAttr(op.attributes["raster"]).value == "grouped":
@@ -387,14 +388,14 @@ class Sm90Kernel(ConsumerOps):
             )
 
     def counter(self, loop: ir.Operation, role: str, b: IndexBuilder, at_end: bool = False) -> Term:
-        """`counter_of` in `role`, a split persistent loop's pipelined loops numbered by their
-        whole trip count."""
-        return counter_of(loop, self.roles[role], b, at_end, self.whole_trips)
+        """`counter_of` in `role`, a split persistent loop's pipelined loops numbered on from
+        the iterations of the block's units before."""
+        return counter_of(loop, self.roles[role], b, at_end, self.unit_start)
 
-    def whole_trips(self, loop: ir.Operation) -> Term | None:
+    def unit_start(self, loop: ir.Operation) -> Term | None:
         parent = loop.parent
         split = self.splits.get(op_id(parent)) if parent.name == "scf.for" else None
-        return None if split is None else split.full
+        return None if split is None else split.start
 
     def split_around(self, op: ir.Operation) -> sm90_split.Split | None:
         p = op.parent

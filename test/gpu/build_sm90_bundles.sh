@@ -20,6 +20,8 @@ b sk_bf16 -D SK=1
 b sk_f16 -D SK=1 -D T=f16
 b nosk_bf16 -D SK=0
 b nosk_f16 -D SK=0 -D T=f16
+b sk_cm2_bf16 -D SK=1 -D CM=2  # clusters: every block of one runs the same units
+b sk_cm4_f16 -D SK=1 -D CM=4 -D T=f16
 echo "built $(find "$out" -name manifest.json | wc -l) SM90 GEMM bundles in $out"
 # The fused epilogue (examples/gemm_sm90_bias_act.tile) and the batched kernel.
 e() { name=$1; shift; tilec build examples/gemm_sm90_bias_act.tile -o "$out/epilogue/$name" "$@" >/dev/null; }

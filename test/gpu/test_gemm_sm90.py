@@ -118,19 +118,29 @@ def test_sm90_gemm_refuses_unaligned_k() -> None:
 # --- split tails (SK = 1): the last wave's tiles cut along K, the parts summed by the owner --
 
 SPLIT = [n for n in NAMES if n.startswith("sk_")]
-# T tiles of 128x256 over the GPU's P SMs, r = T mod P tiles in the last wave, split s =
-# min(P div r, k-tiles) ways: one tile in as many parts as k-tiles (64 x 1 k-tile; ragged K:
-# the last part's box is zero-filled past K); few tiles, several parts each, parts of uneven
-# length (K = 1000: 16 k-tiles into 5, 6, 8 ... parts); whole waves before a split tail
-# (3072^2: 288 tiles); a tail too wide to split (4096^2: 116 of 132); one k-tile (no split).
+# T tiles of 128x256 over the GPU's P SMs, r = T mod P in the last wave. Stream-K where
+# sharing the last two waves' tiles out evenly saves a block at least 16 k-tiles and a tenth
+# of its work: 2560^3 (200 tiles, r = 68), 3072 x 3072 x 3000 (288, r = 24, ragged K), 160
+# tiles with ragged M, N and K (each tile over two blocks), 2560 x 2500 x 2200. Else the
+# tail split s = min(P div r, k-tiles) ways: one tile in as many parts as k-tiles (64 x 1
+# k-tile; ragged K: the last part's box is zero-filled past K); few tiles, several parts each,
+# of uneven length (K = 1000: 16 k-tiles in 4 parts); a whole wave before a tail split 4 ways
+# (2048 x 2560 x 512). Else whole tiles: 4096^2 x 256 (r = 116, 4 k-tiles), 2560^2 x 1000
+# (r = 68, 16 k-tiles), 100 tiles (more than half the SMs), one k-tile a tile.
 SPLIT_SHAPES = [
     (128, 256, 4096),
     (100, 200, 4040),
     (1000, 999, 1000),
     (3072, 3072, 3000),
     (2560, 2560, 2560),
+    (2040, 2504, 1352),
+    (2560, 2500, 2200),
     (4096, 4096, 256),
+    (2560, 2500, 1000),
+    (2048, 2560, 512),
     (300, 600, 64),
+    (1280, 2560, 640),
+    (4096, 4096, 64),
 ]
 
 
@@ -147,7 +157,8 @@ def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
     leaves no flag set."""
     kernel = load(BUNDLES[name])
     t = DTYPES[dtype_of(name)]
-    for seed, (m, n, k) in enumerate([(256, 512, 2048), (4096, 4096, 64), (256, 512, 2048)] * 2):
+    shapes = [(256, 512, 2048), (4096, 4096, 64), (2040, 2504, 1352), (1280, 2560, 640)]
+    for seed, (m, n, k) in enumerate(shapes * 2):
         g = torch.Generator(device="cuda").manual_seed(seed)
         a = torch.randn(m, k, device="cuda", generator=g).to(t)
         b = torch.randn(n, k, device="cuda", generator=g).to(t)
