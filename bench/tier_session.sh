@@ -34,6 +34,10 @@ tests)
   python3 test/gpu/sanitize.py build/sm90/default_bf16 build/sm90/epilogue/act1 \
     build/sm90/batched/default --size N=136 --log "$out/sanitize-tma.log" \
     | tee "$out/sanitize-tma.txt"
+  # K = 72 and N = 136 above are 16-byte rows: the default GEMM launches its variant (CM = 2);
+  # the CM = 1 build itself at K = 80.
+  python3 test/gpu/sanitize.py build/sm90/default_bf16 --size K=80 \
+    --log "$out/sanitize-k80.log" | tee "$out/sanitize-k80.txt"
   ;;
 rows)
   # The row kernels that carry state across their loops (examples/softmax.tile,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,8 @@ class KernelInfo:
     requires: tuple[Requirement, ...] = ()
     special: tuple[Requirement, ...] = ()  # specialize(...): when the special variant runs
     cluster: int = 1  # cluster(S): blocks per cluster along x
+    # variant(K % 16 == 8, CM = 2): (when, the parameters the variant's build sets)
+    variant: tuple[str, dict[str, str]] | None = None
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -222,7 +224,19 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         requires=requirements(func),
         special=specialisation(func),
         cluster=ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1,
+        variant=variant_of(func),
     )
+
+
+def variant_of(func: ir.Operation) -> tuple[str, dict[str, str]] | None:
+    """`variant(K % 16 == 8, CM = 2)` (the `tile.variant` attribute): its condition's formula
+    and the parameters its build sets."""
+    if "tile.variant" not in func.attributes:
+        return None
+    attr = ir.DictAttr(func.attributes["tile.variant"])
+    sets = ir.DictAttr(attr["params"])
+    params = {sets[i].name: ir.StringAttr(sets[i].attr).value for i in range(len(sets))}
+    return ir.StringAttr(attr["when"]).value, params
 
 
 def specialisation(func: ir.Operation) -> tuple[Requirement, ...]:
@@ -281,6 +295,7 @@ class Compiled:
     manifests: list[Manifest]
     wide_ptx: str = ""
     special_ptx: str = ""  # with tile-specialize: for the kernels that have specialize(...)
+    variants: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)  # by entry
 
 
 def compile_tile(
@@ -339,7 +354,8 @@ def compile_tile(
                 special_dynamic_smem=_own_smem(info, smem, special_smem),
             )
         )
-    return Compiled(str(ptx.value), manifests, wide, special_ptx)
+    variants = {info.name: info.variant for info in infos if info.variant is not None}
+    return Compiled(str(ptx.value), manifests, wide, special_ptx, variants)
 
 
 def _compile_special(
@@ -396,14 +412,33 @@ def build(
     arch: str | None,
     contracts: bool = True,
 ) -> list[Path]:
-    """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`."""
+    """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`; a kernel with
+    a variant(...) clause gets the variant's build as a bundle in its folder `variant`."""
     compiled = compile_tile(path, params, arch, contracts)
+    others: dict[tuple[str, ...], Compiled] = {}  # the file built with a variant's parameters
     written = []
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""
         target = Path(out_dir) / f"{manifest.entry}{suffix}"
+        variant = compiled.variants.get(manifest.entry)
+        if variant is not None:
+            when, sets = variant
+            manifest = replace(manifest, variant_when=when, variant_bundle=VARIANT_BUNDLE)
         write_bundle(
             target, replace(manifest), compiled.ptx, compiled.wide_ptx, compiled.special_ptx
         )
+        if variant is not None:
+            merged = {**params, **sets}
+            key = tuple(sorted(f"{k}={v}" for k, v in merged.items()))
+            if key not in others:
+                others[key] = compile_tile(path, merged, arch, contracts)
+            other = others[key]
+            found = next(m for m in other.manifests if m.entry == manifest.entry)
+            write_bundle(
+                target / VARIANT_BUNDLE, found, other.ptx, other.wide_ptx, other.special_ptx
+            )
         written.append(target)
     return written
+
+
+VARIANT_BUNDLE = "variant"

@@ -186,8 +186,8 @@ class Arg(Node):
 
 @dataclass
 class Clause(Node):
-    name: str  # grid | threads | target | contract | specialize
-    args: list[Node]
+    name: str  # grid | threads | target | contract | specialize | variant
+    args: list[Node]  # variant: the condition, then Keywords
 
 
 @dataclass

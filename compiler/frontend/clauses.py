@@ -1,4 +1,5 @@
-"""Frontend (check stage): a kernel's clauses (target, threads, grid, cluster, specialize).
+"""Frontend (check stage): a kernel's clauses (target, threads, grid, cluster, specialize,
+variant).
 
 The methods of `sema.KernelChecker` that read the clauses after the kernel's signature: each
 a located error where a clause is missing, repeated or out of range, and a usable default
@@ -11,7 +12,7 @@ import math
 
 from tilec.diagnostics import note
 from tilec.frontend import ast
-from tilec.frontend.values import ErrorV, IntV
+from tilec.frontend.values import ErrorV, IntV, TypeV
 from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
 
 
@@ -76,6 +77,64 @@ class Clauses:
                 continue
             out[a.lhs.id] = at_most
         return out
+
+    def variant(self, cl: ast.Clause | None) -> tuple[str, dict[str, str]] | None:
+        """`variant(K % 16 == 8, CM = 2)`: a comparison of runtime sizes, then parameters with
+        static values; the build adds the kernel built with those parameters, which the runtime
+        launches where the comparison holds. None where absent, or where the parameters are
+        already these (the variant would be the kernel itself)."""
+        if cl is None:
+            return None
+        cond, sets = cl.args[0], cl.args[1:]
+        when = self.variant_condition(cond)
+        params: dict[str, str] = {}
+        for kw in sets:
+            assert isinstance(kw, ast.Keyword)
+            if kw.name not in self.params:
+                names = ", ".join(self.params) or "none"
+                self.diags.error(
+                    f"variant(...) sets the kernel's parameters (parameters: {names})", kw.span
+                )
+                continue
+            if kw.name in params:
+                self.diags.error(f"variant(...) sets {kw.name} twice", kw.span)
+                continue
+            v = self.c.expr(kw.value, self.scope)
+            if isinstance(v, IntV) and v.static and isinstance(self.params[kw.name], int):
+                params[kw.name] = str(v.value)
+            elif isinstance(v, TypeV) and isinstance(self.params[kw.name], str):
+                params[kw.name] = v.name
+            elif not isinstance(v, ErrorV):
+                kind = "a type" if isinstance(self.params[kw.name], str) else "a static integer"
+                self.diags.error(f"{kw.name} is {kind}: the variant must set it to one", kw.span)
+        if when is None or not params:
+            if not sets:
+                self.diags.error("variant(...) sets at least one parameter (e.g. CM = 2)", cl.span)
+            return None
+        if all(str(self.params[n]) == v for n, v in params.items()):
+            return None
+        return when, params
+
+    def variant_condition(self, cond: ast.Node) -> str | None:
+        """The manifest formula of a variant's condition: `lhs OP rhs` over runtime sizes."""
+        if not (isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=")):
+            self.diags.error(
+                "a variant's condition compares runtime sizes (e.g. K % 16 == 8)", cond.span
+            )
+            return None
+        sides = [self.c.expr(side, self.scope) for side in (cond.lhs, cond.rhs)]
+        if any(isinstance(v, ErrorV) for v in sides):
+            return None
+        if not all(isinstance(v, IntV) for v in sides):
+            self.diags.error("a variant's condition compares integers", cond.span)
+            return None
+        if all(v.static for v in sides):
+            self.diags.error(
+                "a variant's condition must name a runtime size: this one is static", cond.span
+            )
+            return None
+        lhs, rhs = (v.text if not v.static else str(v.value) for v in sides)
+        return f"({lhs}) {cond.op} ({rhs})"
 
     def target(self, cl: ast.Clause | None) -> str | None:
         if cl is None:

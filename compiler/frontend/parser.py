@@ -123,11 +123,17 @@ class Parser(ExprParser):
         name = self.ident()
         if name.text == "contract":
             return parse_contract(self, name)
+        if name.text == "variant":  # variant(K % 16 == 8, CM = 2)
+            self.expect("(", "'('")
+            self.skip_newlines()
+            when: list[ast.Node] = [self.expr()]
+            self.skip_newlines()
+            self.expect(",", "',' and the parameters the variant sets (e.g. CM = 2)")
+            return ast.Clause(name.span, name.text, when + self.comma_list(")", self.keyword))
         if name.text not in ("grid", "threads", "cluster", "target", "specialize"):
             self.fail(
-                "expected 'grid', 'threads', 'cluster', 'target', 'contract', 'specialize' or "
-                "'{', found "
-                f"'{name.text}'",
+                "expected 'grid', 'threads', 'cluster', 'target', 'contract', 'specialize', "
+                f"'variant' or '{{', found '{name.text}'",
                 name.span,
             )
         self.expect("(", "'('")

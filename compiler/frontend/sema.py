@@ -53,6 +53,8 @@ class CheckedKernel:
     # specialize(N <= 4096, ...): size -> the largest value the specialised build is for
     specialize: dict[str, int] = field(default_factory=dict)
     cluster: int = 1  # cluster(S): blocks per thread-block cluster, along x
+    # variant(K % 16 == 8, CM = 2): (the condition's formula, the parameters it sets)
+    variant: tuple[str, dict[str, str]] | None = None
 
 
 @dataclass
@@ -127,6 +129,7 @@ class KernelChecker(Clauses):
         target, threads, grid = self.clauses()
         contract = check_contract(self, self.node.clause("contract"))
         specialize = self.specialize(self.node.clause("specialize"))
+        variant = self.variant(self.node.clause("variant"))
         cluster = self.cluster(self.node.clause("cluster"))
         self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
         self.c.header = False
@@ -152,6 +155,7 @@ class KernelChecker(Clauses):
             contract,
             specialize,
             cluster,
+            variant,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:

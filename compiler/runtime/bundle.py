@@ -65,6 +65,11 @@ class Manifest:
     # cluster(S): the PTX asks for clusters of S blocks along x (.reqnctapercluster), so a
     # launch's grid along x must be a multiple of S.
     cluster: int = 1
+    # variant(K % 16 == 8, CM = 2): the kernel built with other parameters, a bundle in the
+    # folder `variant_bundle` of this one, launched instead where the formula `variant_when`
+    # (one comparison of sizes) holds.
+    variant_when: str = ""
+    variant_bundle: str = ""
 
     def __post_init__(self) -> None:
         validate(self)
@@ -84,6 +89,11 @@ class Manifest:
             raise ManifestError("special and special_ptx: one names no variant the other does")
         if self.special_dynamic_smem is not None and not self.special_ptx_file:
             raise ManifestError("special_dynamic_smem: the manifest has no specialised variant")
+        if bool(self.variant_when) != bool(self.variant_bundle):
+            raise ManifestError("variant and its bundle: one names no variant the other does")
+        name = self.variant_bundle
+        if name and (Path(name).name != name or name.startswith(".")):
+            raise ManifestError(f"variant bundle: {name!r} must be a folder inside the bundle")
         if self.special_ptx_file and self.special_ptx_file in (self.ptx_file, self.wide_ptx_file):
             raise ManifestError(f"special_ptx: {self.special_ptx_file!r} is another variant's")
 
@@ -158,6 +168,8 @@ class Manifest:
             data["wide_ptx"] = self.wide_ptx_file
         if self.cluster > 1:  # optional, as wide_ptx
             data["cluster"] = self.cluster
+        if self.variant_when:  # optional, as wide_ptx
+            data["variant"] = {"when": self.variant_when, "bundle": self.variant_bundle}
         if self.special_ptx_file:  # optional, as wide_ptx
             data["special_ptx"] = self.special_ptx_file
             data["special"] = [{"value": r.value, "at_most": r.at_most} for r in self.special]
@@ -271,6 +283,8 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         special_ptx_file=data.get("special_ptx") or "",
         special_dynamic_smem=data.get("special_dynamic_smem"),
         cluster=data.get("cluster", 1),
+        variant_when=_req(data["variant"], "when", "variant") if "variant" in data else "",
+        variant_bundle=_req(data["variant"], "bundle", "variant") if "variant" in data else "",
         special=tuple(
             Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
             for i, r in enumerate(data.get("special", []))
@@ -350,6 +364,8 @@ def validate(m: Manifest) -> None:
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
     if m.special_dynamic_smem is not None:
         _check_formula(m.special_dynamic_smem, symbols, "special_dynamic_smem")
+    if m.variant_when:
+        _check_formula(m.variant_when, symbols, "variant.when")
     for key, reqs in (("requires", m.requires), ("special", m.special)):
         for i, r in enumerate(reqs):
             _check_formula(r.value, symbols, f"{key}[{i}].value")

@@ -32,12 +32,22 @@ _BINOPS: dict[type, Callable[[int, int], int]] = {
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
 }
+# A variant's condition (`variant(K % 16 == 8, ...)`): one comparison, 1 when it holds.
+_COMPARE: dict[type, Callable[[int, int], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 
 
 def evaluate(formula: int | str, symbols: Mapping[str, int]) -> int:
     """The integer value of `formula` (an int, or an expression over `symbols`).
 
-    Grammar: integers, names, `+ - * // %`, unary `-`, and calls of cdiv, round_up, min, max.
+    Grammar: integers, names, `+ - * // %`, unary `-`, and calls of cdiv, round_up, min, max;
+    at the top, one comparison (`== != < <= > >=`: 1 when it holds, else 0).
     The expression is parsed with `ast` and interpreted here, so nothing else can run.
     """
     if isinstance(formula, bool) or not isinstance(formula, int | str):
@@ -46,7 +56,12 @@ def evaluate(formula: int | str, symbols: Mapping[str, int]) -> int:
         return formula
     if formula in symbols:  # a plain symbol: the common case, on every launch
         return int(symbols[formula])
-    return _eval(_parse(formula), formula, symbols)
+    tree = _parse(formula)
+    if isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in _COMPARE:
+        left = _eval(tree.left, formula, symbols)
+        right = _eval(tree.comparators[0], formula, symbols)
+        return int(_COMPARE[type(tree.ops[0])](left, right))
+    return _eval(tree, formula, symbols)
 
 
 @functools.lru_cache(maxsize=1024)

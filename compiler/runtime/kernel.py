@@ -26,6 +26,7 @@ from tilec.runtime.bundle import (
     read_wide_ptx,
     write_bundle,
 )
+from tilec.runtime.formula import evaluate
 from tilec.runtime.tensors import as_view
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
@@ -108,6 +109,7 @@ class _Plan:
         # pointers and scalars' bytes (`Kernel._prepare`): a repeated call packs nothing.
         self.scalars = [t[1] for t in self.slots if isinstance(t, tuple) and t[0] == "scalar"]
         self.launches: dict[tuple[Any, ...], tuple[Any, driver.Packed]] = {}
+        self.other = False  # the kernel's variant(...) build runs these launches
 
 
 def _torch_tensor(value: Any) -> bool:
@@ -124,7 +126,12 @@ class Kernel:
     """
 
     def __init__(
-        self, manifest: Manifest, ptx: str, wide_ptx: str = "", special_ptx: str = ""
+        self,
+        manifest: Manifest,
+        ptx: str,
+        wide_ptx: str = "",
+        special_ptx: str = "",
+        other: Kernel | None = None,
     ) -> None:
         for kind, text, name in (
             ("wide", wide_ptx, manifest.wide_ptx_file),
@@ -135,7 +142,15 @@ class Kernel:
                     f"{manifest.entry}: the manifest names {kind} PTX {name!r}; "
                     f"{'got' if text else 'no'} {kind} PTX text"
                 )
+        if bool(other) != bool(manifest.variant_when):
+            raise ValueError(
+                f"{manifest.entry}: the manifest names {'a' if manifest.variant_when else 'no'} "
+                f"variant; {'got' if other else 'no'} variant kernel"
+            )
         self.manifest = manifest
+        # variant(...): the kernel built with other parameters, launched where the manifest's
+        # `variant_when` holds for the launch's sizes (decided once per argument signature).
+        self.other = other
         self.ptx = ptx
         self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
         self.special_ptx = special_ptx  # the specialize(...) variant, for the launches it names
@@ -161,8 +176,15 @@ class Kernel:
         return f"<tilec.Kernel {self.manifest.entry}({args}) for {self.manifest.target}>"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Writes this kernel as a bundle directory at `path`."""
-        return write_bundle(path, self.manifest, self.ptx, self.wide_ptx, self.special_ptx)
+        """Writes this kernel (and its variant's bundle in it) as a bundle directory at `path`."""
+        root = write_bundle(path, self.manifest, self.ptx, self.wide_ptx, self.special_ptx)
+        if self.other is not None:
+            self.other.save(root / self.manifest.variant_bundle)
+        return root
+
+    def chooses_variant(self, b: Binding) -> bool:
+        """Whether a launch bound as `b` runs the variant(...) build instead of this one."""
+        return self.other is not None and bool(evaluate(self.manifest.variant_when, b.symbols))
 
     def bind(self, *args: Any) -> Binding:
         """Checks the arguments and computes sizes and launch shape; needs no GPU."""
@@ -233,6 +255,9 @@ class Kernel:
                 self._plans.clear()
             b = bind(self.manifest, args, self._device_symbols)
             plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
+            plan.other = self.chooses_variant(b)
+        if plan.other:
+            return self.other(*args, stream=stream)  # type: ignore[misc]
         if 0 in plan.grid:
             return None
         ctx = driver.current_context(plan.device)
@@ -314,6 +339,8 @@ class Kernel:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
         TMA maps to encode, or arguments `bind` will reject."""
         b = bind(self.manifest, args, self._device_symbols)
+        if self.chooses_variant(b):
+            return self.other._launch_bound(args, stream)  # type: ignore[union-attr]
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
@@ -398,4 +425,6 @@ def _device_symbols(device: int | None) -> dict[str, int]:
 def load(path: str | os.PathLike[str]) -> Kernel:
     """The kernel in the bundle directory at `path` (the GPU is touched at the first launch)."""
     manifest, ptx = read_bundle(path)
-    return Kernel(manifest, ptx, read_wide_ptx(path, manifest), read_special_ptx(path, manifest))
+    other = load(Path(path) / manifest.variant_bundle) if manifest.variant_bundle else None
+    wide, special = read_wide_ptx(path, manifest), read_special_ptx(path, manifest)
+    return Kernel(manifest, ptx, wide, special, other)

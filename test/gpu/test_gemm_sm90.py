@@ -21,6 +21,7 @@ if torch.cuda.get_device_capability() < (9, 0):
     pytest.skip("needs an SM90 GPU", allow_module_level=True)
 
 from tilec.runtime import load  # noqa: E402  (after the skips)
+from tilec.runtime.binding import bind  # noqa: E402
 
 ROOT = Path(
     os.environ.get("TILEC_SM90_BUNDLES", Path(__file__).resolve().parents[2] / "build/sm90")
@@ -102,6 +103,29 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
         assert ((c.double() - ref).norm() / ref.norm()).item() < BOUNDS[dtype_of(DEFAULT)]
+
+
+def test_sm90_gemm_variant_for_16_byte_rows() -> None:
+    """variant(choose(MB, K, N) % 16 == 8, CM = 2): where B's rows are 16-byte but not 32-byte
+    aligned the launch runs the cluster build (each block fetches half of B's box rows), the
+    default elsewhere; both against torch on fresh data, the output poisoned."""
+    kernel = load(BUNDLES[DEFAULT])
+    assert kernel.other is not None and kernel.other.manifest.cluster == 2
+    t = DTYPES[dtype_of(DEFAULT)]
+    for seed, (m, n, k, chosen) in enumerate(
+        [(1000, 1500, 3000, True), (1000, 1500, 3072, False), (300, 520, 72, True)]
+    ):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(m, k, device="cuda", generator=g).to(t)
+        b = torch.randn(n, k, device="cuda", generator=g).to(t)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        bound = bind(kernel.manifest, (a, b, c), lambda device: {"num_sms": 132})
+        assert kernel.chooses_variant(bound) is chosen, (m, n, k)
+        kernel(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < BOUNDS[dtype_of(DEFAULT)], f"{(m, n, k)}: relative error {err:.2e}"
 
 
 def test_sm90_gemm_refuses_unaligned_k() -> None:

@@ -258,6 +258,25 @@ def test_specialize_clause_fuzz(ctx: object, pieces: list[str]) -> None:
     compile_or_diagnose(text, ctx)
 
 
+VARIANT_PIECES = [
+    *("K", "N", "S", "T", "x", "K % 16", "S - 1", "2 * S", "cdiv(N, S)", "0", "8", "-1", "f16"),
+    *("99999999999999999999", "==", "!=", "<", "<=", "=", ",", "(", ")", "S = 2", "T = bf16"),
+    *("S = K", "T = 2", "block.x", "\n", "{"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(VARIANT_PIECES), max_size=10))
+def test_variant_clause_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any variant(...) text: a kernel with a variant or located errors, never a traceback."""
+    text = (
+        "kernel k<S: int = 64, T: type = f32>(x: T[N], y: f16[M, K]) grid(1) threads(32)\n"
+        f"  target(sm_80) variant({' '.join(pieces)})\n{{\n"
+        "  store(load(local_tile(x, S, 0)) * 2.0, local_tile(x, S, 0))\n}\n"
+    )
+    compile_or_diagnose(text, ctx)
+
+
 CLUSTER_PIECES = [
     *("2", "4", "3", "0", "16", "S", "N", "S * 2", "x", "-1", ",", "(", ")", "\n", "{"),
     *("cluster.rank", "cluster.x", "cluster", "block.x", "cluster_sum(", "cluster_max(", "t"),

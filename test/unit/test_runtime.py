@@ -92,6 +92,10 @@ def gemm_manifest(**overrides: Any) -> Manifest:
         ("max(N, 7, 2000) % 7", 5),
         ("min(N, 5) * 2", 10),
         ("round_up(N + 1, 256)", 1280),
+        ("(N % 16) == (0)", 1),  # a variant's condition: one comparison, 1 or 0
+        ("N % 32 == 8", 0),
+        ("cdiv(N, 128) >= 8", 1),
+        ("N != 1024", 0),
         (" 3 ", 3),
         (42, 42),
     ],
@@ -114,6 +118,8 @@ def test_formula_values(formula: int | str, value: int) -> None:
         ("1.5 * N", "unsupported syntax '1.5'"),
         ("cdiv(N,", "syntax error"),
         ("min()", "min needs arguments"),
+        ("1 < N < 3", "unsupported syntax"),  # one comparison, at the top only
+        ("(N < 3) + 1", "unsupported syntax"),
     ],
 )
 def test_formula_errors(formula: str, message: str) -> None:
@@ -164,6 +170,42 @@ def test_bundle_round_trip(tmp_path: Path) -> None:
     assert read_bundle(root)[1].endswith("// v2\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm.tilec"]
     assert "gemm(A: f16, B: f16, C: f32, alpha: f32)" in repr(kernel)
+
+
+def test_variant_bundle_chosen_by_the_launch_sizes(tmp_path: Path) -> None:
+    """variant(K % 16 == 8, ...): the bundle holds the variant's bundle in a folder; the
+    kernel launches it where the formula holds for the bound sizes, itself elsewhere."""
+    base = gemm_manifest(variant_when="(K % 16) == (8)", variant_bundle="variant")
+    other = gemm_manifest(constants={"BM": 64, "BN": 64, "BK": 64, "STAGES": 3})
+    root = write_bundle(tmp_path / "gemm", base, "// base\n")
+    write_bundle(root / "variant", other, "// variant\n")
+    kernel = load(root)
+    assert kernel.other is not None and kernel.other.manifest == other
+    assert kernel.other.ptx == "// variant\n"
+    for k, chosen in ((3000, True), (3072, False), (8, True), (24, True), (16, False)):
+        assert kernel.chooses_variant(bind(kernel.manifest, gemm_args(k=k))) is chosen, k
+    assert not kernel.other.chooses_variant(bind(other, gemm_args(k=3000)))
+    copy = kernel.save(tmp_path / "copy")
+    assert load(copy).other.manifest == other  # saved with its variant
+    with pytest.raises(ValueError, match="names a variant; no variant kernel"):
+        type(kernel)(base, "// base\n")
+    (root / "variant" / "manifest.json").unlink()
+    with pytest.raises(FileNotFoundError):
+        load(root)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"variant_when": "K % 16 == 8"}, "one names no variant the other does"),
+        ({"variant_bundle": "variant"}, "one names no variant the other does"),
+        ({"variant_when": "Q == 1", "variant_bundle": "v"}, "unknown symbols \\['Q'\\]"),
+        ({"variant_when": "K == 1", "variant_bundle": "../v"}, "must be a folder inside"),
+    ],
+)
+def test_variant_manifest_errors(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        gemm_manifest(**fields)
 
 
 def test_read_bundle_errors(tmp_path: Path) -> None:
