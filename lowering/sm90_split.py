@@ -11,8 +11,9 @@ in one of three plans chosen at launch (`Plan.make`):
   (c+1)·I/P), its segments walked from its last tile down (unit W + c + q·P: tile
   (b - 1) div KT - q, k in [max(a - t·KT, 0), min(b - t·KT, KT))). A segment that does not
   reach KT is a peer of the tile's owner (the segment holding k = KT - 1);
-- a split tail, where P div r >= 2: units u < W = T - r whole, then the r tiles cut into
-  s = min(P div r, KT, SLOTS div r) parts each, part 0 the owner;
+- a split tail, where that gives two parts or more: units u < W = T - r whole, then the r
+  tiles cut into s = min(P div r, max(KT div GAIN, 1), SLOTS div r) parts each (a part at
+  least GAIN k-tiles where KT allows: the owner reads the others' sums), part 0 the owner;
 - whole tiles otherwise.
 
 Each unit carries the ring's count before its first k iteration (the block's earlier units'
@@ -205,7 +206,9 @@ class Plan:
         kt1 = umax(full, 1, b)  # divisors never 0, whichever plan the selects keep
         r = b.rem(total, p)
         r1 = umax(r, 1, b)
-        s = umax(umin(umin(b.div(p, r1), full, b), b.div(slots, r1), b), 1, b)
+        # each part at least GAIN k-tiles: the owner reads s - 1 parts' sums, ~4 k-tiles each
+        parts = umin(b.div(p, r1), umax(b.div(full, GAIN), 1, b), b)
+        s = umax(umin(parts, b.div(slots, r1), b), 1, b)
         waves = b.div(total, p)
         # stream-K where a partial wave follows whole ones: it and the wave before, R tiles
         dp = b.sub(umax(waves, 1, b), 1)

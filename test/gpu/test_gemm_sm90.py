@@ -146,15 +146,16 @@ SPLIT = [n for n in NAMES if n.startswith("sk_")]
 # sharing the last two waves' tiles out evenly saves a block at least 16 k-tiles and a tenth
 # of its work: 2560^3 (200 tiles, r = 68), 3072 x 3072 x 3000 (288, r = 24, ragged K), 160
 # tiles with ragged M, N and K (each tile over two blocks), 2560 x 2500 x 2200. Else the
-# tail split s = min(P div r, k-tiles) ways: one tile in as many parts as k-tiles (64 x 1
-# k-tile; ragged K: the last part's box is zero-filled past K); few tiles, several parts each,
-# of uneven length (K = 1000: 16 k-tiles in 4 parts); a whole wave before a tail split 4 ways
-# (2048 x 2560 x 512). Else whole tiles: 4096^2 x 256 (r = 116, 4 k-tiles), 2560^2 x 1000
-# (r = 68, 16 k-tiles), 100 tiles (more than half the SMs), one k-tile a tile.
+# tail split s = min(P div r, max(k-tiles div 16, 1)) ways: one tile in 4 parts (ragged K:
+# the last part's box is zero-filled past K); 32 tiles of 47 k-tiles in parts of 23 and 24
+# (ragged K); a tail of 66 after 5 whole waves split 2 ways (4224 x 5632 x 2048: stream-K
+# would save too little). Else whole tiles: 4096^2 x 256 (r = 116, 4 k-tiles), 2560^2 x 1000
+# (r = 68, 16 k-tiles), 2048 x 2560 x 512 (8 k-tiles: parts would be too short), 100 tiles
+# (more than half the SMs), one k-tile a tile.
 SPLIT_SHAPES = [
     (128, 256, 4096),
     (100, 200, 4040),
-    (1000, 999, 1000),
+    (1000, 999, 2992),
     (3072, 3072, 3000),
     (2560, 2560, 2560),
     (2040, 2504, 1352),
@@ -162,6 +163,7 @@ SPLIT_SHAPES = [
     (4096, 4096, 256),
     (2560, 2500, 1000),
     (2048, 2560, 512),
+    (4224, 5632, 2048),
     (300, 600, 64),
     (1280, 2560, 640),
     (4096, 4096, 64),

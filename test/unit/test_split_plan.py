@@ -83,9 +83,10 @@ def check(total: int, p: int, kt: int, slots: int = SLOTS) -> tuple[bool, int]:
 # (T, P, KT, stream-K, the busiest block's k-tiles) in 128x256x64 tiles on 132 SMs:
 # 2560^3, 3072^3 and 5120^3 stream-K, within one k-tile of an even share; 4096^3, 8192^3 and
 # 4096 x 4096 x 11008 whole tiles (stream-K would save 3% of the busiest block's k-tiles);
-# 32 x 512^3 (0.5 k-tiles saved) whole; 4096 x 11008 x 4096 and 8 x 4096 x 4096 x 1024
-# (r = 56 and 4 of 132) the tail split 2 and 16 ways; few tiles split s ways; fewer tiles
-# than blocks but more than half: whole tiles.
+# 32 x 512^3 (0.5 k-tiles saved) whole; 4096 x 11008 x 4096 (r = 56 of 132) the tail split
+# 2 ways; 8 x 4096 x 4096 x 1024 (r = 4, 16 k-tiles) not split: parts keep 16 k-tiles or
+# more; few tiles split s ways (16 tiles of 64 k-tiles: 4 ways); fewer tiles than blocks but
+# more than half: whole tiles.
 EXPECTED = [
     (200, 132, 40, True, 61),
     (288, 132, 48, True, 105),
@@ -95,8 +96,8 @@ EXPECTED = [
     (512, 132, 172, False, 688),
     (256, 132, 8, False, 16),
     (1376, 132, 64, False, 672),
-    (4096, 132, 16, False, 497),
-    (16, 132, 64, False, 8),
+    (4096, 132, 16, False, 512),
+    (16, 132, 64, False, 16),
     (43, 132, 64, False, 22),
     (128, 132, 32, False, 32),
     (264, 132, 64, False, 128),
