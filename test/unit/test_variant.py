@@ -1,0 +1,74 @@
+"""`variant(COND, P = V)`: the build writes the kernel built with P = V as a bundle in the
+kernel's bundle, the manifest names it and its condition, and each launch signature runs the
+build its sizes choose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_runtime import FakeCuda, Launches
+
+from tilec.build import build
+from tilec.runtime import load
+from tilec.runtime.binding import bind
+
+HEAD = "kernel k<COLS: int = 256>(X: f16[R, N], Y: f16[R, N]) grid(R) threads(64) target(sm_80)"
+BODY = """{
+  let last = cdiv(N, COLS) - 1
+  for k in range(last) {
+    store(load(local_tile(X, (1, COLS), (block.x, k))), local_tile(Y, (1, COLS), (block.x, k)))
+  }
+  store(load(local_tile(X, (1, COLS), (block.x, last))), local_tile(Y, (1, COLS), (block.x, last)))
+}
+"""
+
+
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "k.tile"
+    path.write_text(f"{HEAD}\n  variant(N % 256 != 0, COLS = 128)\n{BODY}")
+    return path
+
+
+def test_build_writes_the_variant_bundle(tmp_path: Path) -> None:
+    (bundle,) = build(str(source(tmp_path)), tmp_path / "out", {}, "sm_80")
+    data = json.loads((bundle / "manifest.json").read_text())
+    assert data["variant"] == {"when": "((N % 256)) != (0)", "bundle": "variant"}
+    other = json.loads((bundle / "variant" / "manifest.json").read_text())
+    assert other["constants"]["COLS"] == 128 and data["constants"]["COLS"] == 256
+    assert other["source"]["params"] == {"COLS": "128"} and "variant" not in other
+    kernel = load(bundle)
+    assert kernel.other is not None and kernel.other.ptx != kernel.ptx
+    for n, chosen in ((256, False), (1024, False), (1000, True), (128, True)):
+        b = bind(kernel.manifest, (FakeCuda((4, n)), FakeCuda((4, n), ptr=0x7F1000000000)))
+        assert kernel.chooses_variant(b) is chosen, n
+
+
+def test_a_build_with_the_variants_parameters_has_none(tmp_path: Path) -> None:
+    (bundle,) = build(str(source(tmp_path)), tmp_path / "out", {"COLS": "128"}, "sm_80")
+    assert "variant" not in json.loads((bundle / "manifest.json").read_text())
+    assert not (bundle / "variant").exists() and load(bundle).other is None
+
+
+def test_each_signature_launches_its_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilec.runtime import driver
+
+    (bundle,) = build(str(source(tmp_path)), tmp_path / "out", {}, "sm_80")
+    kernel = load(bundle)
+    seen = Launches(monkeypatch)
+    loaded: list[str] = []
+    monkeypatch.setattr(
+        driver, "load_function", lambda ptx, entry, smem: loaded.append(ptx) or ("m", ptx)
+    )
+    ran: list[str] = []
+    monkeypatch.setattr(
+        driver, "launch", lambda fn, *rest: (ran.append(fn), seen.launch(fn, *rest))
+    )
+    for n in (1000, 512, 1000, 300, 512):
+        kernel(FakeCuda((4, n)), FakeCuda((4, n), ptr=0x7F1000000000))
+    base, other = kernel.ptx, kernel.other.ptx  # type: ignore[union-attr]
+    assert ran == [other, base, other, other, base]
+    assert loaded == [other, base]  # each build's module loaded once
+    # Grids from each build's own manifest: R blocks either way, 64 threads.
+    assert [c[0] for c in seen.calls] == [(4, 1, 1)] * 5
