@@ -5,7 +5,7 @@ rungs and the `sm90_*` modules of convert-tile-sm90 (docs/architecture.md). None
 `LoweringError(op, message)` is what a pass raises for an op it cannot lower; `passes.base`
 turns it into a diagnostic at the op's source location. `IndexBuilder` emits `index`
 arithmetic at the insertion point and folds what is static (a `Term` is a static integer or
-an SSA index value); `known_multiple` says what surely divides a term; `ID_OPS` maps the tile
+an SSA index value; selects, comparisons and min/max fold to Python ints and bools too); `known_multiple` says what surely divides a term; `ID_OPS` maps the tile
 special ids to gpu's: convert-layout-to-arith, the SM80 rungs, convert-tile-sm90 and their
 helpers share them.
 """
@@ -13,6 +13,7 @@ helpers share them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.dialects import arith, gpu
@@ -30,6 +31,12 @@ class LoweringError(Exception):
 
 
 Term = int | ir.Value  # a static integer or an SSA index value
+Flag = bool | ir.Value  # a static truth or an SSA i1 value
+_COMPARE = {
+    "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "slt": lambda x, y: x < y,
+    "ult": lambda x, y: x < y, "ugt": lambda x, y: x > y, "uge": lambda x, y: x >= y,
+    "ule": lambda x, y: x <= y,
+}  # fmt: skip
 
 # The special ids: a tile op's `dim` attribute indexes DIMS; each becomes gpu's op.
 DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
@@ -99,6 +106,52 @@ class IndexBuilder:
         if isinstance(b, int) and is_pow2(b):
             return arith.AndIOp(self.value(a), self.value(b - 1)).result
         return arith.RemUIOp(self.value(a), self.value(b)).result
+
+    # Selects, comparisons and extremes fold too: with static operands they give Python ints
+    # and bools (a `Flag` is a bool or an i1 value), so arithmetic written with them can be
+    # run on numbers (sm90_split's plan, test/unit/test_split_plan.py).
+    def flag(self, x: Term | bool) -> ir.Value:
+        """An i1 (for a bool) or index value of `x`."""
+        if isinstance(x, bool):
+            return arith.ConstantOp(ir.IntegerType.get_signless(1), int(x)).result
+        return self.value(x)
+
+    def select(self, cond: Flag, x: Term | bool, y: Term | bool) -> Term | bool:
+        if isinstance(cond, bool):
+            return x if cond else y
+        return arith.SelectOp(cond, self.flag(x), self.flag(y)).result
+
+    def cmp(self, pred: str, x: Term, y: Term) -> Flag:
+        """`arith.cmpi pred` (eq ne slt ult ugt uge ule)."""
+        if isinstance(x, int) and isinstance(y, int):
+            return _COMPARE[pred](x, y)
+        return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), self.value(x), self.value(y)).result
+
+    def both(self, x: Flag, y: Flag) -> Flag:
+        if isinstance(x, bool) or isinstance(y, bool):
+            fixed, other = (x, y) if isinstance(x, bool) else (y, x)
+            return other if fixed else False
+        return arith.AndIOp(x, y).result
+
+    def negate(self, x: Flag) -> Flag:
+        return (not x) if isinstance(x, bool) else arith.XOrIOp(x, self.flag(True)).result
+
+    def umax(self, x: Term, y: Term) -> Term:
+        return self._extreme(arith.MaxUIOp, max, x, y)
+
+    def umin(self, x: Term, y: Term) -> Term:
+        return self._extreme(arith.MinUIOp, min, x, y)
+
+    def smax(self, x: Term, y: Term) -> Term:
+        return self._extreme(arith.MaxSIOp, max, x, y)
+
+    def smin(self, x: Term, y: Term) -> Term:
+        return self._extreme(arith.MinSIOp, min, x, y)
+
+    def _extreme(self, op: type, pick: Callable[[int, int], int], x: Term, y: Term) -> Term:
+        if isinstance(x, int) and isinstance(y, int):
+            return pick(x, y)
+        return op(self.value(x), self.value(y)).result
 
     def swizzle(self, sw: A.Swizzle, offset: Term) -> Term:
         """offset ^ ((offset & yyy_mask) >> S)   (<< -S when S < 0): see `algebra.Swizzle`."""

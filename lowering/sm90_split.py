@@ -42,7 +42,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from tilec.binding import defined_inside
-from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.lowering import Flag, IndexBuilder, LoweringError, Term
 from tilec.lowering.sm90_epilogue import barrier
 from tilec.lowering.sm90_loops import invariant
 from tilec.lowering.sm90_wgmma import element
@@ -111,78 +111,13 @@ def trip_count(loop: ir.Operation, role: ir.Operation) -> ir.Value:
     return full
 
 
-# The plan's arithmetic folds to Python ints and bools when its inputs are (the unit tests walk
-# every block's units that way); otherwise it emits index arithmetic.
-Flag = ir.Value | bool
-
-
-def value(x: Term | bool, b: IndexBuilder) -> ir.Value:
-    if isinstance(x, bool):
-        return arith.ConstantOp(ir.IntegerType.get_signless(1), int(x)).result
-    return b.value(x)
-
-
-def sel(cond: Flag, x: Term | bool, y: Term | bool, b: IndexBuilder) -> Term | bool:
-    if isinstance(cond, bool):
-        return x if cond else y
-    return arith.SelectOp(cond, value(x, b), value(y, b)).result
-
-
-COMPARE = {
-    "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "slt": lambda x, y: x < y,
-    "ult": lambda x, y: x < y, "ugt": lambda x, y: x > y, "uge": lambda x, y: x >= y,
-    "ule": lambda x, y: x <= y,
-}  # fmt: skip
-
-
-def cmp(pred: str, x: Term, y: Term, b: IndexBuilder) -> Flag:
-    if isinstance(x, int) and isinstance(y, int):
-        return COMPARE[pred](x, y)
-    return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), b.value(x), b.value(y)).result
-
-
-def both(x: Flag, y: Flag) -> Flag:
-    if isinstance(x, bool) or isinstance(y, bool):
-        fixed, other = (x, y) if isinstance(x, bool) else (y, x)
-        return other if fixed else False
-    return arith.AndIOp(x, y).result
-
-
-def negate(x: Flag, b: IndexBuilder) -> Flag:
-    if isinstance(x, bool):
-        return not x
-    return arith.XOrIOp(x, value(True, b)).result
-
-
-def extreme(op: type, pick, x: Term, y: Term, b: IndexBuilder) -> Term:  # noqa: ANN001
-    if isinstance(x, int) and isinstance(y, int):
-        return pick(x, y)
-    return op(b.value(x), b.value(y)).result
-
-
-def umax(x: Term, y: Term, b: IndexBuilder) -> Term:
-    return extreme(arith.MaxUIOp, max, x, y, b)
-
-
-def umin(x: Term, y: Term, b: IndexBuilder) -> Term:
-    return extreme(arith.MinUIOp, min, x, y, b)
-
-
-def smax(x: Term, y: Term, b: IndexBuilder) -> Term:
-    return extreme(arith.MaxSIOp, max, x, y, b)
-
-
-def smin(x: Term, y: Term, b: IndexBuilder) -> Term:
-    return extreme(arith.MinSIOp, min, x, y, b)
-
-
 @dataclass
 class Plan:
     """The block-invariant part of the split (computed before the persistent loop): block c
-    of P, KT k-tiles a tile. With a tail of fewer tiles than blocks (T < P), `whole` tiles
-    then the tail's split s ways; with `stream`, stream-K over the last R = T - W tiles
-    (the last partial wave and one whole wave before it), block c taking iterations
-    a .. b - 1 of their R·KT."""
+    of P, KT k-tiles a tile. With `stream`, stream-K over the last R = T - W tiles (the last
+    partial wave and one whole wave before it), block c taking iterations a .. b - 1 of their
+    R·KT; else `whole` tiles, then the tail's tiles split s ways (s = 1: none). Its
+    arithmetic is IndexBuilder's, which folds to Python ints and bools on static inputs."""
 
     c: Term
     p: Term
@@ -192,7 +127,7 @@ class Plan:
     stream: Flag
     dp: Term  # W / P: each block's whole tiles before its stream-K share
     w: Term
-    iters: Term  # R·KT
+    iters: Term  # R·KT, at least 1 (a divisor)
     a: Term
     b: Term
     t_last: Term
@@ -203,64 +138,63 @@ class Plan:
     ) -> tuple[Plan, Term]:
         """The plan and the persistent loop's new upper bound (units c, c + P, ... below it),
         with `slots` workspace slots for the units (SLOTS over the blocks of a cluster)."""
-        kt1 = umax(full, 1, b)  # divisors never 0, whichever plan the selects keep
+        kt1 = b.umax(full, 1)  # divisors never 0, whichever plan the selects keep
         r = b.rem(total, p)
-        r1 = umax(r, 1, b)
+        r1 = b.umax(r, 1)
         # each part at least GAIN k-tiles: the owner reads s - 1 parts' sums, ~4 k-tiles each
-        parts = umin(b.div(p, r1), umax(b.div(full, GAIN), 1, b), b)
-        s = umax(umin(parts, b.div(slots, r1), b), 1, b)
+        parts = b.umin(b.div(p, r1), b.umax(b.div(full, GAIN), 1))
+        s = b.umax(b.umin(parts, b.div(slots, r1)), 1)
         waves = b.div(total, p)
         # stream-K where a partial wave follows whole ones: it and the wave before, R tiles
-        dp = b.sub(umax(waves, 1, b), 1)
+        dp = b.sub(b.umax(waves, 1), 1)
         w = b.mul(dp, p)
         iters = b.mul(b.sub(total, w), full)
-        enough = both(cmp("ule", p, slots, b), cmp("uge", iters, p, b))  # a slot a block
+        enough = b.both(b.cmp("ule", p, slots), b.cmp("uge", iters, p))  # a slot a block
         # the k-tiles it saves the busiest block, KT - ceil(r·KT / P): at least GAIN and a
         # tenth of its whole tiles' (blocks at different k share less of A and B in L2)
         saved = b.sub(full, b.div(b.add(b.mul(r, full), b.sub(p, 1)), p))
         busiest = b.mul(b.add(waves, 1), full)
-        worth = both(cmp("uge", saved, GAIN, b), cmp("uge", b.mul(saved, 10), busiest, b))
-        worth = both(both(cmp("uge", waves, 1, b), cmp("ugt", r, 0, b)), worth)
-        stream = both(worth, enough)
-        split = both(cmp("ugt", s, 1, b), negate(stream, b))  # the tail's tiles s ways
-        whole = b.sub(total, sel(split, r, 0, b))
-        units = b.add(whole, sel(split, b.mul(r, s), 0, b))
-        iters1 = umax(iters, 1, b)
+        worth = b.both(b.cmp("uge", saved, GAIN), b.cmp("uge", b.mul(saved, 10), busiest))
+        worth = b.both(b.both(b.cmp("uge", waves, 1), b.cmp("ugt", r, 0)), worth)
+        stream = b.both(worth, enough)
+        split = b.both(b.cmp("ugt", s, 1), b.negate(stream))  # the tail's tiles s ways
+        whole = b.sub(total, b.select(split, r, 0))
+        units = b.add(whole, b.select(split, b.mul(r, s), 0))
+        iters1 = b.umax(iters, 1)
         first = b.div(b.mul(c, iters), p)
         last = b.div(b.mul(b.add(c, 1), iters), p)  # > first: iters >= P
         t_first, t_last = b.div(first, kt1), b.div(b.sub(last, 1), kt1)
         segments = b.add(b.sub(t_last, t_first), 1)
         bound = b.add(b.add(w, b.add(c, 1)), b.mul(b.sub(segments, 1), p))
         plan = Plan(c, p, full, whole, s, stream, dp, w, iters1, first, last, t_last)
-        return plan, sel(stream, bound, units, b)
+        return plan, b.select(stream, bound, units)
 
     def split_unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
         """A unit of the split tail: whole tile u, or part u - whole of the tail's parts,
         part 0 the owner; and whether it is a peer."""
-        tail = cmp("uge", u, self.whole, b)
-        v = sel(tail, b.sub(u, self.whole), 0, b)
+        tail = b.cmp("uge", u, self.whole)
+        v = b.select(tail, b.sub(u, self.whole), 0)
         part = b.rem(v, self.s)
-        tile = sel(tail, b.add(self.whole, b.div(v, self.s)), u, b)
+        tile = b.select(tail, b.add(self.whole, b.div(v, self.s)), u)
         begin = b.div(b.mul(part, self.full), self.s)
-        end = sel(tail, b.div(b.mul(b.add(part, 1), self.full), self.s), self.full, b)
-        peers = sel(both(tail, cmp("eq", part, 0, b)), self.s, 1, b)
+        end = b.select(tail, b.div(b.mul(b.add(part, 1), self.full), self.s), self.full)
+        peers = b.select(b.both(tail, b.cmp("eq", part, 0)), self.s, 1)
         j = b.div(b.sub(u, self.c), self.p)
         start = b.mul(j, self.full)
-        return [tile, begin, end, start, v, b.add(v, 1), b.add(v, peers)], both(
-            tail, cmp("ne", part, 0, b)
-        )
+        peer = b.both(tail, b.cmp("ne", part, 0))
+        return [tile, begin, end, start, v, b.add(v, 1), b.add(v, peers)], peer
 
     def stream_unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
         """A unit of stream-K: whole tile u (u < W), or the q-th segment of the block's
         share, walked from its last tile down (the segment it hands over first, the one it
         owns with a peer's sums last: owners wait only on segments their peers ran first)."""
         kt = self.full
-        shared = cmp("uge", u, self.w, b)
-        q = b.div(sel(shared, b.sub(u, self.w), 0, b), self.p)
+        shared = b.cmp("uge", u, self.w)
+        q = b.div(b.select(shared, b.sub(u, self.w), 0), self.p)
         t = b.sub(self.t_last, q)
         at = b.mul(t, kt)
-        begin = smax(b.sub(self.a, at), 0, b)
-        end = smin(b.sub(self.b, at), kt, b)
+        begin = b.smax(b.sub(self.a, at), 0)
+        end = b.smin(b.sub(self.b, at), kt)
         # the block holding iteration `at`: the first of the tile's peers
         first = b.div(b.sub(b.mul(b.add(at, 1), self.p), 1), self.iters)
         done = b.sub(self.b, b.add(at, end))  # the segments walked before this one
@@ -268,15 +202,15 @@ class Plan:
         j = b.div(b.sub(u, self.c), self.p)
         values = [b.add(self.w, t), begin, end, start, self.c, first, self.c]
         whole = [u, 0, kt, b.mul(j, kt), self.c, self.c, self.c]
-        peer = both(shared, cmp("slt", end, kt, b))
-        return [sel(shared, x, y, b) for x, y in zip(values, whole, strict=True)], peer
+        peer = b.both(shared, b.cmp("slt", end, kt))
+        return [b.select(shared, x, y) for x, y in zip(values, whole, strict=True)], peer
 
     def unit(self, u: Term, b: IndexBuilder) -> tuple[list[Term], Flag]:
         """[tile, k begin, k end, ring start, slot, first peer slot, last + 1], peer."""
         split, peer_a = self.split_unit(u, b)
         stream, peer_b = self.stream_unit(u, b)
-        values = [sel(self.stream, x, y, b) for x, y in zip(stream, split, strict=True)]
-        return values, sel(self.stream, peer_b, peer_a, b)
+        values = [b.select(self.stream, x, y) for x, y in zip(stream, split, strict=True)]
+        return values, b.select(self.stream, peer_b, peer_a)
 
 
 def plan(
@@ -368,7 +302,7 @@ def settle(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value], stor
 
     def own() -> list:
         types = [a.type for a in parts.accs]
-        peers = cmp("ult", split.first, split.last, b)
+        peers = b.cmp("ult", split.first, split.last)
         summed = if_else(peers, types, lambda: gather(split, parts, pointers), lambda: parts.accs)
         store(summed)
         return []

@@ -308,10 +308,10 @@ class Sm90Kernel(ConsumerOps):
         """Linear tile index → (m, n): `grouped(G)` walks G rows of tiles column by column."""
         t, tiles_m, tiles_n = op.operands
         loop = op.parent
+        rank = sm90_cluster.rank() if self.cluster > 1 else 0
         if "tile.split_tail" in loop.attributes:  # units of work, the tail's tiles split
             sm90_split.refuse(loop, self.pingpong)
             role = next(r for r in self.roles.values() if inside(op, r))
-            rank = sm90_cluster.rank() if self.cluster > 1 else 0
             t, self.splits[op_id(loop)] = sm90_split.plan(op, loop, role, b, (self.cluster, rank))
         if self.cluster > 1:  # the walk is over blocks of `cluster` tiles along m
             tiles_m = arith.CeilDivUIOp(tiles_m, b.value(self.cluster)).result
@@ -326,7 +326,7 @@ class Sm90Kernel(ConsumerOps):
         else:
             m, n = b.div(t, tiles_n), b.rem(t, tiles_n)
         if self.cluster > 1:
-            m = b.add(b.mul(m, self.cluster), sm90_cluster.rank())
+            m = b.add(b.mul(m, self.cluster), rank)
         op.results[0].replace_all_uses_with(b.value(m))
         op.results[1].replace_all_uses_with(b.value(n))
 

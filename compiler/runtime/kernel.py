@@ -74,7 +74,7 @@ class _Plan:
     """What `bind` computed for one argument signature, kept so that a later call with the
     same shapes, strides, dtypes, devices and pointer alignments launches without binding."""
 
-    def __init__(self, m: Manifest, b: Binding, names: list[str]) -> None:
+    def __init__(self, m: Manifest, b: Binding, names: list[str], other: bool = False) -> None:
         index = {name: i for i, name in enumerate(names)}
         self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
         # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule,
@@ -109,7 +109,7 @@ class _Plan:
         # pointers and scalars' bytes (`Kernel._prepare`): a repeated call packs nothing.
         self.scalars = [t[1] for t in self.slots if isinstance(t, tuple) and t[0] == "scalar"]
         self.launches: dict[tuple[Any, ...], tuple[Any, driver.Packed]] = {}
-        self.other = False  # the kernel's variant(...) build runs these launches
+        self.other = other  # the kernel's variant(...) build runs these launches
 
 
 def _torch_tensor(value: Any) -> bool:
@@ -254,8 +254,8 @@ class Kernel:
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
             b = bind(self.manifest, args, self._device_symbols)
-            plan = self._plans[key] = _Plan(self.manifest, b, [p.name for p in self._params])
-            plan.other = self.chooses_variant(b)
+            names = [p.name for p in self._params]
+            plan = self._plans[key] = _Plan(self.manifest, b, names, self.chooses_variant(b))
         if plan.other:
             return self.other(*args, stream=stream)  # type: ignore[misc]
         if 0 in plan.grid:

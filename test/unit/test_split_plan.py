@@ -80,42 +80,39 @@ def check(total: int, p: int, kt: int, slots: int = SLOTS) -> tuple[bool, int]:
     return stream, max(sum(x["end"] - x["begin"] for x in walk) for walk in blocks)
 
 
-# (T, P, KT, stream-K, the busiest block's k-tiles) in 128x256x64 tiles on 132 SMs:
-# 2560^3, 3072^3 and 5120^3 stream-K, within one k-tile of an even share; 4096^3, 8192^3 and
-# 4096 x 4096 x 11008 whole tiles (stream-K would save 3% of the busiest block's k-tiles);
-# 32 x 512^3 (0.5 k-tiles saved) whole; 4096 x 11008 x 4096 (r = 56 of 132) the tail split
-# 2 ways; 8 x 4096 x 4096 x 1024 (r = 4, 16 k-tiles) not split: parts keep 16 k-tiles or
-# more; few tiles split s ways (16 tiles of 64 k-tiles: 4 ways); fewer tiles than blocks but
-# more than half: whole tiles.
+# (T, P, KT, unit slots, stream-K, the busiest block's k-tiles) in 128x256x64 tiles on 132
+# SMs: 2560^3, 3072^3 and 5120^3 stream-K, within one k-tile of an even share; 4096^3, 8192^3
+# and 4096 x 4096 x 11008 whole tiles (stream-K would save 3% of the busiest block's
+# k-tiles); 32 x 512^3 (0.5 k-tiles saved) whole; 4096 x 11008 x 4096 (r = 56 of 132) the
+# tail split 2 ways; 8 x 4096 x 4096 x 1024 (r = 4, 16 k-tiles) not split: parts keep 16
+# k-tiles or more; few tiles split s ways (16 tiles of 64 k-tiles: 4 ways); fewer tiles than
+# blocks but more than half: whole tiles. Then clusters of two (66 of them, 80 unit slots),
+# the units clusters' tiles: 3000^3 (144 units, KT = 47) and 2560^3 (100) stream-K.
 EXPECTED = [
-    (200, 132, 40, True, 61),
-    (288, 132, 48, True, 105),
-    (800, 132, 80, True, 485),
-    (512, 132, 64, False, 256),
-    (2048, 132, 128, False, 2048),
-    (512, 132, 172, False, 688),
-    (256, 132, 8, False, 16),
-    (1376, 132, 64, False, 672),
-    (4096, 132, 16, False, 512),
-    (16, 132, 64, False, 16),
-    (43, 132, 64, False, 22),
-    (128, 132, 32, False, 32),
-    (264, 132, 64, False, 128),
+    (200, 132, 40, SLOTS, True, 61),
+    (288, 132, 48, SLOTS, True, 105),
+    (800, 132, 80, SLOTS, True, 485),
+    (512, 132, 64, SLOTS, False, 256),
+    (2048, 132, 128, SLOTS, False, 2048),
+    (512, 132, 172, SLOTS, False, 688),
+    (256, 132, 8, SLOTS, False, 16),
+    (1376, 132, 64, SLOTS, False, 672),
+    (4096, 132, 16, SLOTS, False, 512),
+    (16, 132, 64, SLOTS, False, 16),
+    (43, 132, 64, SLOTS, False, 22),
+    (128, 132, 32, SLOTS, False, 32),
+    (264, 132, 64, SLOTS, False, 128),
+    (144, 66, 47, SLOTS // 2, True, 103),
+    (100, 66, 40, SLOTS // 2, True, 61),
 ]
 
 
-@pytest.mark.parametrize(("total", "p", "kt", "stream", "busiest"), EXPECTED)
-def test_split_plan_shares(total: int, p: int, kt: int, stream: bool, busiest: int) -> None:
+@pytest.mark.parametrize(("total", "p", "kt", "slots", "stream", "busiest"), EXPECTED)
+def test_split_plan_shares(
+    total: int, p: int, kt: int, slots: int, stream: bool, busiest: int
+) -> None:
     with ir.Context():
-        assert check(total, p, kt) == (stream, busiest)
-
-
-# Clusters of two (66 of them, 80 unit slots), the units clusters' tiles: 3000^3 (144 units,
-# KT = 47) and 2560^3 (100) stream-K.
-@pytest.mark.parametrize(("total", "kt", "busiest"), [(144, 47, 103), (100, 40, 61)])
-def test_split_plan_clusters(total: int, kt: int, busiest: int) -> None:
-    with ir.Context():
-        assert check(total, 66, kt, SLOTS // 2) == (True, busiest)
+        assert check(total, p, kt, slots) == (stream, busiest)
 
 
 def test_split_plan_random_shapes() -> None:

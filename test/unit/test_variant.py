@@ -9,20 +9,11 @@ from pathlib import Path
 
 import pytest
 from test_runtime import FakeCuda, Launches
+from test_specialize import BODY, HEAD
 
 from tilec.build import build
 from tilec.runtime import load
 from tilec.runtime.binding import bind
-
-HEAD = "kernel k<COLS: int = 256>(X: f16[R, N], Y: f16[R, N]) grid(R) threads(64) target(sm_80)"
-BODY = """{
-  let last = cdiv(N, COLS) - 1
-  for k in range(last) {
-    store(load(local_tile(X, (1, COLS), (block.x, k))), local_tile(Y, (1, COLS), (block.x, k)))
-  }
-  store(load(local_tile(X, (1, COLS), (block.x, last))), local_tile(Y, (1, COLS), (block.x, last)))
-}
-"""
 
 
 def source(tmp_path: Path) -> Path:
