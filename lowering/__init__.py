@@ -5,9 +5,10 @@ rungs and the `sm90_*` modules of convert-tile-sm90 (docs/architecture.md). None
 `LoweringError(op, message)` is what a pass raises for an op it cannot lower; `passes.base`
 turns it into a diagnostic at the op's source location. `IndexBuilder` emits `index`
 arithmetic at the insertion point and folds what is static (a `Term` is a static integer or
-an SSA index value; selects, comparisons and min/max fold to Python ints and bools too); `known_multiple` says what surely divides a term; `ID_OPS` maps the tile
-special ids to gpu's: convert-layout-to-arith, the SM80 rungs, convert-tile-sm90 and their
-helpers share them.
+an SSA index value; selects, comparisons and min/max fold to Python ints and bools too);
+`known_multiple` says what surely divides a term; `ID_OPS` maps the tile special ids to
+gpu's: convert-layout-to-arith, the SM80 rungs, convert-tile-sm90 and their helpers share
+them.
 """
 
 from __future__ import annotations
