@@ -68,10 +68,10 @@ func.func @pair(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tm: index, %tn: in
 // CHECK-NEXT: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 // The producer's tile: m = 2 * (t / tiles_n) + the block's rank.
+// CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
+// CHECK-NEXT: %[[RANKI:.*]] = arith.index_castui %[[RANK]] : i32 to index
 // CHECK: %[[ROW:.*]] = arith.divui %{{.*}}, %arg4 : index
 // CHECK: %[[TWICE:.*]] = arith.shli %[[ROW]], %{{.*}} : index
-// CHECK-NEXT: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
-// CHECK-NEXT: %[[RANKI:.*]] = arith.index_castui %[[RANK]] : i32 to index
 // CHECK-NEXT: %[[M:.*]] = arith.addi %[[TWICE]], %[[RANKI]] : index
 // The full barrier expects both whole tiles (2 x 16384 bytes): half of B comes from the other block.
 // CHECK: nvvm.mbarrier.try_wait.parity
