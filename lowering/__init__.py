@@ -134,6 +134,12 @@ class IndexBuilder:
             return other if fixed else False
         return arith.AndIOp(x, y).result
 
+    def either(self, x: Flag, y: Flag) -> Flag:
+        if isinstance(x, bool) or isinstance(y, bool):
+            fixed, other = (x, y) if isinstance(x, bool) else (y, x)
+            return True if fixed else other
+        return arith.OrIOp(x, y).result
+
     def negate(self, x: Flag) -> Flag:
         return (not x) if isinstance(x, bool) else arith.XOrIOp(x, self.flag(True)).result
 

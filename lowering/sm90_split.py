@@ -5,9 +5,12 @@ make T div P whole waves and r = T mod P tiles left, on which P - r blocks would
 persistent loop walks units of work instead of tiles, block c taking units c, c + P, ...,
 in one of three plans chosen at launch (`Plan.make`):
 
-- stream-K, where whole waves come first and it saves the busiest block enough (GAIN k-tiles
-  and a tenth of its work): units u < W = P·(T div P - 1) are whole tiles; the last R = T - W
-  tiles' I = R·KT iterations are shared out evenly, block c taking [a, b) = [c·I/P,
+- stream-K, where whole waves come first and it saves the busiest block enough (GAIN k-tiles,
+  and a tenth of its work unless the partial wave fills more than half the blocks): units
+  u < W are whole tiles, W = P·(T div P) where the partial wave fills more than half the
+  blocks (each block then shares under one tile), else P·(T div P - 1) (the wave before it
+  shared too); the last R = T - W tiles' I = R·KT iterations are shared out evenly, block
+  c taking [a, b) = [c·I/P,
   (c+1)·I/P), its segments walked from its last tile down (unit W + c + q·P: tile
   (b - 1) div KT - q, k in [max(a - t·KT, 0), min(b - t·KT, KT))). A segment that does not
   reach KT is a peer of the tile's owner (the segment holding k = KT - 1);
@@ -115,7 +118,8 @@ def trip_count(loop: ir.Operation, role: ir.Operation) -> ir.Value:
 class Plan:
     """The block-invariant part of the split (computed before the persistent loop): block c
     of P, KT k-tiles a tile. With `stream`, stream-K over the last R = T - W tiles (the last
-    partial wave and one whole wave before it), block c taking iterations a .. b - 1 of their
+    partial wave, and one whole wave before it unless it fills more than half the blocks),
+    block c taking iterations a .. b - 1 of their
     R·KT; else `whole` tiles, then the tail's tiles split s ways (s = 1: none). Its
     arithmetic is IndexBuilder's, which folds to Python ints and bools on static inputs."""
 
@@ -145,16 +149,22 @@ class Plan:
         parts = b.umin(b.div(p, r1), b.umax(b.div(full, GAIN), 1))
         s = b.umax(b.umin(parts, b.div(slots, r1)), 1)
         waves = b.div(total, p)
-        # stream-K where a partial wave follows whole ones: it and the wave before, R tiles
-        dp = b.sub(b.umax(waves, 1), 1)
+        # stream-K where a partial wave follows whole ones: it and the wave before, R tiles;
+        # where the partial wave fills more than half the blocks, it alone (each block a
+        # share of under one tile, which no split tail can give)
+        near = b.cmp("ugt", b.mul(r, 2), p)
+        dp = b.select(near, waves, b.sub(b.umax(waves, 1), 1))
         w = b.mul(dp, p)
         iters = b.mul(b.sub(total, w), full)
         enough = b.both(b.cmp("ule", p, slots), b.cmp("uge", iters, p))  # a slot a block
-        # the k-tiles it saves the busiest block, KT - ceil(r·KT / P): at least GAIN and a
-        # tenth of its whole tiles' (blocks at different k share less of A and B in L2)
+        # the k-tiles it saves the busiest block, KT - ceil(r·KT / P): at least GAIN, and a
+        # tenth of its whole tiles' where shares span more than a tile (blocks at different k
+        # share less of A and B in L2: stream-K over two waves lost 13% at 4096×4096×11008;
+        # over the partial wave alone, shares under a tile, it lost nothing there)
         saved = b.sub(full, b.div(b.add(b.mul(r, full), b.sub(p, 1)), p))
         busiest = b.mul(b.add(waves, 1), full)
-        worth = b.both(b.cmp("uge", saved, GAIN), b.cmp("uge", b.mul(saved, 10), busiest))
+        gain = b.cmp("uge", saved, GAIN)
+        worth = b.both(gain, b.either(near, b.cmp("uge", b.mul(saved, 10), busiest)))
         worth = b.both(b.both(b.cmp("uge", waves, 1), b.cmp("ugt", r, 0)), worth)
         stream = b.both(worth, enough)
         split = b.both(b.cmp("ugt", s, 1), b.negate(stream))  # the tail's tiles s ways

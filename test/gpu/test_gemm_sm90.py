@@ -144,8 +144,11 @@ def test_sm90_gemm_refuses_unaligned_k() -> None:
 SPLIT = [n for n in NAMES if n.startswith("sk_")]
 # T tiles of 128x256 over the GPU's P SMs, r = T mod P in the last wave. Stream-K where
 # sharing the last two waves' tiles out evenly saves a block at least 16 k-tiles and a tenth
-# of its work: 2560^3 (200 tiles, r = 68), 3072 x 3072 x 3000 (288, r = 24, ragged K), 160
-# tiles with ragged M, N and K (each tile over two blocks), 2560 x 2500 x 2200. Else the
+# of its work: 3072 x 3072 x 3000 (288, r = 24, ragged K), 160 tiles with ragged M, N and K
+# (each tile over two blocks); over the last wave alone where it fills more than half the
+# SMs: 2560^3 (200 tiles, r = 68: shares of 21 k-tiles after a whole tile), 2560 x 2500 x
+# 2200 (ragged K, shares of 18 k-tiles), 512 x 21200 x 2104 (332 tiles: two whole waves,
+# then 68 tiles in shares of 17 k-tiles; ragged N and K). Else the
 # tail split s = min(P div r, max(k-tiles div 16, 1)) ways: one tile in 4 parts (ragged K:
 # the last part's box is zero-filled past K); 32 tiles of 47 k-tiles in parts of 23 and 24
 # (ragged K); a tail of 66 after 5 whole waves split 2 ways (4224 x 5632 x 2048: stream-K
@@ -160,6 +163,7 @@ SPLIT_SHAPES = [
     (2560, 2560, 2560),
     (2040, 2504, 1352),
     (2560, 2500, 2200),
+    (512, 21200, 2104),
     (4096, 4096, 256),
     (2560, 2500, 1000),
     (2048, 2560, 512),
@@ -183,7 +187,8 @@ def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
     leaves no flag set."""
     kernel = load(BUNDLES[name])
     t = DTYPES[dtype_of(name)]
-    shapes = [(256, 512, 2048), (4096, 4096, 64), (2040, 2504, 1352), (1280, 2560, 640)]
+    shapes = [(256, 512, 2048), (4096, 4096, 64), (2040, 2504, 1352), (512, 21200, 2104)]
+    shapes += [(1280, 2560, 640)]
     for seed, (m, n, k) in enumerate(shapes * 2):
         g = torch.Generator(device="cuda").manual_seed(seed)
         a = torch.randn(m, k, device="cuda", generator=g).to(t)

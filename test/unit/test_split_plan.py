@@ -81,20 +81,22 @@ def check(total: int, p: int, kt: int, slots: int = SLOTS) -> tuple[bool, int]:
 
 
 # (T, P, KT, unit slots, stream-K, the busiest block's k-tiles) in 128x256x64 tiles on 132
-# SMs: 2560^3, 3072^3 and 5120^3 stream-K, within one k-tile of an even share; 4096^3, 8192^3
-# and 4096 x 4096 x 11008 whole tiles (stream-K would save 3% of the busiest block's
-# k-tiles); 32 x 512^3 (0.5 k-tiles saved) whole; 4096 x 11008 x 4096 (r = 56 of 132) the
-# tail split 2 ways; 8 x 4096 x 4096 x 1024 (r = 4, 16 k-tiles) not split: parts keep 16
-# k-tiles or more; few tiles split s ways (16 tiles of 64 k-tiles: 4 ways); fewer tiles than
-# blocks but more than half: whole tiles. Then clusters of two (66 of them, 80 unit slots),
-# the units clusters' tiles: 3000^3 (144 units, KT = 47) and 2560^3 (100) stream-K.
+# SMs: 2560^3 (the partial wave alone: 68 of 132), 3072^3 and 5120^3 (it and the wave
+# before) stream-K, within one k-tile of an even share; 4096^3 whole tiles (stream-K would
+# save 7 k-tiles); 8192^3 and 4096 x 4096 x 11008 stream-K over the partial wave alone (68
+# and 116 of 132 blocks: shares of under a tile); 32 x 512^3 (0.5 k-tiles saved) whole;
+# 4096 x 11008 x 4096 (r = 56 of 132) the tail split 2 ways; 8 x 4096 x 4096 x 1024 (r = 4,
+# 16 k-tiles) not split: parts keep 16 k-tiles or more; few tiles split s ways (16 tiles of
+# 64 k-tiles: 4 ways); fewer tiles than blocks but more than half: whole tiles. Then
+# clusters of two (66 of them, 80 unit slots), the units clusters' tiles: 3000^3 (144
+# units, KT = 47) and 2560^3 (100) stream-K.
 EXPECTED = [
     (200, 132, 40, SLOTS, True, 61),
     (288, 132, 48, SLOTS, True, 105),
     (800, 132, 80, SLOTS, True, 485),
     (512, 132, 64, SLOTS, False, 256),
-    (2048, 132, 128, SLOTS, False, 2048),
-    (512, 132, 172, SLOTS, False, 688),
+    (2048, 132, 128, SLOTS, True, 1986),
+    (512, 132, 172, SLOTS, True, 668),
     (256, 132, 8, SLOTS, False, 16),
     (1376, 132, 64, SLOTS, False, 672),
     (4096, 132, 16, SLOTS, False, 512),
