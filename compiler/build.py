@@ -279,6 +279,29 @@ def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...
     return found
 
 
+def stateful_kernels(gpu_module: ir.Module) -> set[str]:
+    """The kernels of the `gpu` stage that take the address of a mutable global in global
+    memory (a split tail's workspace): state that overlapping launches would share."""
+    mutable: set[str] = set()
+    uses: list[tuple[str, str]] = []  # (kernel, global)
+    within = [""]  # the gpu.func being walked (pre-order: its body follows it)
+
+    def visit(op: ir.Operation) -> None:
+        if op.name == "gpu.func":
+            within[0] = ir.StringAttr(op.attributes["sym_name"]).value
+        elif op.name == "llvm.mlir.global":
+            within[0] = ""  # its initializer's ops are no kernel's
+            attrs = op.attributes
+            space = ir.IntegerAttr(attrs["addr_space"]).value if "addr_space" in attrs else 0
+            if space == 1 and "constant" not in attrs:
+                mutable.add(ir.StringAttr(attrs["sym_name"]).value)
+        elif op.name == "llvm.mlir.addressof" and within[0]:
+            uses.append((within[0], ir.FlatSymbolRefAttr(op.attributes["global_name"]).value))
+
+    walk(gpu_module.operation, visit)
+    return {kernel for kernel, name in uses if name in mutable}
+
+
 def kernels_of(tile_module: ir.Module) -> list[KernelInfo]:
     return [
         kernel_info(op.operation)
@@ -318,8 +341,10 @@ def compile_tile(
         elif artifact.stage == "gpu":
             smem.update(dynamic_smem(artifact.value))
             tma.update(tma_descriptors(artifact.value))
+            stateful.update(stateful_kernels(artifact.value))
 
     tma: dict[str, tuple[TmaDescriptor, ...]] = {}
+    stateful: set[str] = set()
     options = CompileOptions(emit="ptx", arch=arch, params=params, contracts=contracts)
     ptx = compile_file(path, options, on_stage=read)
     source = Path(path).read_bytes()  # after compile_file, which reports an unreadable file
@@ -342,6 +367,7 @@ def compile_tile(
                 grid=info.grid,
                 block=info.threads,
                 cluster=info.cluster,
+                stateful=info.name in stateful,
                 dynamic_smem=smem.get(info.name, 0),
                 constants=info.constants,
                 source_hash=digest,

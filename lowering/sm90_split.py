@@ -34,7 +34,8 @@ handing over (a stream-K block hands over its first segment walked and owns with
 its last): no deadlock. In a kernel of clusters the units are clusters' tiles; every block of
 a cluster runs the same units (so multicast halves stay in step), on its own tile, in slot
 unit slot · width + rank. Launches of one kernel module share its workspace, so they must not
-overlap (launches on one stream do not).
+overlap: the bundle's manifest says `stateful`, and the runtime orders launches on different
+streams one after another (launches on one stream do not overlap).
 """
 
 from __future__ import annotations

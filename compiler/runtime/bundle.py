@@ -70,6 +70,10 @@ class Manifest:
     # (one comparison of sizes) holds.
     variant_when: str = ""
     variant_bundle: str = ""
+    # The kernel keeps state in its module's global memory between the blocks of a launch (a
+    # split tail's partial sums and flags): launches of one loaded module must not overlap,
+    # so the runtime orders a launch on another stream after the module's last one.
+    stateful: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -170,6 +174,8 @@ class Manifest:
             data["cluster"] = self.cluster
         if self.variant_when:  # optional, as wide_ptx
             data["variant"] = {"when": self.variant_when, "bundle": self.variant_bundle}
+        if self.stateful:  # optional, as wide_ptx
+            data["stateful"] = True
         if self.special_ptx_file:  # optional, as wide_ptx
             data["special_ptx"] = self.special_ptx_file
             data["special"] = [{"value": r.value, "at_most": r.at_most} for r in self.special]
@@ -285,6 +291,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         cluster=data.get("cluster", 1),
         variant_when=_req(data["variant"], "when", "variant") if "variant" in data else "",
         variant_bundle=_req(data["variant"], "bundle", "variant") if "variant" in data else "",
+        stateful=data.get("stateful", False),
         special=tuple(
             Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
             for i, r in enumerate(data.get("special", []))
@@ -315,6 +322,8 @@ def validate(m: Manifest) -> None:
         raise ManifestError("entry: expected a non-empty string")
     if type(m.cluster) is not int or not 1 <= m.cluster <= 16 or m.cluster & (m.cluster - 1):
         raise ManifestError(f"cluster: {m.cluster!r} is not a power of two from 1 to 16")
+    if type(m.stateful) is not bool:
+        raise ManifestError(f"stateful: expected true or false, got {m.stateful!r}")
     names = [p.name for p in m.params]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -171,6 +171,17 @@ def to_host(ptr: int, host: np.ndarray, stream: int) -> None:
     np.copyto(host, data)
 
 
+def order_after(stream: int, earlier: int) -> None:
+    """Makes `stream` wait for the work already issued to stream `earlier` (an event recorded
+    there now, waited on here; nothing blocks the host)."""
+    event = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+    try:
+        check(cu.cuEventRecord(event, cu.CUstream(earlier)), "cuEventRecord")
+        check(cu.cuStreamWaitEvent(cu.CUstream(stream), event, 0), "cuStreamWaitEvent")
+    finally:
+        check(cu.cuEventDestroy(event), "cuEventDestroy")  # freed once the wait is met
+
+
 def synchronize(stream: int) -> None:
     check(cu.cuStreamSynchronize(cu.CUstream(stream)), "cuStreamSynchronize")
 

@@ -165,6 +165,9 @@ class Kernel:
         self._smem_set: dict[tuple[int, str], int] = {}
         self._cluster_sms: dict[int, int] = {}  # context → num_sms of a cluster kernel
         self._flushes = 0  # how many times the tensor maps' device copies were all freed
+        # A stateful kernel (manifest.stateful: its module's globals hold a launch's partial
+        # sums) launches on one stream after another: context → the stream of its last launch.
+        self._last_stream: dict[int, int] | None = {} if manifest.stateful else None
 
     @property
     def plans(self) -> int:
@@ -273,8 +276,19 @@ class Kernel:
             if len(plan.launches) >= LAUNCH_LIMIT:
                 plan.launches.clear()
             plan.launches[call] = ready
+        if self._last_stream is not None:
+            self._in_turn(ctx, handle)
         driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
         return None
+
+    def _in_turn(self, ctx: int, stream: int) -> None:
+        """Orders a stateful kernel's launch on `stream` after its last one in `ctx` when that
+        went to another stream: two launches of one module must not share its globals at once
+        (launches on one stream never overlap)."""
+        last = self._last_stream.setdefault(ctx, stream)  # type: ignore[union-attr]
+        if last != stream:
+            driver.order_after(stream, last)
+            self._last_stream[ctx] = stream  # type: ignore[index]
 
     def _prepare(
         self, plan: _Plan, ctx: int, ptrs: list[int], scalars: list[Any], handle: int
@@ -355,6 +369,8 @@ class Kernel:
                     view.ptr = driver.to_device(view.host, handle)
                     staged.append(view.ptr)
             params = self._bound_params(ctx, b, handle)
+            if self._last_stream is not None:
+                self._in_turn(ctx, handle)
             driver.launch(function, b.grid, b.block, b.dynamic_smem, handle, params)
             for name, view in b.views.items():
                 if view.host is not None and self._intent(name) != "in":

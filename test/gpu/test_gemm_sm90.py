@@ -201,6 +201,38 @@ def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
         assert err < BOUNDS[dtype_of(name)], f"launch {seed}: relative error {err:.2e}"
 
 
+def test_sm90_split_tail_launches_on_two_streams_take_turns() -> None:
+    """Launches on two streams with nothing ordering them, each sharing its tiles' work out
+    (stream-K over two waves, over one): the module's workspace is one, so the runtime (the
+    manifest says `stateful`) makes each launch wait for the other stream's last, through the
+    driver's events; every result must still be right. (The race the ordering prevents is
+    rare: a later launch's blocks start as the earlier one's exit, and its peers write a slot
+    only after a segment of 16 k-tiles or more; with the ordering switched off this test
+    passed in three runs on the H200. test/unit/test_stateful.py checks the ordering itself.)"""
+    kernel = load(BUNDLES["sk_bf16"])
+    assert kernel.manifest.stateful
+    t = DTYPES["bf16"]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    shapes = [(2040, 2504, 1352), (512, 21200, 2104)]  # stream-K over two waves, over one
+    runs = []
+    for seed in range(8):
+        m, n, k = shapes[seed % 2]
+        g = torch.Generator(device="cuda").manual_seed(100 + seed)
+        a = torch.randn(m, k, device="cuda", generator=g).to(t)
+        b = torch.randn(n, k, device="cuda", generator=g).to(t)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        s = streams[seed % 2]
+        s.wait_stream(torch.cuda.current_stream())  # the inputs are ready; nothing else waits
+        with torch.cuda.stream(s):
+            kernel(a, b, c)
+        runs.append((a, b, c))
+    torch.cuda.synchronize()
+    for seed, (a, b, c) in enumerate(runs):
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < BOUNDS["bf16"], f"launch {seed}: relative error {err:.2e}"
+
+
 # --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
 
 EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}
