@@ -171,15 +171,29 @@ def to_host(ptr: int, host: np.ndarray, stream: int) -> None:
     np.copyto(host, data)
 
 
-def order_after(stream: int, earlier: int) -> None:
+def capturing(stream: int) -> bool:
+    """Whether `stream` is being captured into a CUDA graph (or cannot be asked: the legacy
+    stream while another stream captures)."""
+    result, status = cu.cuStreamIsCapturing(cu.CUstream(stream))
+    if result != cu.CUresult.CUDA_SUCCESS:
+        return True
+    return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+def order_after(stream: int, earlier: int) -> bool:
     """Makes `stream` wait for the work already issued to stream `earlier` (an event recorded
-    there now, waited on here; nothing blocks the host)."""
+    there now, waited on here; nothing blocks the host). Not where either stream is being
+    captured into a CUDA graph (a captured launch runs when the graph does; an event of a
+    capture would pull the other stream into it): False then."""
+    if capturing(stream) or capturing(earlier):
+        return False
     event = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
     try:
         check(cu.cuEventRecord(event, cu.CUstream(earlier)), "cuEventRecord")
         check(cu.cuStreamWaitEvent(cu.CUstream(stream), event, 0), "cuStreamWaitEvent")
     finally:
         check(cu.cuEventDestroy(event), "cuEventDestroy")  # freed once the wait is met
+    return True
 
 
 def synchronize(stream: int) -> None:

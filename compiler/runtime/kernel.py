@@ -284,10 +284,10 @@ class Kernel:
     def _in_turn(self, ctx: int, stream: int) -> None:
         """Orders a stateful kernel's launch on `stream` after its last one in `ctx` when that
         went to another stream: two launches of one module must not share its globals at once
-        (launches on one stream never overlap)."""
+        (launches on one stream never overlap). A launch captured into a CUDA graph is not
+        ordered (it runs when the graph is replayed) and leaves the last stream as it was."""
         last = self._last_stream.setdefault(ctx, stream)  # type: ignore[union-attr]
-        if last != stream:
-            driver.order_after(stream, last)
+        if last != stream and driver.order_after(stream, last):
             self._last_stream[ctx] = stream  # type: ignore[index]
 
     def _prepare(

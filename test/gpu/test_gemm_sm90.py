@@ -233,6 +233,35 @@ def test_sm90_split_tail_launches_on_two_streams_take_turns() -> None:
         assert err < BOUNDS["bf16"], f"launch {seed}: relative error {err:.2e}"
 
 
+def test_sm90_split_tail_in_a_cuda_graph() -> None:
+    """A stateful kernel warmed up on one stream, then captured into a CUDA graph on another
+    (torch.cuda.graph's): the capture is not ordered by events (the runtime asks whether the
+    stream captures), and each replay on fresh data (the output poisoned) is right."""
+    kernel = load(BUNDLES["sk_bf16"])
+    t, (m, n, k) = DTYPES["bf16"], (2040, 2504, 1352)
+    a = torch.empty(m, k, device="cuda", dtype=t)
+    b = torch.empty(n, k, device="cuda", dtype=t)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        kernel(a.normal_(), b.normal_(), c)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel(a, b, c)
+    for seed in range(3):
+        g = torch.Generator(device="cuda").manual_seed(200 + seed)
+        a.copy_(torch.randn(m, k, device="cuda", generator=g))
+        b.copy_(torch.randn(n, k, device="cuda", generator=g))
+        c.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < BOUNDS["bf16"], f"replay {seed}: relative error {err:.2e}"
+
+
 # --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
 
 EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}

@@ -59,7 +59,12 @@ def orders(monkeypatch: pytest.MonkeyPatch, stateful: bool, streams: list[int]) 
 
     seen = Launches(monkeypatch)
     waits: list[tuple[int, int]] = []
-    monkeypatch.setattr(driver, "order_after", lambda s, earlier: waits.append((s, earlier)))
+
+    def order_after(s: int, earlier: int) -> bool:
+        waits.append((s, earlier))
+        return s != 9  # stream 9 is being captured into a graph: not ordered
+
+    monkeypatch.setattr(driver, "order_after", order_after)
     k = Kernel(dataclasses.replace(planned_manifest(), stateful=stateful), "ptx")
     for s in streams:
         k(*gemm_args(), stream=s)
@@ -70,6 +75,7 @@ def orders(monkeypatch: pytest.MonkeyPatch, stateful: bool, streams: list[int]) 
 def test_a_stateful_kernel_waits_for_its_last_launch_on_another_stream(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    streams = [5, 5, 7, 7, 5, 0, 0]
-    assert orders(monkeypatch, True, streams) == [(7, 5), (5, 7), (0, 5)]
+    streams = [5, 5, 7, 7, 5, 0, 0, 9, 0, 9, 7]
+    # a launch captured on 9 leaves the last stream 0: the next on 0 waits for nothing
+    assert orders(monkeypatch, True, streams) == [(7, 5), (5, 7), (0, 5), (9, 0), (9, 0), (7, 0)]
     assert orders(monkeypatch, False, streams) == []  # nothing shared: streams overlap freely
