@@ -165,6 +165,10 @@ class KernelChecker(Clauses):
 
     def cparam(self, p: ast.CParam) -> None:
         kind = p.kind or ("int" if p.default is not None else None)
+        if p.kind is None and isinstance(p.default, ast.Name):  # `O = T`: T a type parameter
+            b = self.scope.lookup(p.default.id)
+            if b is not None and isinstance(b.value, TypeV):
+                kind = "type"
         text = self.overrides.get(p.name)
         if text is not None:
             value = self.override(p, kind, text)
@@ -207,7 +211,14 @@ class KernelChecker(Clauses):
         if kind == "type":
             if isinstance(p.default, ast.Name) and p.default.id in SCALAR_TYPES:
                 return TypeV(p.default.id)
-            self.diags.error(f"default of type parameter '{p.name}' must be a type", p.default.span)
+            if isinstance(p.default, ast.Name):  # an earlier type parameter (O: type = T)
+                b = self.scope.lookup(p.default.id)
+                if b is not None and isinstance(b.value, (TypeV, ErrorV)):
+                    return b.value
+            self.diags.error(
+                f"default of type parameter '{p.name}' must be a type or an earlier type parameter",
+                p.default.span,
+            )
             return ErrorV()
         value = self.c.expr(p.default, self.scope)
         if isinstance(value, IntV) and value.static:

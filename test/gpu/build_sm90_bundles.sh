@@ -22,6 +22,12 @@ b nosk_bf16 -D SK=0
 b nosk_f16 -D SK=0 -D T=f16
 b sk_cm2_bf16 -D SK=1 -D CM=2  # clusters: every block of one runs the same units
 b sk_cm4_f16 -D SK=1 -D CM=4 -D T=f16
+# Another output type (O): f32 sums stored as they are (no TMA store: vector stores), f16
+# inputs with a bf16 output (the TMA store of another type), an MN-major A with f32 out.
+b o32_bf16 -D O=f32
+b o32_f16 -D O=f32 -D T=f16
+b obf16_f16 -D O=bf16 -D T=f16
+b a1b0_o32_bf16 -D O=f32 -D MA=1
 echo "built $(find "$out" -name manifest.json | wc -l) SM90 GEMM bundles in $out"
 # The fused epilogue (examples/gemm_sm90_bias_act.tile) and the batched kernel.
 e() { name=$1; shift; tilec build examples/gemm_sm90_bias_act.tile -o "$out/epilogue/$name" "$@" >/dev/null; }

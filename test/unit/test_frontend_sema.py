@@ -109,6 +109,30 @@ def test_parameter_overrides() -> None:
     ]
 
 
+def test_a_type_parameter_defaults_to_an_earlier_one() -> None:
+    def kernel(head: str, params: dict) -> object:
+        src = f"kernel k<{head}>(A: T[M, K], C: O[M, N]) grid(1) threads(128) target(sm_80) {{}}\n"
+        return check(parse_source(src, "k.tile"), params)
+
+    head = "T: type = f16, O: type = T"
+    assert kernel(head, {}).kernels[0].params == {"T": "f16", "O": "f16"}
+    assert kernel(head, {"T": "bf16"}).kernels[0].params == {"T": "bf16", "O": "bf16"}
+    assert kernel(head, {"O": "f32"}).kernels[0].params == {"T": "f16", "O": "f32"}
+    assert kernel("T = bf16, O = T", {}).kernels[0].params == {"T": "bf16", "O": "bf16"}
+    # a later parameter, an int parameter, an unknown name: located at the default
+    for bad, name, col in (
+        ("O: type = T, T: type = f16", "O", 20),
+        ("N: int = 4, T: type = N, O: type = T", "T", 32),
+        ("T: type = f16, O: type = U", "O", 35),
+    ):
+        with pytest.raises(DiagnosticError) as info:
+            kernel(bad, {})
+        assert info.value.diagnostics[0].header() == (
+            f"k.tile:1:{col}: error: default of type parameter '{name}' must be a type or an "
+            "earlier type parameter"
+        )
+
+
 def test_atom_target_error_points_at_the_atom() -> None:
     body = "let m = tiled_mma<sm90.wgmma_64xNx16.f32.f16.f16>(warpgroups = (1, 1, 1), n = 64)"
     with pytest.raises(DiagnosticError) as info:
