@@ -168,11 +168,17 @@ class ConsumerOps:
             raise LoweringError(op, "split_tail sums one accumulator over a tile's parts")
         frag, groups = next(iter(self.accs)), self.warpgroups(self.roles["consumer"])
         before = self.accs[frag]
-        thread = b.sub(self.tid, min(groups) * 128)
-        first = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
-        parts = sm90_split.Parts(
-            before, self.atom.regs, thread, len(groups) * 128, first, 1 + len(groups)
-        )
+        if self.pingpong:  # a group holds the unit: its 128 threads, its epilogue barrier
+            group = self.consumer_index(b)
+            parts = sm90_split.Parts(
+                before, self.atom.regs, b.rem(self.tid, 128), 128, self.leader(b), b.add(group, 1)
+            )
+        else:
+            thread = b.sub(self.tid, min(groups) * 128)
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
+            parts = sm90_split.Parts(
+                before, self.atom.regs, thread, len(groups) * 128, first, 1 + len(groups)
+            )
 
         def store(summed: list[ir.Value]) -> None:
             self.accs[frag] = summed

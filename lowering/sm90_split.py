@@ -78,12 +78,22 @@ class Split:
 
 
 def pipelined_loops(loop: ir.Operation) -> list[ir.Operation]:
-    body = loop.regions[0].blocks[0]
-    return [
-        o.operation
-        for o in body.operations
-        if o.operation.name == "scf.for" and "tile.stages" in o.operation.attributes
-    ]
+    """The pipelined loops in the persistent `loop`'s body, directly or under `scf.if`s (a
+    ping-pong group's turn guard)."""
+    found: list[ir.Operation] = []
+
+    def visit(block: ir.Block) -> None:
+        for o in block.operations:
+            op = o.operation
+            if op.name == "scf.for" and "tile.stages" in op.attributes:
+                found.append(op)
+            elif op.name == "scf.if":
+                for region in op.regions:
+                    for inner in region.blocks:
+                        visit(inner)
+
+    visit(loop.regions[0].blocks[0])
+    return found
 
 
 def hoist(value: ir.Value, loop: ir.Operation) -> None:
@@ -283,7 +293,7 @@ class Parts:
     thread: Term
     threads: int
     leader: ir.Value
-    ident: int
+    ident: Term
 
     @property
     def slot_bytes(self) -> int:
@@ -394,7 +404,3 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
         scf.YieldOp(accs)
     return list(loop.results)
 
-
-def refuse(loop: ir.Operation, pingpong: bool) -> None:
-    if pingpong:
-        raise LoweringError(loop, "split_tail is not lowered with pingpong consumers yet")

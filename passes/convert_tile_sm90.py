@@ -308,9 +308,10 @@ class Sm90Kernel(ConsumerOps):
         """Linear tile index → (m, n): `grouped(G)` walks G rows of tiles column by column."""
         t, tiles_m, tiles_n = op.operands
         loop = op.parent
+        while loop.name == "scf.if":  # a ping-pong group's turn guard
+            loop = loop.parent
         rank = sm90_cluster.rank() if self.cluster > 1 else 0
         if "tile.split_tail" in loop.attributes:  # units of work, the tail's tiles split
-            sm90_split.refuse(loop, self.pingpong)
             role = next(r for r in self.roles.values() if inside(op, r))
             t, self.splits[op_id(loop)] = sm90_split.plan(op, loop, role, b, (self.cluster, rank))
         if self.cluster > 1:  # the walk is over blocks of `cluster` tiles along m
@@ -394,6 +395,8 @@ class Sm90Kernel(ConsumerOps):
 
     def unit_start(self, loop: ir.Operation) -> Term | None:
         parent = loop.parent
+        while parent.name == "scf.if":  # a ping-pong group's turn guard
+            parent = parent.parent
         split = self.splits.get(op_id(parent)) if parent.name == "scf.for" else None
         return None if split is None else split.start
 

@@ -22,6 +22,9 @@ b nosk_bf16 -D SK=0
 b nosk_f16 -D SK=0 -D T=f16
 b sk_cm2_bf16 -D SK=1 -D CM=2  # clusters: every block of one runs the same units
 b sk_cm4_f16 -D SK=1 -D CM=4 -D T=f16
+b sk_pp_bf16 -D SK=1 -D PP=1 -D BN=128  # ping-pong: each group hands over its own units
+b sk_pp_f16 -D SK=1 -D PP=1 -D BN=128 -D T=f16
+b nosk_pp_bf16 -D SK=0 -D PP=1 -D BN=128
 # Another output type (O): f32 sums stored as they are (no TMA store: vector stores), f16
 # inputs with a bf16 output (the TMA store of another type), an MN-major A with f32 out.
 b o32_bf16 -D O=f32
@@ -38,6 +41,7 @@ e act1_beta0 -D ACT=1 -D BETA=0
 e act2_beta0 -D ACT=2 -D BETA=0
 e act2_pp -D ACT=2 -D PP=1 -D BN=128
 e act1_beta0_pp_f16 -D ACT=1 -D BETA=0 -D PP=1 -D BN=128 -D T=f16
+e act2_o32 -D ACT=2 -D O=f32
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/default" >/dev/null
 tilec build examples/gemm_sm90_batched.tile -o "$out/batched/f16" -D T=f16 >/dev/null
 

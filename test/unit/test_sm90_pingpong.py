@@ -32,7 +32,7 @@ def test_pingpong_keeps_the_wgmmas_in_flight() -> None:
 
 def test_a_divergent_turn_is_serialised_and_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Sm90Kernel, "uniform_index", Sm90Kernel.consumer_index)
-    with pytest.raises(ContractError) as exc:
-        compile_tile(EXAMPLE, PINGPONG, None)
+    with pytest.raises(ContractError) as exc:  # whole tiles (SK = 0): the split's units
+        compile_tile(EXAMPLE, {**PINGPONG, "SK": "0"}, None)  # change what ptxas decides
     (error,) = exc.value.diagnostics
     assert error.message == "contract broken: serialized == 0 promised, found 1"
