@@ -403,4 +403,3 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
             accs.append(acc)
         scf.YieldOp(accs)
     return list(loop.results)
-
