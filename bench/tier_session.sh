@@ -34,6 +34,12 @@ tests)
   python3 test/gpu/sanitize.py build/sm90/default_bf16 build/sm90/epilogue/act1 \
     build/sm90/batched/default --size N=136 --log "$out/sanitize-tma.log" \
     | tee "$out/sanitize-tma.txt"
+  # Stream-K (over two waves) in the cooperative and the ping-pong kernels, and the f32 output.
+  python3 test/gpu/sanitize.py build/sm90/sk_bf16 build/sm90/sk_pp_bf16 --size M=2040 \
+    --size N=2504 --size K=1352 --tool memcheck --tool synccheck \
+    --log "$out/sanitize-streamk.log" | tee "$out/sanitize-streamk.txt"
+  python3 test/gpu/sanitize.py build/sm90/o32_bf16 --log "$out/sanitize-o32.log" \
+    | tee "$out/sanitize-o32.txt"
   # K = 72 and N = 136 above are 16-byte rows: the default GEMM launches its variant (CM = 2);
   # the CM = 1 build itself at K = 80.
   python3 test/gpu/sanitize.py build/sm90/default_bf16 --size K=80 \
