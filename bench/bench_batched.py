@@ -67,13 +67,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundle", action="append", required=True, help="repeatable")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--shape", action="append", help="LxMxNxK, repeatable (default: the issue's two)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     kernels = {b: load(b) for b in args.bundle}
     lines = ["| bundle | L×M×N×K | timing | tilec TFLOP/s | torch.bmm | / torch.bmm |",
              "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
-    for shape in SHAPES:
-        lines += shape_rows(kernels, shape, args.rounds)
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else SHAPES
+    for shape in shapes:
+        lines += shape_rows(kernels, shape, args.rounds)  # type: ignore[arg-type]
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
 

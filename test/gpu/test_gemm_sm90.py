@@ -316,7 +316,25 @@ def test_sm90_fused_epilogue_matches_torch(name: str, m: int, n: int, k: int) ->
 # --- batched: examples/gemm_sm90_batched.tile -----------------------------------------------
 
 BATCHED = {p.parent.parent.name: p.parent for p in ROOT.glob("batched/*/*/manifest.json")}
-BATCHED_SHAPES = [(3, 128, 256, 64), (2, 129, 257, 72), (5, 64, 128, 1024), (32, 512, 512, 512)]
+# The last: a batch's output of 1024 x 1040 elements, which the default bundle launches as its
+# ping-pong variant (M * N >= 1024^2).
+BATCHED_SHAPES = [
+    (3, 128, 256, 64),
+    (2, 129, 257, 72),
+    (5, 64, 128, 1024),
+    (32, 512, 512, 512),
+    (2, 1024, 1040, 136),
+]
+
+
+def test_sm90_batched_large_outputs_take_the_pingpong_variant() -> None:
+    kernel = load(BATCHED["default"])
+    assert kernel.other is not None and kernel.other.manifest.constants["PP"] == 1
+    for m, n, chosen in ((1024, 1040, True), (1024, 1024, True), (512, 512, False)):
+        args = [torch.empty(2, r, 64, device="cuda", dtype=torch.bfloat16) for r in (m, n)]
+        args.append(torch.empty(2, m, n, device="cuda", dtype=torch.bfloat16))
+        b = bind(kernel.manifest, tuple(args), lambda device: {"num_sms": 132})
+        assert kernel.chooses_variant(b) is chosen, (m, n)
 
 
 @pytest.mark.parametrize("name", sorted(BATCHED))
