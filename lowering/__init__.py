@@ -14,6 +14,7 @@ them.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 
 from mlir import ir
@@ -34,9 +35,8 @@ class LoweringError(Exception):
 Term = int | ir.Value  # a static integer or an SSA index value
 Flag = bool | ir.Value  # a static truth or an SSA i1 value
 _COMPARE = {
-    "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "slt": lambda x, y: x < y,
-    "ult": lambda x, y: x < y, "ugt": lambda x, y: x > y, "uge": lambda x, y: x >= y,
-    "ule": lambda x, y: x <= y,
+    "eq": operator.eq, "ne": operator.ne, "slt": operator.lt, "ult": operator.lt,
+    "ugt": operator.gt, "uge": operator.ge, "ule": operator.le,
 }  # fmt: skip
 
 # The special ids: a tile op's `dim` attribute indexes DIMS; each becomes gpu's op.

@@ -169,16 +169,12 @@ class ConsumerOps:
         frag, groups = next(iter(self.accs)), self.warpgroups(self.roles["consumer"])
         before = self.accs[frag]
         if self.pingpong:  # a group holds the unit: its 128 threads, its epilogue barrier
-            group = self.consumer_index(b)
-            parts = sm90_split.Parts(
-                before, self.atom.regs, b.rem(self.tid, 128), 128, self.leader(b), b.add(group, 1)
-            )
-        else:
-            thread = b.sub(self.tid, min(groups) * 128)
-            first = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
-            parts = sm90_split.Parts(
-                before, self.atom.regs, thread, len(groups) * 128, first, 1 + len(groups)
-            )
+            thread, threads, ident = b.rem(self.tid, 128), 128, b.add(self.consumer_index(b), 1)
+        else:  # the consumer groups share it: all their threads, the barrier after theirs
+            thread, threads = b.sub(self.tid, min(groups) * 128), len(groups) * 128
+            ident = 1 + len(groups)
+        first = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
+        parts = sm90_split.Parts(before, self.atom.regs, thread, threads, first, ident)
 
         def store(summed: list[ir.Value]) -> None:
             self.accs[frag] = summed

@@ -77,6 +77,15 @@ class Split:
         return b.add(b.mul(slot, self.width), self.rank)
 
 
+def around(op: ir.Operation) -> ir.Operation:
+    """The op holding `op`, past `scf.if`s (a ping-pong group's turn guard): for `tile_coord`
+    and a pipelined loop, their persistent loop."""
+    parent = op.parent
+    while parent.name == "scf.if":
+        parent = parent.parent
+    return parent
+
+
 def pipelined_loops(loop: ir.Operation) -> list[ir.Operation]:
     """The pipelined loops in the persistent `loop`'s body, directly or under `scf.if`s (a
     ping-pong group's turn guard)."""

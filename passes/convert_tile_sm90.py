@@ -307,9 +307,7 @@ class Sm90Kernel(ConsumerOps):
     def tile_coord(self, op: ir.Operation, b: IndexBuilder) -> None:
         """Linear tile index → (m, n): `grouped(G)` walks G rows of tiles column by column."""
         t, tiles_m, tiles_n = op.operands
-        loop = op.parent
-        while loop.name == "scf.if":  # a ping-pong group's turn guard
-            loop = loop.parent
+        loop = sm90_split.around(op)
         rank = sm90_cluster.rank() if self.cluster > 1 else 0
         if "tile.split_tail" in loop.attributes:  # units of work, the tail's tiles split
             role = next(r for r in self.roles.values() if inside(op, r))
@@ -394,10 +392,7 @@ class Sm90Kernel(ConsumerOps):
         return counter_of(loop, self.roles[role], b, at_end, self.unit_start)
 
     def unit_start(self, loop: ir.Operation) -> Term | None:
-        parent = loop.parent
-        while parent.name == "scf.if":  # a ping-pong group's turn guard
-            parent = parent.parent
-        split = self.splits.get(op_id(parent)) if parent.name == "scf.for" else None
+        split = self.splits.get(op_id(sm90_split.around(loop)))  # keyed by persistent loops
         return None if split is None else split.start
 
     def split_around(self, op: ir.Operation) -> sm90_split.Split | None:

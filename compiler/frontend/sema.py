@@ -165,10 +165,8 @@ class KernelChecker(Clauses):
 
     def cparam(self, p: ast.CParam) -> None:
         kind = p.kind or ("int" if p.default is not None else None)
-        if p.kind is None and isinstance(p.default, ast.Name):  # `O = T`: T a type parameter
-            b = self.scope.lookup(p.default.id)
-            if b is not None and isinstance(b.value, TypeV):
-                kind = "type"
+        if p.kind is None and isinstance(self.earlier_type(p), TypeV):  # `O = T`
+            kind = "type"
         text = self.overrides.get(p.name)
         if text is not None:
             value = self.override(p, kind, text)
@@ -207,14 +205,21 @@ class KernelChecker(Clauses):
             return ErrorV()
         return IntV(value, str(value))
 
+    def earlier_type(self, p: ast.CParam) -> V | None:
+        """The value of the type parameter `p`'s default names (O = T), if it names one (an
+        ErrorV where T's own default was wrong: reported there)."""
+        if not isinstance(p.default, ast.Name):
+            return None
+        b = self.scope.lookup(p.default.id)
+        return b.value if b is not None and isinstance(b.value, (TypeV, ErrorV)) else None
+
     def default(self, p: ast.CParam, kind: str | None) -> V:
         if kind == "type":
             if isinstance(p.default, ast.Name) and p.default.id in SCALAR_TYPES:
                 return TypeV(p.default.id)
-            if isinstance(p.default, ast.Name):  # an earlier type parameter (O: type = T)
-                b = self.scope.lookup(p.default.id)
-                if b is not None and isinstance(b.value, (TypeV, ErrorV)):
-                    return b.value
+            earlier = self.earlier_type(p)  # O: type = T
+            if earlier is not None:
+                return earlier
             self.diags.error(
                 f"default of type parameter '{p.name}' must be a type or an earlier type parameter",
                 p.default.span,

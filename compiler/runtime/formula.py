@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 from collections.abc import Callable, Mapping
 
 
@@ -26,20 +27,20 @@ FUNCTIONS: dict[str, Callable[..., int]] = {
     "max": max,
 }
 _BINOPS: dict[type, Callable[[int, int], int]] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
 }
 # A variant's condition (`variant(K % 16 == 8, ...)`): one comparison, 1 when it holds.
 _COMPARE: dict[type, Callable[[int, int], bool]] = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
 }
 
 

@@ -167,7 +167,7 @@ class Kernel:
         self._flushes = 0  # how many times the tensor maps' device copies were all freed
         # A stateful kernel (manifest.stateful: its module's globals hold a launch's partial
         # sums) launches on one stream after another: context → the stream of its last launch.
-        self._last_stream: dict[int, int] | None = {} if manifest.stateful else None
+        self._last_stream: dict[int, int] = {}
 
     @property
     def plans(self) -> int:
@@ -276,7 +276,7 @@ class Kernel:
             if len(plan.launches) >= LAUNCH_LIMIT:
                 plan.launches.clear()
             plan.launches[call] = ready
-        if self._last_stream is not None:
+        if self.manifest.stateful:
             self._in_turn(ctx, handle)
         driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
         return None
@@ -286,9 +286,9 @@ class Kernel:
         went to another stream: two launches of one module must not share its globals at once
         (launches on one stream never overlap). A launch captured into a CUDA graph is not
         ordered (it runs when the graph is replayed) and leaves the last stream as it was."""
-        last = self._last_stream.setdefault(ctx, stream)  # type: ignore[union-attr]
+        last = self._last_stream.setdefault(ctx, stream)
         if last != stream and driver.order_after(stream, last):
-            self._last_stream[ctx] = stream  # type: ignore[index]
+            self._last_stream[ctx] = stream
 
     def _prepare(
         self, plan: _Plan, ctx: int, ptrs: list[int], scalars: list[Any], handle: int
@@ -369,7 +369,7 @@ class Kernel:
                     view.ptr = driver.to_device(view.host, handle)
                     staged.append(view.ptr)
             params = self._bound_params(ctx, b, handle)
-            if self._last_stream is not None:
+            if self.manifest.stateful:
                 self._in_turn(ctx, handle)
             driver.launch(function, b.grid, b.block, b.dynamic_smem, handle, params)
             for name, view in b.views.items():
