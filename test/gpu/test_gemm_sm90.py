@@ -270,7 +270,17 @@ def test_sm90_split_tail_in_a_cuda_graph() -> None:
 # --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
 
 EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}
-EPILOGUE_SHAPES = [(128, 256, 64), (256, 512, 1024), (129, 257, 72), (300, 1000, 136), (1, 8, 8)]
+# The last two split their tiles along K (SK = 1): 6 tiles in 4 parts each (the split tail),
+# 153 tiles over the two last waves (stream-K), each part's sums gathered before the epilogue.
+EPILOGUE_SHAPES = [
+    (128, 256, 64),
+    (256, 512, 1024),
+    (129, 257, 72),
+    (300, 1000, 136),
+    (1, 8, 8),
+    (200, 520, 4096),
+    (1152, 4352, 2048),
+]
 
 
 def activation(name: str, y: torch.Tensor) -> torch.Tensor:
