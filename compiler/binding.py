@@ -153,6 +153,17 @@ def error_diagnostics(exc: Exception, default_file: str | None = None) -> list[D
     return diags
 
 
+CONTRACTED = frozenset({"add", "sub", "mul"})
+
+
+def contract() -> ir.Attribute:
+    """The fast-math flag a kernel's float `+`, `-` and `*` carry: a * b + c may become one fused
+    multiply-add, as nvcc's default `-fmad=true` and Triton's `enable_fp_fusion` allow. Without
+    it LLVM's NVPTX backend keeps the two operations and prints them `mul.rn` / `add.rn`, which
+    ptxas may not fuse either."""
+    return ir.Attribute.parse("#arith.fastmath<contract>")
+
+
 def walk(root: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
     """Call `visit` on every operation nested in `root` (root included), in pre-order."""
 

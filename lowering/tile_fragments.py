@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, math
 
-from tilec.binding import is_float_type
+from tilec.binding import CONTRACTED, contract, is_float_type
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term, is_pow2, tile_math
 from tilec.lowering.tile_math import constant
@@ -241,6 +241,8 @@ def binary(op: ir.Operation | None, kind: str, x: ir.Value, y: ir.Value) -> ir.V
     table = FLOAT_BINARY if is_float(x.type) else INT_BINARY
     if kind not in table:
         raise LoweringError(op, f"unknown binary op '{kind}'")
+    if table is FLOAT_BINARY and kind in CONTRACTED:
+        return table[kind](x, y, fastmath=contract()).result
     return table[kind](x, y).result
 
 

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from tilec import layout as L
+from tilec.binding import CONTRACTED, contract
 from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
@@ -141,7 +142,8 @@ class ExprGen(LayoutGen):
         if isinstance(node, ast.Binary):
             lhs = self.scalar(node.lhs, v.elem)
             rhs = self.scalar(node.rhs, v.elem)
-            return FLOAT_OPS[node.op](lhs, rhs, loc=self.loc(node.span)).result
+            fused = {"fastmath": contract()} if BINARY[node.op] in CONTRACTED else {}
+            return FLOAT_OPS[node.op](lhs, rhs, loc=self.loc(node.span), **fused).result
         if isinstance(node, ast.Unary):
             return arith.NegFOp(self.scalar(node.operand, v.elem), loc=self.loc(node.span)).result
         if isinstance(node, ast.Cast):

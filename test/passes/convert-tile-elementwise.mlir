@@ -15,10 +15,10 @@
 // CHECK: %[[R:.*]] = "tile.reduce"(%[[X]])
 // CHECK: %[[XS:.*]]:8 = builtin.unrealized_conversion_cast %[[X]] : !tile.frag<f32, "(4,256):(1,4)", "((64,2),(4,2)):((16,1),(4,2))"> to f32, f32, f32, f32, f32, f32, f32, f32 {tile.pending}
 // CHECK: %[[RS:.*]]:2 = builtin.unrealized_conversion_cast %[[R]] : {{.*}} to f32, f32 {tile.pending}
-// CHECK: %[[D0:.*]] = arith.subf %[[XS]]#0, %[[RS]]#0 : f32
-// CHECK: arith.subf %[[XS]]#3, %[[RS]]#0 : f32
-// CHECK: arith.subf %[[XS]]#4, %[[RS]]#1 : f32
-// CHECK: %[[D7:.*]] = arith.subf %[[XS]]#7, %[[RS]]#1 : f32
+// CHECK: %[[D0:.*]] = arith.subf %[[XS]]#0, %[[RS]]#0 fastmath<contract> : f32
+// CHECK: arith.subf %[[XS]]#3, %[[RS]]#0 fastmath<contract> : f32
+// CHECK: arith.subf %[[XS]]#4, %[[RS]]#1 fastmath<contract> : f32
+// CHECK: %[[D7:.*]] = arith.subf %[[XS]]#7, %[[RS]]#1 fastmath<contract> : f32
 // CHECK: builtin.unrealized_conversion_cast %[[D0]], {{.*}}, %[[D7]] : f32, f32, f32, f32, f32, f32, f32, f32 to !tile.frag
 // CHECK-COUNT-8: math.exp2
 // CHECK-COUNT-8: arith.truncf

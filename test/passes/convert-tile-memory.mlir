@@ -19,7 +19,7 @@
 // CHECK: scf.if
 // CHECK: %[[C:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
 // CHECK: %[[C0:.*]] = llvm.extractelement %[[C]]
-// CHECK: arith.addf %[[A]]#0, %[[C0]] : f32
+// CHECK: arith.addf %[[A]]#0, %[[C0]] fastmath<contract> : f32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: } else {
 // The row tile: 8 values a thread, two 16-byte chunks, then stored.

@@ -294,7 +294,7 @@ func.func @carry(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {t
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK: %[[A:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> f32
 // CHECK: %[[B:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> f32
-// CHECK-NEXT: arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT: arith.addf %[[A]], %[[B]] fastmath<contract> : f32
 // CHECK-NOT: nvvm.cluster
 // CHECK: return
 func.func @cluster_rowsum(%arg0: !llvm.ptr, %arg1: index, %arg2: index) attributes {tile.cluster = 2 : i64, tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
