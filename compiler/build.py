@@ -31,12 +31,17 @@ from tilec.runtime.bundle import (
     TensorParam,
     TmaDescriptor,
     TmaParam,
+    VariantRef,
     write_bundle,
 )
 from tilec.stages import BY_KEY, SPECIALIZE_PREFIX, WIDE_GPU_PIPELINE
 
 _BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
 SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
+
+
+# a variant(...) clause for the build: its condition formulas (all must hold), the parameters
+BuildVariant = tuple[tuple[str, ...], dict[str, str]]
 
 
 @dataclass
@@ -52,8 +57,8 @@ class KernelInfo:
     requires: tuple[Requirement, ...] = ()
     special: tuple[Requirement, ...] = ()  # specialize(...): when the special variant runs
     cluster: int = 1  # cluster(S): blocks per cluster along x
-    # variant(K % 16 == 8, CM = 2): (when, the parameters the variant's build sets)
-    variant: tuple[str, dict[str, str]] | None = None
+    # variant(K % 16 == 8, CM = 2) clauses in order: (conditions, the parameters each sets)
+    variants: tuple[BuildVariant, ...] = ()
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -224,19 +229,22 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         requires=requirements(func),
         special=specialisation(func),
         cluster=ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1,
-        variant=variant_of(func),
+        variants=variants_of(func),
     )
 
 
-def variant_of(func: ir.Operation) -> tuple[str, dict[str, str]] | None:
-    """`variant(K % 16 == 8, CM = 2)` (the `tile.variant` attribute): its condition's formula
-    and the parameters its build sets."""
-    if "tile.variant" not in func.attributes:
-        return None
-    attr = ir.DictAttr(func.attributes["tile.variant"])
-    sets = ir.DictAttr(attr["params"])
-    params = {sets[i].name: ir.StringAttr(sets[i].attr).value for i in range(len(sets))}
-    return ir.StringAttr(attr["when"]).value, params
+def variants_of(func: ir.Operation) -> tuple[BuildVariant, ...]:
+    """The `variant(K % 16 == 8, CM = 2)` clauses (the `tile.variants` attribute), in order:
+    each one's condition formulas and the parameters its build sets."""
+    if "tile.variants" not in func.attributes:
+        return ()
+    out = []
+    for entry in ir.ArrayAttr(func.attributes["tile.variants"]):
+        attr = ir.DictAttr(entry)
+        sets = ir.DictAttr(attr["params"])
+        params = {sets[i].name: ir.StringAttr(sets[i].attr).value for i in range(len(sets))}
+        out.append((tuple(_attr_list(attr["when"])), params))
+    return tuple(out)
 
 
 def specialisation(func: ir.Operation) -> tuple[Requirement, ...]:
@@ -318,7 +326,7 @@ class Compiled:
     manifests: list[Manifest]
     wide_ptx: str = ""
     special_ptx: str = ""  # with tile-specialize: for the kernels that have specialize(...)
-    variants: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)  # by entry
+    variants: dict[str, tuple[BuildVariant, ...]] = field(default_factory=dict)  # by entry
 
 
 def compile_tile(
@@ -380,7 +388,7 @@ def compile_tile(
                 special_dynamic_smem=_own_smem(info, smem, special_smem),
             )
         )
-    variants = {info.name: info.variant for info in infos if info.variant is not None}
+    variants = {info.name: info.variants for info in infos if info.variants}
     return Compiled(str(ptx.value), manifests, wide, special_ptx, variants)
 
 
@@ -439,32 +447,39 @@ def build(
     contracts: bool = True,
 ) -> list[Path]:
     """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`; a kernel with
-    a variant(...) clause gets the variant's build as a bundle in its folder `variant`."""
+    variant(...) clauses gets each variant's build as a bundle in its folder `variant`,
+    `variant2`, ... (in the clauses' order, which is the order the runtime tries them in)."""
     compiled = compile_tile(path, params, arch, contracts)
     others: dict[tuple[str, ...], Compiled] = {}  # the file built with a variant's parameters
     written = []
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""
         target = Path(out_dir) / f"{manifest.entry}{suffix}"
-        variant = compiled.variants.get(manifest.entry)
-        if variant is not None:
-            when, sets = variant
-            manifest = replace(manifest, variant_when=when, variant_bundle=VARIANT_BUNDLE)
-        write_bundle(
-            target, replace(manifest), compiled.ptx, compiled.wide_ptx, compiled.special_ptx
+        variants = compiled.variants.get(manifest.entry, ())
+        folders = [variant_folder(i) for i in range(len(variants))]
+        manifest = replace(
+            manifest,
+            variants=tuple(
+                VariantRef(when, folder)
+                for (when, _), folder in zip(variants, folders, strict=True)
+            ),
         )
-        if variant is not None:
+        write_bundle(target, manifest, compiled.ptx, compiled.wide_ptx, compiled.special_ptx)
+        for (_, sets), folder in zip(variants, folders, strict=True):
             merged = {**params, **sets}
             key = tuple(sorted(f"{k}={v}" for k, v in merged.items()))
             if key not in others:
                 others[key] = compile_tile(path, merged, arch, contracts)
             other = others[key]
             found = next(m for m in other.manifests if m.entry == manifest.entry)
-            write_bundle(
-                target / VARIANT_BUNDLE, found, other.ptx, other.wide_ptx, other.special_ptx
-            )
+            write_bundle(target / folder, found, other.ptx, other.wide_ptx, other.special_ptx)
         written.append(target)
     return written
+
+
+def variant_folder(i: int) -> str:
+    """The folder of a bundle's `i`-th variant: `variant`, `variant2`, `variant3`, ..."""
+    return VARIANT_BUNDLE if i == 0 else f"{VARIANT_BUNDLE}{i + 1}"
 
 
 VARIANT_BUNDLE = "variant"

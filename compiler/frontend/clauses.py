@@ -9,11 +9,31 @@ after it so checking goes on.
 from __future__ import annotations
 
 import math
+import operator
+from dataclasses import dataclass
 
 from tilec.diagnostics import note
 from tilec.frontend import ast
 from tilec.frontend.values import ErrorV, IntV, TypeV
 from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
+
+COMPARISONS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A `variant(...)` clause: its conditions' manifest formulas (all must hold) and the
+    parameters its build sets."""
+
+    when: tuple[str, ...]
+    params: dict[str, str]
 
 
 class Clauses:
@@ -22,7 +42,7 @@ class Clauses:
     def clauses(self) -> tuple[str | None, tuple[int, ...], list[IntV]]:
         seen: dict[str, ast.Clause] = {}
         for cl in self.node.clauses:
-            if cl.name in seen:
+            if cl.name in seen and cl.name != "variant":  # variants: a list, tried in order
                 self.diags.error(
                     f"duplicate {cl.name}(...) clause",
                     cl.span,
@@ -78,15 +98,30 @@ class Clauses:
             out[a.lhs.id] = at_most
         return out
 
-    def variant(self, cl: ast.Clause | None) -> tuple[str, dict[str, str]] | None:
-        """`variant(K % 16 == 8, CM = 2)`: a comparison of runtime sizes, then parameters with
-        static values; the build adds the kernel built with those parameters, which the runtime
-        launches where the comparison holds. None where absent, or where the parameters are
-        already these (the variant would be the kernel itself)."""
-        if cl is None:
-            return None
-        cond, sets = cl.args[0], cl.args[1:]
-        when = self.variant_condition(cond)
+    def variants(self, clauses: list[ast.Clause]) -> tuple[Variant, ...]:
+        """The kernel's `variant(...)` clauses in order (the runtime launches the first whose
+        conditions all hold), less those whose parameters are already the build's."""
+        found = (self.variant(cl) for cl in clauses)
+        return tuple(v for v in found if v is not None)
+
+    def variant(self, cl: ast.Clause) -> Variant | None:
+        """`variant(K % 16 == 8, CM = 2)`: comparisons of runtime sizes (all must hold; static
+        ones, such as `PP == 0`, decide at build time whether the build has the variant), then
+        parameters with static values; the build adds the kernel built with those parameters,
+        which the runtime launches where the comparisons hold. None where a static condition
+        fails or the parameters are already these (the variant would be the kernel itself)."""
+        split = next((i for i, a in enumerate(cl.args) if isinstance(a, ast.Keyword)), len(cl.args))
+        conds, sets = cl.args[:split], cl.args[split:]
+        checked = [self.variant_condition(cond) for cond in conds]
+        if conds and all(isinstance(c, bool) for c in checked):
+            self.diags.error(
+                "a variant's condition must name a runtime size: this one is static", conds[0].span
+            )
+            checked.append(None)
+        # A static condition (`PP == 0`) that fails: no variant of this build; one that holds
+        # says nothing at launch.
+        excluded = False in checked
+        when = [c for c in checked if not isinstance(c, bool)]
         params: dict[str, str] = {}
         for kw in sets:
             assert isinstance(kw, ast.Keyword)
@@ -107,17 +142,19 @@ class Clauses:
             elif not isinstance(v, ErrorV):
                 kind = "a type" if isinstance(self.params[kw.name], str) else "a static integer"
                 self.diags.error(f"{kw.name} is {kind}: the variant must set it to one", kw.span)
-        if when is None or not params:
+        if None in when or not params:
             if not sets:
                 self.diags.error("variant(...) sets at least one parameter (e.g. CM = 2)", cl.span)
             return None
-        if all(str(self.params[n]) == v for n, v in params.items()):
+        if excluded or all(str(self.params[n]) == v for n, v in params.items()):
             return None
-        return when, params
+        return Variant(tuple(w for w in when if w is not None), params)
 
-    def variant_condition(self, cond: ast.Node) -> str | None:
-        """The manifest formula of a variant's condition: `lhs OP rhs` over runtime sizes."""
-        if not (isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=")):
+    def variant_condition(self, cond: ast.Node) -> str | bool | None:
+        """The manifest formula of a variant's condition (`lhs OP rhs`, comparing runtime sizes);
+        its value where both sides are static (`PP == 0`: the variant is for some builds
+        only); None after an error."""
+        if not (isinstance(cond, ast.Binary) and cond.op in COMPARISONS):
             self.diags.error(
                 "a variant's condition compares runtime sizes (e.g. K % 16 == 8)", cond.span
             )
@@ -129,10 +166,7 @@ class Clauses:
             self.diags.error("a variant's condition compares integers", cond.span)
             return None
         if all(v.static for v in sides):
-            self.diags.error(
-                "a variant's condition must name a runtime size: this one is static", cond.span
-            )
-            return None
+            return COMPARISONS[cond.op](sides[0].value, sides[1].value)
         lhs, rhs = (v.text if not v.static else str(v.value) for v in sides)
         return f"({lhs}) {cond.op} ({rhs})"
 

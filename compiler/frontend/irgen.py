@@ -119,13 +119,19 @@ class KernelGen(ExprGen):
             attrs["tile.cluster"] = i64(k.cluster)
         if k.specialize:  # specialize(N <= 4096): {N = 4096}, for tile-specialize
             attrs["tile.specialize"] = ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})
-        if k.variant is not None:  # variant(K % 16 == 8, CM = 2): for the build
-            when, sets = k.variant
-            attrs["tile.variant"] = ir.DictAttr.get(
-                {
-                    "when": ir.StringAttr.get(when),
-                    "params": ir.DictAttr.get({n: ir.StringAttr.get(v) for n, v in sets.items()}),
-                }
+        if k.variants:  # variant(K % 16 == 8, CM = 2) clauses, in order: for the build
+            attrs["tile.variants"] = ir.ArrayAttr.get(
+                [
+                    ir.DictAttr.get(
+                        {
+                            "when": ir.ArrayAttr.get([ir.StringAttr.get(w) for w in v.when]),
+                            "params": ir.DictAttr.get(
+                                {n: ir.StringAttr.get(x) for n, x in v.params.items()}
+                            ),
+                        }
+                    )
+                    for v in k.variants
+                ]
             )
         return attrs
 

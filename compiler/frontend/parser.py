@@ -123,12 +123,17 @@ class Parser(ExprParser):
         name = self.ident()
         if name.text == "contract":
             return parse_contract(self, name)
-        if name.text == "variant":  # variant(K % 16 == 8, CM = 2)
+        if name.text == "variant":  # variant(K % 16 == 8, CM = 2), variant(K <= 4096, M < 512, ...)
             self.expect("(", "'('")
             self.skip_newlines()
             when: list[ast.Node] = [self.expr()]
-            self.skip_newlines()
-            self.expect(",", "',' and the parameters the variant sets (e.g. CM = 2)")
+            while True:  # conditions until the first `NAME =`
+                self.skip_newlines()
+                self.expect(",", "',' and the parameters the variant sets (e.g. CM = 2)")
+                self.skip_newlines()
+                if self.at("ident") and self.peek().kind == "=" and not self.adjacent(1, "="):
+                    break  # `NAME =`, not `NAME ==`
+                when.append(self.expr())
             return ast.Clause(name.span, name.text, when + self.comma_list(")", self.keyword))
         if name.text not in ("grid", "threads", "cluster", "target", "specialize"):
             self.fail(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from tilec import smem
 from tilec.diagnostics import Diagnostic, DiagnosticEngine, Span, note
 from tilec.frontend import ast
-from tilec.frontend.clauses import Clauses
+from tilec.frontend.clauses import Clauses, Variant
 from tilec.frontend.contract import Promise, check_contract
 from tilec.frontend.expr import ExprChecker
 from tilec.frontend.lexer import MAX_INT
@@ -53,8 +53,8 @@ class CheckedKernel:
     # specialize(N <= 4096, ...): size -> the largest value the specialised build is for
     specialize: dict[str, int] = field(default_factory=dict)
     cluster: int = 1  # cluster(S): blocks per thread-block cluster, along x
-    # variant(K % 16 == 8, CM = 2): (the condition's formula, the parameters it sets)
-    variant: tuple[str, dict[str, str]] | None = None
+    # variant(K % 16 == 8, CM = 2) clauses, in order: their conditions and parameters
+    variants: tuple[Variant, ...] = ()
 
 
 @dataclass
@@ -129,7 +129,7 @@ class KernelChecker(Clauses):
         target, threads, grid = self.clauses()
         contract = check_contract(self, self.node.clause("contract"))
         specialize = self.specialize(self.node.clause("specialize"))
-        variant = self.variant(self.node.clause("variant"))
+        variants = self.variants([c for c in self.node.clauses if c.name == "variant"])
         cluster = self.cluster(self.node.clause("cluster"))
         self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
         self.c.header = False
@@ -155,7 +155,7 @@ class KernelChecker(Clauses):
             contract,
             specialize,
             cluster,
-            variant,
+            variants,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:

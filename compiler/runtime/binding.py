@@ -255,7 +255,8 @@ def bind(
         elif isinstance(p, TmaParam):
             slots.append(("tma", p.descriptor))
     check_requirements(m, symbols)
-    if any(symbols_of(g) & DEVICE_SYMBOLS for g in m.grid):
+    conditions = [w for v in m.variants for w in v.when]  # variant(...) may name num_sms
+    if any(symbols_of(g) & DEVICE_SYMBOLS for g in (*m.grid, *conditions)):
         if device is None:
             raise ValueError(f"{m.entry}: the grid {list(m.grid)} needs the device's SM count")
         ordinal = next((v.device for v in views.values() if v.device is not None), None)

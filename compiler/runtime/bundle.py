@@ -35,6 +35,29 @@ MANIFEST_NAME = "manifest.json"
 
 
 @dataclass(frozen=True)
+class VariantRef:
+    """A `variant(...)` build in a bundle: its conditions (formulas, all must hold for a launch
+    to run it) and its folder."""
+
+    when: tuple[str, ...]
+    bundle: str
+
+
+def _variants(data: dict[str, Any]) -> tuple[VariantRef, ...]:
+    """The manifest's variants; `variant` (one, one condition) as bundles before lists wrote."""
+    if "variant" in data:
+        v = data["variant"]
+        return (VariantRef((_req(v, "when", "variant"),), _req(v, "bundle", "variant")),)
+    out = []
+    for i, v in enumerate(data.get("variants", [])):
+        when = _req(v, "when", f"variants[{i}]")
+        if not isinstance(when, list) or not all(isinstance(w, str | int) for w in when):
+            raise ManifestError(f"variants[{i}].when: expected a list of formulas")
+        out.append(VariantRef(tuple(when), _req(v, "bundle", f"variants[{i}]")))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Manifest:
     """Everything the runtime needs to launch one PTX entry."""
 
@@ -65,11 +88,10 @@ class Manifest:
     # cluster(S): the PTX asks for clusters of S blocks along x (.reqnctapercluster), so a
     # launch's grid along x must be a multiple of S.
     cluster: int = 1
-    # variant(K % 16 == 8, CM = 2): the kernel built with other parameters, a bundle in the
-    # folder `variant_bundle` of this one, launched instead where the formula `variant_when`
-    # (one comparison of sizes) holds.
-    variant_when: str = ""
-    variant_bundle: str = ""
+    # variant(K % 16 == 8, CM = 2) clauses: the kernel built with other parameters, each a
+    # bundle in a folder of this one; a launch runs the first whose conditions (comparisons of
+    # sizes, `num_sms` too) all hold, else this kernel.
+    variants: tuple[VariantRef, ...] = ()
     # The kernel keeps state in its module's global memory between the blocks of a launch (a
     # split tail's partial sums and flags): launches of one loaded module must not overlap,
     # so the runtime orders a launch on another stream after the module's last one.
@@ -93,11 +115,13 @@ class Manifest:
             raise ManifestError("special and special_ptx: one names no variant the other does")
         if self.special_dynamic_smem is not None and not self.special_ptx_file:
             raise ManifestError("special_dynamic_smem: the manifest has no specialised variant")
-        if bool(self.variant_when) != bool(self.variant_bundle):
-            raise ManifestError("variant and its bundle: one names no variant the other does")
-        name = self.variant_bundle
-        if name and (Path(name).name != name or name.startswith(".")):
-            raise ManifestError(f"variant bundle: {name!r} must be a folder inside the bundle")
+        for i, v in enumerate(self.variants):
+            if not v.when or not v.bundle:
+                raise ManifestError(f"variants[{i}]: needs conditions and a bundle")
+            if Path(v.bundle).name != v.bundle or v.bundle.startswith("."):
+                raise ManifestError(f"variants[{i}]: {v.bundle!r} must be a folder in the bundle")
+        if len({v.bundle for v in self.variants}) != len(self.variants):
+            raise ManifestError("variants: two name the same bundle")
         if self.special_ptx_file and self.special_ptx_file in (self.ptx_file, self.wide_ptx_file):
             raise ManifestError(f"special_ptx: {self.special_ptx_file!r} is another variant's")
 
@@ -172,8 +196,8 @@ class Manifest:
             data["wide_ptx"] = self.wide_ptx_file
         if self.cluster > 1:  # optional, as wide_ptx
             data["cluster"] = self.cluster
-        if self.variant_when:  # optional, as wide_ptx
-            data["variant"] = {"when": self.variant_when, "bundle": self.variant_bundle}
+        if self.variants:  # optional, as wide_ptx
+            data["variants"] = [{"when": list(v.when), "bundle": v.bundle} for v in self.variants]
         if self.stateful:  # optional, as wide_ptx
             data["stateful"] = True
         if self.special_ptx_file:  # optional, as wide_ptx
@@ -289,8 +313,7 @@ def _from_json(data: dict[str, Any]) -> Manifest:
         special_ptx_file=data.get("special_ptx") or "",
         special_dynamic_smem=data.get("special_dynamic_smem"),
         cluster=data.get("cluster", 1),
-        variant_when=_req(data["variant"], "when", "variant") if "variant" in data else "",
-        variant_bundle=_req(data["variant"], "bundle", "variant") if "variant" in data else "",
+        variants=_variants(data),
         stateful=data.get("stateful", False),
         special=tuple(
             Requirement(_req(r, "value", f"special[{i}]"), _req(r, "at_most", f"special[{i}]"))
@@ -373,8 +396,9 @@ def validate(m: Manifest) -> None:
     _check_formula(m.dynamic_smem, symbols, "dynamic_smem")
     if m.special_dynamic_smem is not None:
         _check_formula(m.special_dynamic_smem, symbols, "special_dynamic_smem")
-    if m.variant_when:
-        _check_formula(m.variant_when, symbols, "variant.when")
+    for i, v in enumerate(m.variants):
+        for j, when in enumerate(v.when):
+            _check_formula(when, symbols | DEVICE_SYMBOLS, f"variants[{i}].when[{j}]")
     for key, reqs in (("requires", m.requires), ("special", m.special)):
         for i, r in enumerate(reqs):
             _check_formula(r.value, symbols, f"{key}[{i}].value")

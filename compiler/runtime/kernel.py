@@ -74,7 +74,9 @@ class _Plan:
     """What `bind` computed for one argument signature, kept so that a later call with the
     same shapes, strides, dtypes, devices and pointer alignments launches without binding."""
 
-    def __init__(self, m: Manifest, b: Binding, names: list[str], other: bool = False) -> None:
+    def __init__(
+        self, m: Manifest, b: Binding, names: list[str], other: Kernel | None = None
+    ) -> None:
         index = {name: i for i, name in enumerate(names)}
         self.grid, self.block, self.dynamic_smem = b.grid, b.block, b.dynamic_smem
         # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule,
@@ -109,7 +111,8 @@ class _Plan:
         # pointers and scalars' bytes (`Kernel._prepare`): a repeated call packs nothing.
         self.scalars = [t[1] for t in self.slots if isinstance(t, tuple) and t[0] == "scalar"]
         self.launches: dict[tuple[Any, ...], tuple[Any, driver.Packed]] = {}
-        self.other = other  # the kernel's variant(...) build runs these launches
+        self.other = other  # the variant(...) build that runs these launches, if one does
+        self.signs_alike = False  # and it signs a call as the kernel does (`_signs_like`)
 
 
 def _torch_tensor(value: Any) -> bool:
@@ -131,7 +134,7 @@ class Kernel:
         ptx: str,
         wide_ptx: str = "",
         special_ptx: str = "",
-        other: Kernel | None = None,
+        others: tuple[Kernel, ...] = (),
     ) -> None:
         for kind, text, name in (
             ("wide", wide_ptx, manifest.wide_ptx_file),
@@ -142,15 +145,16 @@ class Kernel:
                     f"{manifest.entry}: the manifest names {kind} PTX {name!r}; "
                     f"{'got' if text else 'no'} {kind} PTX text"
                 )
-        if bool(other) != bool(manifest.variant_when):
+        if len(others) != len(manifest.variants):
             raise ValueError(
-                f"{manifest.entry}: the manifest names {'a' if manifest.variant_when else 'no'} "
-                f"variant; {'got' if other else 'no'} variant kernel"
+                f"{manifest.entry}: the manifest names {len(manifest.variants)} variant(s); "
+                f"got {len(others)} variant kernel(s)"
             )
         self.manifest = manifest
-        # variant(...): the kernel built with other parameters, launched where the manifest's
-        # `variant_when` holds for the launch's sizes (decided once per argument signature).
-        self.other = other
+        # variant(...) clauses: the kernel built with other parameters, each launched where its
+        # conditions hold for the launch's sizes, the first that holds (decided once per
+        # argument signature).
+        self.others = others
         self.ptx = ptx
         self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
         self.special_ptx = special_ptx  # the specialize(...) variant, for the launches it names
@@ -179,15 +183,19 @@ class Kernel:
         return f"<tilec.Kernel {self.manifest.entry}({args}) for {self.manifest.target}>"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Writes this kernel (and its variant's bundle in it) as a bundle directory at `path`."""
+        """Writes this kernel (and its variants' bundles in it) as a bundle directory at `path`."""
         root = write_bundle(path, self.manifest, self.ptx, self.wide_ptx, self.special_ptx)
-        if self.other is not None:
-            self.other.save(root / self.manifest.variant_bundle)
+        for ref, other in zip(self.manifest.variants, self.others, strict=True):
+            other.save(root / ref.bundle)
         return root
 
-    def chooses_variant(self, b: Binding) -> bool:
-        """Whether a launch bound as `b` runs the variant(...) build instead of this one."""
-        return self.other is not None and bool(evaluate(self.manifest.variant_when, b.symbols))
+    def variant_for(self, b: Binding) -> Kernel | None:
+        """The variant(...) build a launch bound as `b` runs instead of this one: the first
+        whose conditions all hold; None where none does."""
+        for ref, other in zip(self.manifest.variants, self.others, strict=True):
+            if all(evaluate(w, b.symbols) for w in ref.when):
+                return other
+        return None
 
     def bind(self, *args: Any) -> Binding:
         """Checks the arguments and computes sizes and launch shape; needs no GPU."""
@@ -252,15 +260,31 @@ class Kernel:
         key, ptrs, _alive = self._signature(args)
         if not key:
             return self._launch_bound(args, stream)
+        return self._call_signed(key, ptrs, args, stream)
+
+    def _signs_like(self, other: Kernel) -> bool:
+        """Whether `other` computes the same signature of a call as this kernel (the same
+        parameters with the same alignments): a variant then takes this kernel's."""
+        return [(p.name, getattr(p, "align", 0)) for p in self._params] == [
+            (p.name, getattr(p, "align", 0)) for p in other._params
+        ]
+
+    def _call_signed(
+        self, key: tuple[Any, ...], ptrs: list[int], args: tuple[Any, ...], stream: Any
+    ) -> None:
+        """A call whose signature (`_signature`) is known: its plan, made once, launched."""
         plan = self._plans.get(key)
         if plan is None:  # bind (and check) once for this signature
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
             b = bind(self.manifest, args, self._device_symbols)
             names = [p.name for p in self._params]
-            plan = self._plans[key] = _Plan(self.manifest, b, names, self.chooses_variant(b))
-        if plan.other:
-            return self.other(*args, stream=stream)  # type: ignore[misc]
+            plan = self._plans[key] = _Plan(self.manifest, b, names, self.variant_for(b))
+            plan.signs_alike = plan.other is not None and self._signs_like(plan.other)
+        if plan.other is not None:  # a variant's launch: its signature is this one's
+            if plan.signs_alike:
+                return plan.other._call_signed(key, ptrs, args, stream)
+            return plan.other(*args, stream=stream)
         if 0 in plan.grid:
             return None
         ctx = driver.current_context(plan.device)
@@ -353,8 +377,9 @@ class Kernel:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
         TMA maps to encode, or arguments `bind` will reject."""
         b = bind(self.manifest, args, self._device_symbols)
-        if self.chooses_variant(b):
-            return self.other._launch_bound(args, stream)  # type: ignore[union-attr]
+        other = self.variant_for(b)
+        if other is not None:
+            return other._launch_bound(args, stream)
         if 0 in b.grid:
             return  # an empty problem: nothing to launch, nothing to copy back
         device = next((v.device for v in b.views.values() if v.device is not None), None)
@@ -441,6 +466,6 @@ def _device_symbols(device: int | None) -> dict[str, int]:
 def load(path: str | os.PathLike[str]) -> Kernel:
     """The kernel in the bundle directory at `path` (the GPU is touched at the first launch)."""
     manifest, ptx = read_bundle(path)
-    other = load(Path(path) / manifest.variant_bundle) if manifest.variant_bundle else None
+    others = tuple(load(Path(path) / ref.bundle) for ref in manifest.variants)
     wide, special = read_wide_ptx(path, manifest), read_special_ptx(path, manifest)
-    return Kernel(manifest, ptx, wide, special, other)
+    return Kernel(manifest, ptx, wide, special, others)

@@ -261,7 +261,7 @@ def test_specialize_clause_fuzz(ctx: object, pieces: list[str]) -> None:
 VARIANT_PIECES = [
     *("K", "N", "S", "T", "x", "K % 16", "S - 1", "2 * S", "cdiv(N, S)", "0", "8", "-1", "f16"),
     *("99999999999999999999", "==", "!=", "<", "<=", "=", ",", "(", ")", "S = 2", "T = bf16"),
-    *("S = K", "T = 2", "block.x", "\n", "{"),
+    *("S = K", "T = 2", "block.x", "\n", "{", "num_sms", ") variant(", "3 * num_sms"),
 ]
 
 

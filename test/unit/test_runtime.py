@@ -28,6 +28,7 @@ from tilec.runtime import (
     write_bundle,
 )
 from tilec.runtime.binding import bind, tma_encode_args
+from tilec.runtime.bundle import VariantRef
 from tilec.runtime.tensors import as_view
 
 rng = np.random.default_rng(1234)
@@ -175,37 +176,76 @@ def test_bundle_round_trip(tmp_path: Path) -> None:
 def test_variant_bundle_chosen_by_the_launch_sizes(tmp_path: Path) -> None:
     """variant(K % 16 == 8, ...): the bundle holds the variant's bundle in a folder; the
     kernel launches it where the formula holds for the bound sizes, itself elsewhere."""
-    base = gemm_manifest(variant_when="(K % 16) == (8)", variant_bundle="variant")
+    base = gemm_manifest(variants=(VariantRef(("(K % 16) == (8)",), "variant"),))
     other = gemm_manifest(constants={"BM": 64, "BN": 64, "BK": 64, "STAGES": 3})
     root = write_bundle(tmp_path / "gemm", base, "// base\n")
     write_bundle(root / "variant", other, "// variant\n")
     kernel = load(root)
-    assert kernel.other is not None and kernel.other.manifest == other
-    assert kernel.other.ptx == "// variant\n"
+    (mine,) = kernel.others
+    assert mine.manifest == other and mine.ptx == "// variant\n"
     for k, chosen in ((3000, True), (3072, False), (8, True), (24, True), (16, False)):
-        assert kernel.chooses_variant(bind(kernel.manifest, gemm_args(k=k))) is chosen, k
-    assert not kernel.other.chooses_variant(bind(other, gemm_args(k=3000)))
+        got = kernel.variant_for(bind(kernel.manifest, gemm_args(k=k)))
+        assert (got is mine) is chosen and (got is None) is not chosen, k
+    assert mine.variant_for(bind(other, gemm_args(k=3000))) is None
     copy = kernel.save(tmp_path / "copy")
-    assert load(copy).other.manifest == other  # saved with its variant
-    with pytest.raises(ValueError, match="names a variant; no variant kernel"):
+    assert load(copy).others[0].manifest == other  # saved with its variant
+    with pytest.raises(ValueError, match="names 1 variant\\(s\\); got 0 variant kernel"):
         type(kernel)(base, "// base\n")
     (root / "variant" / "manifest.json").unlink()
     with pytest.raises(FileNotFoundError):
         load(root)
 
 
+def test_variants_tried_in_order_every_condition_holding(tmp_path: Path) -> None:
+    """Several variant(...) clauses: a launch runs the first whose conditions all hold."""
+    refs = (
+        VariantRef(("(K % 16) == (8)",), "variant"),
+        VariantRef(("(K) <= (4096)", "(M * N) < (4 * num_sms)"), "variant2"),
+    )
+    base = gemm_manifest(variants=refs)
+    assert Manifest.from_json(base.to_json()).variants == refs  # round trip
+    root = write_bundle(tmp_path / "gemm", base, "// base\n")
+    first = gemm_manifest(constants={"BM": 64, "BN": 64, "BK": 64, "STAGES": 3})
+    second = gemm_manifest(constants={"BM": 64, "BN": 128, "BK": 32, "STAGES": 4})
+    write_bundle(root / "variant", first, "// first\n")
+    write_bundle(root / "variant2", second, "// second\n")
+    kernel = load(root)
+    one, two = kernel.others
+    sms = {"num_sms": 132}
+    cases = (
+        ((8, 8, 3000), one),  # both hold: the first
+        ((8, 8, 4096), two),
+        ((8, 8, 8192), None),  # K too long for the second
+        ((64, 64, 1024), None),  # 4096 elements: not under 4 * 132
+        ((16, 32, 1024), two),
+    )
+    for (m, n, k), want in cases:
+        b = bind(kernel.manifest, gemm_args(m=m, n=n, k=k), lambda device: sms)
+        assert kernel.variant_for(b) is want, (m, n, k)
+    copy = kernel.save(tmp_path / "copy")
+    assert [k.ptx for k in load(copy).others] == ["// first\n", "// second\n"]
+
+
+def test_a_manifest_of_one_variant_still_reads(tmp_path: Path) -> None:
+    """Bundles written before variants were a list: `variant: {when, bundle}`."""
+    data = gemm_manifest().to_json()
+    data["variant"] = {"when": "(K % 16) == (8)", "bundle": "variant"}
+    assert Manifest.from_json(data).variants == (VariantRef(("(K % 16) == (8)",), "variant"),)
+
+
 @pytest.mark.parametrize(
-    ("fields", "message"),
+    ("refs", "message"),
     [
-        ({"variant_when": "K % 16 == 8"}, "one names no variant the other does"),
-        ({"variant_bundle": "variant"}, "one names no variant the other does"),
-        ({"variant_when": "Q == 1", "variant_bundle": "v"}, "unknown symbols \\['Q'\\]"),
-        ({"variant_when": "K == 1", "variant_bundle": "../v"}, "must be a folder inside"),
+        ((VariantRef((), "variant"),), "needs conditions and a bundle"),
+        ((VariantRef(("K == 1",), ""),), "needs conditions and a bundle"),
+        ((VariantRef(("Q == 1",), "v"),), "unknown symbols \\['Q'\\]"),
+        ((VariantRef(("K == 1",), "../v"),), "must be a folder in the bundle"),
+        ((VariantRef(("K == 1",), "v"), VariantRef(("K == 2",), "v")), "the same bundle"),
     ],
 )
-def test_variant_manifest_errors(fields: dict[str, str], message: str) -> None:
+def test_variant_manifest_errors(refs: tuple[VariantRef, ...], message: str) -> None:
     with pytest.raises(ManifestError, match=message):
-        gemm_manifest(**fields)
+        gemm_manifest(variants=refs)
 
 
 def test_read_bundle_errors(tmp_path: Path) -> None:
