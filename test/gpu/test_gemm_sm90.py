@@ -109,22 +109,33 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
         assert ((c.double() - ref).norm() / ref.norm()).item() < BOUNDS[dtype_of(DEFAULT)]
 
 
-def test_sm90_gemm_variant_for_16_byte_rows() -> None:
-    """variant(choose(MB, K, N) % 16 == 8, CM = 2): where B's rows are 16-byte but not 32-byte
-    aligned the launch runs the cluster build (each block fetches half of B's box rows), the
-    default elsewhere; both against torch on fresh data, the output poisoned."""
+def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
+    """The default bundle's two variants, tried in order: where B's rows are 16-byte but not
+    32-byte aligned the cluster build (CM = 2: each block fetches half of B's box rows); else,
+    where the 128x256 tiles make under three waves and leave the last under 90% full and
+    K <= 4096, the ping-pong 128x128 build; the default elsewhere. Each against torch on fresh
+    data, the output poisoned."""
     kernel = load(BUNDLES[DEFAULT])
-    assert kernel.other is not None and kernel.other.manifest.cluster == 2
+    clusters, pingpong = kernel.others
+    assert clusters.manifest.cluster == 2 and clusters.manifest.constants["PP"] == 0
+    assert pingpong.manifest.constants["PP"] == 1 and pingpong.manifest.constants["BN"] == 128
     t = DTYPES[dtype_of(DEFAULT)]
-    for seed, (m, n, k, chosen) in enumerate(
-        [(1000, 1500, 3000, True), (1000, 1500, 3072, False), (300, 520, 72, True)]
-    ):
+    cases = [
+        (1000, 1500, 3000, clusters),
+        (300, 520, 72, clusters),
+        (1000, 1500, 3072, pingpong),  # 48 tiles of 128x256
+        (256, 2048, 1024, pingpong),  # 16
+        (1100, 4352, 512, pingpong),  # 153: a wave and a fifth
+        (1024, 4096, 256, None),  # 128 tiles: a wave 97% full
+        (256, 512, 4160, None),  # K past 4096
+    ]
+    for seed, (m, n, k, chosen) in enumerate(cases):
         g = torch.Generator(device="cuda").manual_seed(seed)
         a = torch.randn(m, k, device="cuda", generator=g).to(t)
         b = torch.randn(n, k, device="cuda", generator=g).to(t)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
         bound = bind(kernel.manifest, (a, b, c), lambda device: {"num_sms": 132})
-        assert kernel.chooses_variant(bound) is chosen, (m, n, k)
+        assert kernel.variant_for(bound) is chosen, (m, n, k)
         kernel(a, b, c)
         torch.cuda.synchronize()
         ref = a.double() @ b.double().T
@@ -339,12 +350,13 @@ BATCHED_SHAPES = [
 
 def test_sm90_batched_large_outputs_take_the_pingpong_variant() -> None:
     kernel = load(BATCHED["default"])
-    assert kernel.other is not None and kernel.other.manifest.constants["PP"] == 1
+    (pingpong,) = kernel.others
+    assert pingpong.manifest.constants["PP"] == 1
     for m, n, chosen in ((1024, 1040, True), (1024, 1024, True), (512, 512, False)):
         args = [torch.empty(2, r, 64, device="cuda", dtype=torch.bfloat16) for r in (m, n)]
         args.append(torch.empty(2, m, n, device="cuda", dtype=torch.bfloat16))
         b = bind(kernel.manifest, tuple(args), lambda device: {"num_sms": 132})
-        assert kernel.chooses_variant(b) is chosen, (m, n)
+        assert (kernel.variant_for(b) is pingpong) is chosen, (m, n)
 
 
 @pytest.mark.parametrize("name", sorted(BATCHED))
