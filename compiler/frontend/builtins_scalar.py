@@ -11,6 +11,7 @@ from tilec.frontend.builtin import Builtin, Handler, ints_arg, items, registrar
 from tilec.frontend.expr import ExprChecker, result_elem
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.shapes import int_tuple, mode_sizes
+from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
     ErrorV,
     IntV,
@@ -20,6 +21,7 @@ from tilec.frontend.values import (
     SwizzleV,
     TensorV,
     TupleV,
+    TypeV,
     UnderscoreV,
     V,
 )
@@ -180,6 +182,17 @@ def cdiv(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     if b.static and b.value == 1:  # grid(cdiv(R, ROWS)) at ROWS = 1: the manifest reads R
         return IntV(None, a.text)
     return IntV(None, f"cdiv({a.text}, {b.text})")
+
+
+@builtin("sizeof", 1, 1)
+def sizeof(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`sizeof(T)`: the bytes of an element type, a static integer (`sizeof(O) == 2` in a
+    variant's condition picks the builds whose output is 16-bit)."""
+    (t,) = args
+    if not isinstance(t, TypeV):
+        return c.error("sizeof(...) takes an element type (e.g. sizeof(T))", node.args[0].span)
+    size = SCALAR_TYPES[t.name][1]
+    return IntV(size, str(size))
 
 
 @builtin("max", 2, 2)
