@@ -5,6 +5,7 @@ build its sizes choose."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,25 @@ def test_several_variants_each_with_its_folder_and_conditions(tmp_path: Path) ->
         b = bind(kernel.manifest, (FakeCuda((r, n)), FakeCuda((r, n), ptr=0x7F1000000000)))
         chosen = kernel.variant_for(b)
         assert (chosen.manifest.constants["COLS"] if chosen else None) == want, (r, n)
+
+
+def test_a_variant_aligned_otherwise_signs_the_call_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the variant's parameters ask other alignments, its signature of a call can differ
+    from the kernel's: the variant then signs the call itself (and still runs it)."""
+    from tilec.runtime import driver
+
+    (bundle,) = build(str(source(tmp_path)), tmp_path / "out", {}, "sm_80")
+    kernel = load(bundle)
+    other = kernel.others[0]
+    other._params = [replace(p, align=4) for p in other._params]
+    assert not kernel._signs_like(other) and kernel._signs_like(kernel)
+    Launches(monkeypatch)
+    monkeypatch.setattr(driver, "load_function", lambda ptx, entry, smem: ("m", ptx))
+    signed: list[int] = []
+    sign = other._signature
+    monkeypatch.setattr(other, "_signature", lambda args: signed.append(1) or sign(args))
+    for _ in range(2):
+        kernel(FakeCuda((4, 1000)), FakeCuda((4, 1000), ptr=0x7F1000000000))
+    assert signed == [1, 1]
