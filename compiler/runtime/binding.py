@@ -258,7 +258,10 @@ def bind(
     conditions = [w for v in m.variants for w in v.when]  # variant(...) may name num_sms
     if any(symbols_of(g) & DEVICE_SYMBOLS for g in (*m.grid, *conditions)):
         if device is None:
-            raise ValueError(f"{m.entry}: the grid {list(m.grid)} needs the device's SM count")
+            what = f"the grid {list(m.grid)}"
+            if not any(symbols_of(g) & DEVICE_SYMBOLS for g in m.grid):
+                what = "a variant's condition"
+            raise ValueError(f"{m.entry}: {what} needs the device's SM count")
         ordinal = next((v.device for v in views.values() if v.device is not None), None)
         symbols.update(device(ordinal))
     grid = tuple(evaluate(g, symbols) for g in m.grid)

@@ -222,6 +222,8 @@ def test_variants_tried_in_order_every_condition_holding(tmp_path: Path) -> None
     for (m, n, k), want in cases:
         b = bind(kernel.manifest, gemm_args(m=m, n=n, k=k), lambda device: sms)
         assert kernel.variant_for(b) is want, (m, n, k)
+    with pytest.raises(ValueError, match="a variant's condition needs the device's SM count"):
+        bind(kernel.manifest, gemm_args())
     copy = kernel.save(tmp_path / "copy")
     assert [k.ptx for k in load(copy).others] == ["// first\n", "// second\n"]
 
