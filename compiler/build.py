@@ -21,6 +21,7 @@ from tilec.binding import walk
 from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType, view_root
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
+from tilec.frontend.clauses import Variant
 from tilec.passes.tile_specialize import SPECIALIZE
 from tilec.runtime.bundle import (
     Manifest,
@@ -40,10 +41,6 @@ _BINDING = re.compile(r"^(\w+)\.(shape|stride)\[(\d+)\]$")
 SCALAR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
 
 
-# a variant(...) clause for the build: its condition formulas (all must hold), the parameters
-BuildVariant = tuple[tuple[str, ...], dict[str, str]]
-
-
 @dataclass
 class KernelInfo:
     """What the manifest needs of one kernel, read off its `tile`-stage function."""
@@ -58,7 +55,7 @@ class KernelInfo:
     special: tuple[Requirement, ...] = ()  # specialize(...): when the special variant runs
     cluster: int = 1  # cluster(S): blocks per cluster along x
     # variant(K % 16 == 8, CM = 2) clauses in order: (conditions, the parameters each sets)
-    variants: tuple[BuildVariant, ...] = ()
+    variants: tuple[Variant, ...] = ()
 
 
 def _attr_list(attr: ir.Attribute) -> list[str]:
@@ -233,7 +230,7 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
     )
 
 
-def variants_of(func: ir.Operation) -> tuple[BuildVariant, ...]:
+def variants_of(func: ir.Operation) -> tuple[Variant, ...]:
     """The `variant(K % 16 == 8, CM = 2)` clauses (the `tile.variants` attribute), in order:
     each one's condition formulas and the parameters its build sets."""
     if "tile.variants" not in func.attributes:
@@ -243,7 +240,7 @@ def variants_of(func: ir.Operation) -> tuple[BuildVariant, ...]:
         attr = ir.DictAttr(entry)
         sets = ir.DictAttr(attr["params"])
         params = {sets[i].name: ir.StringAttr(sets[i].attr).value for i in range(len(sets))}
-        out.append((tuple(_attr_list(attr["when"])), params))
+        out.append(Variant(tuple(_attr_list(attr["when"])), params))
     return tuple(out)
 
 
@@ -326,7 +323,7 @@ class Compiled:
     manifests: list[Manifest]
     wide_ptx: str = ""
     special_ptx: str = ""  # with tile-specialize: for the kernels that have specialize(...)
-    variants: dict[str, tuple[BuildVariant, ...]] = field(default_factory=dict)  # by entry
+    variants: dict[str, tuple[Variant, ...]] = field(default_factory=dict)  # by entry
 
 
 def compile_tile(
@@ -460,13 +457,12 @@ def build(
         manifest = replace(
             manifest,
             variants=tuple(
-                VariantRef(when, folder)
-                for (when, _), folder in zip(variants, folders, strict=True)
+                VariantRef(v.when, folder) for v, folder in zip(variants, folders, strict=True)
             ),
         )
         write_bundle(target, manifest, compiled.ptx, compiled.wide_ptx, compiled.special_ptx)
-        for (_, sets), folder in zip(variants, folders, strict=True):
-            merged = {**params, **sets}
+        for v, folder in zip(variants, folders, strict=True):
+            merged = {**params, **v.params}
             key = tuple(sorted(f"{k}={v}" for k, v in merged.items()))
             if key not in others:
                 others[key] = compile_tile(path, merged, arch, contracts)

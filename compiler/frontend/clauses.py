@@ -9,22 +9,13 @@ after it so checking goes on.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 
 from tilec.diagnostics import note
 from tilec.frontend import ast
+from tilec.frontend.expr import COMPARISONS, STATIC_COMPARE
 from tilec.frontend.values import ErrorV, IntV, TypeV
 from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
-
-COMPARISONS = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 
 @dataclass(frozen=True)
@@ -148,7 +139,7 @@ class Clauses:
             return None
         if excluded or all(str(self.params[n]) == v for n, v in params.items()):
             return None
-        return Variant(tuple(w for w in when if w is not None), params)
+        return Variant(tuple(when), params)
 
     def variant_condition(self, cond: ast.Node) -> str | bool | None:
         """The manifest formula of a variant's condition (`lhs OP rhs`, comparing runtime sizes);
@@ -166,7 +157,7 @@ class Clauses:
             self.diags.error("a variant's condition compares integers", cond.span)
             return None
         if all(v.static for v in sides):
-            return COMPARISONS[cond.op](sides[0].value, sides[1].value)
+            return STATIC_COMPARE[cond.op](sides[0].value, sides[1].value)
         lhs, rhs = (v.text if not v.static else str(v.value) for v in sides)
         return f"({lhs}) {cond.op} ({rhs})"
 

@@ -255,12 +255,11 @@ def bind(
         elif isinstance(p, TmaParam):
             slots.append(("tma", p.descriptor))
     check_requirements(m, symbols)
-    conditions = [w for v in m.variants for w in v.when]  # variant(...) may name num_sms
-    if any(symbols_of(g) & DEVICE_SYMBOLS for g in (*m.grid, *conditions)):
+    grid_needs = any(symbols_of(g) & DEVICE_SYMBOLS for g in m.grid)
+    conditions = (w for v in m.variants for w in v.when)  # variant(...) may name num_sms
+    if grid_needs or any(symbols_of(w) & DEVICE_SYMBOLS for w in conditions):
         if device is None:
-            what = f"the grid {list(m.grid)}"
-            if not any(symbols_of(g) & DEVICE_SYMBOLS for g in m.grid):
-                what = "a variant's condition"
+            what = f"the grid {list(m.grid)}" if grid_needs else "a variant's condition"
             raise ValueError(f"{m.entry}: {what} needs the device's SM count")
         ordinal = next((v.device for v in views.values() if v.device is not None), None)
         symbols.update(device(ordinal))
