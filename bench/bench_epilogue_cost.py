@@ -10,6 +10,12 @@ activation (relu, gelu, gelu_tanh; anything after a `:` in NAME only labels it, 
 torch first; then all of them, plain included, are timed in R rounds, the order reversed every
 other round (each time the median of 15 ten-call bursts). A variant's cost is the median over
 the rounds of its time over the plain kernel's in that round, minus one, with the range.
+
+`--sms N` runs every kernel on N SMs (`Kernel.with_sms`): with a quarter of the H200's SMs the
+GPU stays under its 700 W limit and at its top clock, so a cost is the epilogue's time alone,
+within a few tenths of a percent from round to round; on all SMs the kernels run at the power
+limit, where what an epilogue costs includes the energy it burns, and rounds spread by
+several percent (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -60,19 +66,25 @@ def main() -> None:
     parser.add_argument("--fused", action="append", required=True, help="NAME=BUNDLE, repeatable")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--dtype", default="bf16", choices=("f16", "bf16"))
+    parser.add_argument("--sms", type=int, help="run every kernel on this many SMs")
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
-    plain = load(args.plain)
+
+    def limited(path: str):  # noqa: ANN202
+        kernel = load(path)
+        return kernel if args.sms is None else kernel.with_sms(args.sms)
+
+    plain = limited(args.plain)
     fused = {}
     for spec in args.fused:
         name, path = spec.split("=", 1)
         if name.split(":")[0] not in ACTS:
             raise SystemExit(f"{name}: the activation must be one of {', '.join(ACTS)}")
-        fused[name] = load(path)
+        fused[name] = limited(path)
     lines = [
         f"Measured {datetime.date.today()} on {torch.cuda.get_device_name()}, {args.dtype}, randn, "
-        f"{args.rounds} interleaved rounds.",
+        f"{args.rounds} interleaved rounds" + (f", {args.sms} SMs." if args.sms else "."),
         "",
         "| fused | M×N×K | fused TFLOP/s | plain | cost (median) | range |",
         "| --- | --- | ---: | ---: | ---: | --- |",

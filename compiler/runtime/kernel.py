@@ -135,6 +135,7 @@ class Kernel:
         wide_ptx: str = "",
         special_ptx: str = "",
         others: tuple[Kernel, ...] = (),
+        sms: int | None = None,
     ) -> None:
         for kind, text, name in (
             ("wide", wide_ptx, manifest.wide_ptx_file),
@@ -155,6 +156,7 @@ class Kernel:
         # conditions hold for the launch's sizes, the first that holds (decided once per
         # argument signature).
         self.others = others
+        self.sms = sms  # with_sms(...): the SMs a persistent grid may take (None: all)
         self.ptx = ptx
         self.wide_ptx = wide_ptx  # the 64-bit-index variant, for tensors of 2^31+ elements
         self.special_ptx = special_ptx  # the specialize(...) variant, for the launches it names
@@ -189,10 +191,31 @@ class Kernel:
             other.save(root / ref.bundle)
         return root
 
+    def with_sms(self, count: int) -> Kernel:
+        """This kernel (its variants too) with `num_sms` held to at most `count` SMs: a
+        persistent grid then takes that many blocks (in a kernel of clusters, whole clusters
+        that fit among them), and variant conditions that name `num_sms` read it too; a variant
+        of clusters larger than `count` is not launched. Leaves SMs to other streams (CUTLASS's
+        sm_count), and keeps clocks off the power limit when timing (docs/performance.md)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"with_sms: a positive SM count, got {count!r}")
+        if count < self.manifest.cluster:
+            raise ValueError(
+                f"with_sms: {self.manifest.entry} launches clusters of "
+                f"{self.manifest.cluster} blocks; {count} SMs hold none"
+            )
+        return self._limited(count)
+
+    def _limited(self, count: int) -> Kernel:
+        others = tuple(o._limited(count) for o in self.others)
+        return Kernel(self.manifest, self.ptx, self.wide_ptx, self.special_ptx, others, count)
+
     def variant_for(self, b: Binding) -> Kernel | None:
         """The variant(...) build a launch bound as `b` runs instead of this one: the first
         whose conditions all hold; None where none does."""
         for ref, other in zip(self.manifest.variants, self.others, strict=True):
+            if other.sms is not None and other.sms < other.manifest.cluster:
+                continue  # held to fewer SMs than its cluster (with_sms)
             if all(evaluate(w, b.symbols) for w in ref.when):
                 return other
         return None
@@ -346,6 +369,8 @@ class Kernel:
         of 4, 120 blocks), so that a persistent grid of `num_sms` blocks runs in one wave
         instead of leaving a few clusters for a second one."""
         symbols = _device_symbols(device)
+        if self.sms is not None:
+            symbols["num_sms"] = min(symbols["num_sms"], self.sms)
         size = self.manifest.cluster
         if size > 1:
             ctx = driver.current_context(device)

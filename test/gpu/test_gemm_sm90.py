@@ -217,6 +217,36 @@ def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
         assert err < BOUNDS[dtype_of(name)], f"launch {seed}: relative error {err:.2e}"
 
 
+@pytest.mark.parametrize(
+    "name", [n for n in ("default_bf16", "sk_pp_bf16", "sk_cm4_f16", "cm2_pp_bf16") if n in BUNDLES]
+)
+@pytest.mark.parametrize("sms", [1, 7, 66, 131])
+def test_sm90_with_fewer_sms_matches_torch(name: str, sms: int) -> None:
+    """Kernel.with_sms(n): the persistent grid takes n blocks (whole clusters among them), and
+    every schedule still covers the output: whole waves, split tails and stream-K over n
+    blocks, ping-pong turns, clusters (fresh data, the output poisoned, f64 reference)."""
+    base = load(BUNDLES[name])
+    cluster = base.manifest.cluster
+    if sms < cluster:
+        with pytest.raises(ValueError, match="SMs hold none"):
+            base.with_sms(sms)
+        return
+    kernel = base.with_sms(sms)
+    t = DTYPES[dtype_of(name)]
+    for seed, (m, n, k) in enumerate([(1000, 999, 1024), (2040, 2504, 1352), (300, 600, 64)]):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(m, k, device="cuda", generator=g).to(t)
+        b = torch.randn(n, k, device="cuda", generator=g).to(t)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        grid = bind(kernel.manifest, (a, b, c), kernel._device_symbols).grid[0]
+        assert 0 < grid <= sms and grid % cluster == 0
+        kernel(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < BOUNDS[dtype_of(name)], f"{m}x{n}x{k}: relative error {err:.2e}"
+
+
 def test_sm90_split_tail_launches_on_two_streams_take_turns() -> None:
     """Launches on two streams with nothing ordering them, each sharing its tiles' work out
     (stream-K over two waves, over one): the module's workspace is one, so the runtime (the

@@ -910,6 +910,55 @@ def test_a_cluster_kernel_binds_num_sms_to_the_clusters_that_fit(
         assert asked == [("load", 200_000), ("fn", (384, 1, 1), 200_000, cluster, whole)]
 
 
+def test_with_sms_holds_num_sms_down_for_the_kernel_and_its_variants(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Kernel.with_sms(n): num_sms reads min(n, the device's SMs) in the grid and in variant
+    conditions, for the variants too; a kernel of clusters takes the whole clusters among the n
+    (7 SMs, clusters of 2: 6 asked about), and a variant whose clusters do not fit is not
+    launched; the kernel it came from keeps every SM."""
+    from tilec.runtime import driver
+    from tilec.runtime.kernel import Kernel
+
+    monkeypatch.setattr(driver, "sm_count", lambda device=None: 132)
+    refs = (VariantRef(("(M * N) < (3 * num_sms)",), "variant"),)
+    root = write_bundle(tmp_path / "g", gemm_manifest(grid=("num_sms", 1, 1), variants=refs), "")
+    write_bundle(root / "variant", gemm_manifest(grid=("num_sms", 2, 1)), "// v\n")
+    kernel = load(root)
+    five = kernel.with_sms(5)
+    assert (five.sms, five.others[0].sms, kernel.sms) == (5, 5, None)
+    assert five.manifest is kernel.manifest and five.ptx == kernel.ptx
+    small = gemm_args(m=1, n=12)  # 12 elements: under 3 * 5, not under 3 * 4
+    for k, grid, variant in ((kernel, 132, True), (five, 5, True), (kernel.with_sms(4), 4, False)):
+        b = bind(k.manifest, small, k._device_symbols)
+        assert b.grid == (grid, 1, 1) and (k.variant_for(b) is not None) == variant
+        assert bind(k.others[0].manifest, small, k.others[0]._device_symbols).grid[0] == grid
+    assert kernel.with_sms(500)._device_symbols(None) == {"num_sms": 132}
+    asked: list[int] = []
+    monkeypatch.setattr(driver, "current_context", lambda device=None: 7)
+    monkeypatch.setattr(driver, "load_function", lambda ptx, entry, smem: ("module", "fn"))
+    monkeypatch.setattr(
+        driver, "max_active_clusters", lambda fn, block, smem, size, x: asked.append(x) or 66
+    )
+    m = gemm_manifest(grid=("num_sms", 1, 1), cluster=2, block=(384, 1, 1), dynamic_smem=9)
+    pairs = Kernel(m, "")
+    assert pairs.with_sms(7)._device_symbols(None) == {"num_sms": 6} and asked == [6]
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="a positive SM count"):
+            kernel.with_sms(bad)
+    with pytest.raises(ValueError, match="clusters of 2 blocks; 1 SMs hold none"):
+        pairs.with_sms(1)
+    # A variant of clusters larger than the SMs the kernel may take is passed over.
+    refs = (VariantRef(("(K) > (0)",), "variant"),)
+    root = write_bundle(tmp_path / "c", gemm_manifest(grid=("num_sms", 1, 1), variants=refs), "")
+    write_bundle(root / "variant", m, "// pairs\n")
+    kernel = load(root)
+    b = bind(kernel.manifest, small, kernel.with_sms(1)._device_symbols)
+    assert (
+        kernel.with_sms(2).variant_for(b) is not None and kernel.with_sms(1).variant_for(b) is None
+    )
+
+
 def test_a_tensor_map_over_an_empty_tensor_is_null() -> None:
     """The driver cannot encode a map over an empty tensor; no box lies inside one, so the
     kernel gets a null map and never reads it (a GEMM with K = 0 only stores zeros)."""
