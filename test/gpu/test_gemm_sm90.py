@@ -110,20 +110,24 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
 
 
 def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
-    """The default bundle's two variants, tried in order: where B's rows are 16-byte but not
+    """The default bundle's three variants, tried in order: where B's rows are 16-byte but not
     32-byte aligned the cluster build (CM = 2: each block fetches half of B's box rows); else,
     where the 128x256 tiles make under three waves and leave the last under 90% full and
-    K <= 4096, the ping-pong 128x128 build; the default elsewhere. Each against torch on fresh
-    data, the output poisoned."""
+    K <= 4096, the ping-pong 128x128 build, with a 5-stage ring from K = 2048 and 4 stages
+    below; the default elsewhere. Each against torch on fresh data, the output poisoned."""
     kernel = load(BUNDLES[DEFAULT])
-    clusters, pingpong = kernel.others
+    clusters, deep, pingpong = kernel.others
     assert clusters.manifest.cluster == 2 and clusters.manifest.constants["PP"] == 0
-    assert pingpong.manifest.constants["PP"] == 1 and pingpong.manifest.constants["BN"] == 128
+    for pp, stages in ((deep, 5), (pingpong, 4)):
+        assert pp.manifest.constants["PP"] == 1 and pp.manifest.constants["BN"] == 128
+        assert pp.manifest.constants["STAGES"] == stages
     t = DTYPES[dtype_of(DEFAULT)]
     cases = [
         (1000, 1500, 3000, clusters),
         (300, 520, 72, clusters),
-        (1000, 1500, 3072, pingpong),  # 48 tiles of 128x256
+        (1000, 1500, 3072, deep),  # 48 tiles of 128x256
+        (130, 2000, 4096, deep),  # 16, K at the bound
+        (256, 2048, 2048, deep),  # 16, K from 2048
         (256, 2048, 1024, pingpong),  # 16
         (1100, 4352, 512, pingpong),  # 153: a wave and a fifth
         (1024, 4096, 256, None),  # 128 tiles: a wave 97% full
