@@ -58,7 +58,6 @@ e act2_cm2 -D ACT=2 -D CM=2
 # GELU's tanh form (tanh.approx.f32).
 e act3 -D ACT=3
 e act3_beta0_f16 -D ACT=3 -D BETA=0 -D T=f16
-echo "built $(find "$out" -name manifest.json | wc -l) bundles in $out in all"
 # MN-major operands (the transpose of a K x M or K x N tensor; wgmma's transpose bits).
 b a1b0_bf16 -D MA=1
 b a0b1_bf16 -D MB=1
