@@ -201,12 +201,12 @@ class ConsumerOps:
         i64 = ir.IntegerType.get_signless(64)
         address = llvm.PtrToIntOp(i64, self.store_descriptor).result
         made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
-        cols = 128 // elem_bytes(view.elem)
-        if elem_bytes(view.elem) != 2 or self.atom.n % cols:
+        chunk = 128 // elem_bytes(view.elem)  # columns of a 128-byte chunk row
+        if elem_bytes(view.elem) != 2 or self.atom.n % chunk:
             raise LoweringError(
                 op,
                 f"a TMA-stored output goes out in chunks of 128-byte rows: 16-bit elements "
-                f"and a wgmma n that is a multiple of {cols} (got {view.elem}, n = {self.atom.n})",
+                f"and a wgmma n that is a multiple of {chunk} (got {view.elem}, n = {self.atom.n})",
             )
         epilogue = sm90_epilogue.Epilogue(
             self.atom, self.epilogue_base, self.consumer_index(b), self.tid, self.leader(b),
