@@ -213,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         target = build(str(target), Path(args.bundle_dir), _parse_params(args.param), args.arch)[0]
     sizes = _parse_sizes(args.size)
     try:
-        kernel = load(target)
+        kernel = load(target) if args.sms is None else load(target).with_sms(args.sms)
         kernel_args = random_args(kernel.manifest, sizes)
         ms = time_ms(lambda: kernel(*kernel_args))
         nbytes = bytes_moved(kernel.manifest, sizes)
@@ -308,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", choices=TARGETS, help="target (default: the kernel's)")
     p.add_argument("-D", "--param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--bundle-dir", default="build/run", help="where a .tile input is built")
+    p.add_argument(
+        "--sms", type=int, help="hold a persistent grid to this many SMs (Kernel.with_sms)"
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("bench", help="benchmark the examples against torch and the copy ceiling")

@@ -48,3 +48,17 @@ def test_arch_older_than_the_kernels_target_is_a_located_error(capsys) -> None: 
     assert f"gemm_sm90.tile:{line}:" in err
     assert "targets sm_90a, which --arch sm_80 predates" in err
     assert main(["compile", str(examples / "vadd.tile"), "--arch", "sm_90a", "--emit", "tile"]) == 0
+
+
+def test_run_refuses_a_bad_sm_count_before_touching_a_gpu(capsys, tmp_path) -> None:  # noqa: ANN001
+    # `tilec run --sms N` holds a persistent grid to N SMs (Kernel.with_sms); a count that
+    # holds no block is a diagnostic, not a traceback, and needs no GPU to be found.
+    from pathlib import Path
+
+    from tilec.build import build
+    from tilec.cli import main
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    (bundle,) = build(str(examples / "vadd.tile"), tmp_path, {}, None)
+    assert main(["run", str(bundle), "--sms", "0"]) == 1
+    assert "with_sms: a positive SM count, got 0" in capsys.readouterr().err
