@@ -193,6 +193,13 @@ class ConsumerOps:
         if self.tma_store is None:
             sm90_epilogue.direct(view, value, self.atom, (mt, nt), (rows, cols), self.tid)
             return
+        chunk = 128 // elem_bytes(view.elem)  # columns of a 128-byte chunk row
+        if elem_bytes(view.elem) != 2 or self.atom.n % chunk:
+            raise LoweringError(
+                op,
+                f"a TMA-stored output goes out in chunks of 128-byte rows: 16-bit elements "
+                f"and a wgmma n that is a multiple of {chunk} (got {view.elem}, n = {self.atom.n})",
+            )
         _, origin, _, _ = box_origin(self.tile_ops[op.operands[1]], b)
         outer, first = origin[:-2], origin[-2:]
         at = (b.add(first[0], rows), b.add(first[1], cols))
@@ -201,13 +208,6 @@ class ConsumerOps:
         i64 = ir.IntegerType.get_signless(64)
         address = llvm.PtrToIntOp(i64, self.store_descriptor).result
         made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
-        chunk = 128 // elem_bytes(view.elem)  # columns of a 128-byte chunk row
-        if elem_bytes(view.elem) != 2 or self.atom.n % chunk:
-            raise LoweringError(
-                op,
-                f"a TMA-stored output goes out in chunks of 128-byte rows: 16-bit elements "
-                f"and a wgmma n that is a multiple of {chunk} (got {view.elem}, n = {self.atom.n})",
-            )
         epilogue = sm90_epilogue.Epilogue(
             self.atom, self.epilogue_base, self.consumer_index(b), self.tid, self.leader(b),
             self.store_descriptor, made, view, (rows, cols), outer,

@@ -127,8 +127,7 @@ class Epilogue:
         the tensor. A value that `loads` gets two versions: unguarded loads where the whole
         tile lies inside the tensor, guarded ones elsewhere."""
         b = IndexBuilder()
-        cols = 128 // elem_bytes(elem)
-        assert elem_bytes(elem) == 2 and self.atom.n % cols == 0, "16-bit chunks of 64 columns"
+        # 16-bit elements, n a multiple of 64: ConsumerOps.store_tile refuses anything else.
         row, unit_byte, pair_col = c_lanes(self.tid, b)
         last = [s - 1 for s in self.view.shape]
         whole = all_of([in_bounds(self.view, last, b), *(aligned(v, b) for v in loads or [])])

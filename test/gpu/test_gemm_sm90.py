@@ -73,6 +73,22 @@ def operand(rows: int, k: int, mn_major: int, dtype: torch.dtype, g: object) -> 
     return torch.randn(rows, k, device="cuda", generator=g).to(dtype)
 
 
+def fresh(m: int, n: int, k: int, t: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
+    """Random K-major A (m x k) and B (n x k), and a NaN-poisoned output C (m x n)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=g).to(t)
+    b = torch.randn(n, k, device="cuda", generator=g).to(t)
+    return a, b, torch.full((m, n), float("nan"), device="cuda", dtype=t)
+
+
+def check(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bound: float, what: str) -> None:
+    """C, once the launch is done, against A @ B^T in f64."""
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double().T
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < bound, f"{what}: relative error {err:.2e}"
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
 def test_sm90_gemm_matches_torch(name: str, m: int, n: int, k: int) -> None:
@@ -99,14 +115,9 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
     kernel = load(BUNDLES[DEFAULT])
     t = DTYPES[dtype_of(DEFAULT)]
     for seed in range(3):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.randn(512, 256, device="cuda", generator=g).to(t)
-        b = torch.randn(768, 256, device="cuda", generator=g).to(t)
-        c = torch.full((512, 768), float("nan"), device="cuda", dtype=t)
+        a, b, c = fresh(512, 768, 256, t, seed)
         kernel(a, b, c)
-        torch.cuda.synchronize()
-        ref = a.double() @ b.double().T
-        assert ((c.double() - ref).norm() / ref.norm()).item() < BOUNDS[dtype_of(DEFAULT)]
+        check(a, b, c, BOUNDS[dtype_of(DEFAULT)], f"launch {seed}")
 
 
 def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
@@ -134,17 +145,11 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
         (256, 512, 4160, None),  # K past 4096
     ]
     for seed, (m, n, k, chosen) in enumerate(cases):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.randn(m, k, device="cuda", generator=g).to(t)
-        b = torch.randn(n, k, device="cuda", generator=g).to(t)
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        a, b, c = fresh(m, n, k, t, seed)
         bound = bind(kernel.manifest, (a, b, c), lambda device: {"num_sms": 132})
         assert kernel.variant_for(bound) is chosen, (m, n, k)
         kernel(a, b, c)
-        torch.cuda.synchronize()
-        ref = a.double() @ b.double().T
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < BOUNDS[dtype_of(DEFAULT)], f"{(m, n, k)}: relative error {err:.2e}"
+        check(a, b, c, BOUNDS[dtype_of(DEFAULT)], f"{(m, n, k)}")
 
 
 def test_sm90_gemm_refuses_unaligned_k() -> None:
@@ -210,15 +215,9 @@ def test_sm90_split_tail_repeated_launches_agree(name: str) -> None:
     shapes = [(256, 512, 2048), (4096, 4096, 64), (2040, 2504, 1352), (512, 21200, 2104)]
     shapes += [(1280, 2560, 640)]
     for seed, (m, n, k) in enumerate(shapes * 2):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.randn(m, k, device="cuda", generator=g).to(t)
-        b = torch.randn(n, k, device="cuda", generator=g).to(t)
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        a, b, c = fresh(m, n, k, t, seed)
         kernel(a, b, c)
-        torch.cuda.synchronize()
-        ref = a.double() @ b.double().T
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < BOUNDS[dtype_of(name)], f"launch {seed}: relative error {err:.2e}"
+        check(a, b, c, BOUNDS[dtype_of(name)], f"launch {seed}")
 
 
 @pytest.mark.parametrize(
@@ -238,17 +237,11 @@ def test_sm90_with_fewer_sms_matches_torch(name: str, sms: int) -> None:
     kernel = base.with_sms(sms)
     t = DTYPES[dtype_of(name)]
     for seed, (m, n, k) in enumerate([(1000, 999, 1024), (2040, 2504, 1352), (300, 600, 64)]):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.randn(m, k, device="cuda", generator=g).to(t)
-        b = torch.randn(n, k, device="cuda", generator=g).to(t)
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+        a, b, c = fresh(m, n, k, t, seed)
         grid = bind(kernel.manifest, (a, b, c), kernel._device_symbols).grid[0]
         assert 0 < grid <= sms and grid % cluster == 0
         kernel(a, b, c)
-        torch.cuda.synchronize()
-        ref = a.double() @ b.double().T
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < BOUNDS[dtype_of(name)], f"{m}x{n}x{k}: relative error {err:.2e}"
+        check(a, b, c, BOUNDS[dtype_of(name)], f"{m}x{n}x{k}")
 
 
 def test_sm90_split_tail_launches_on_two_streams_take_turns() -> None:
