@@ -253,9 +253,13 @@ def direct(
     row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))
     col0 = b.add(offset[1], b.mul(b.rem(lane, 4), 2))
     last = [s - 1 for s in view.shape]
-    even = arith.CmpIOp(
-        arith.CmpIPredicate.eq, b.value(b.rem(view.stride[0], 2)), b.value(0)
-    ).result
+    # A pair of columns is one 4-byte store where the columns are contiguous (a permuted
+    # view's are not: C^T's columns are C's rows) and every row keeps the pairs aligned.
+    paired = isinstance(view.stride[1], int) and view.stride[1] == 1
+    fast = [in_bounds(view, last, b)]
+    if paired:
+        rem = b.value(b.rem(view.stride[0], 2))
+        fast.append(arith.CmpIOp(arith.CmpIPredicate.eq, rem, b.value(0)).result)
     mt, nt = subtiles
 
     def version(guarded: bool) -> list:
@@ -270,9 +274,7 @@ def direct(
                         ]
                         here = Element(mi * nt + ni, c_register(j, h), at[0], at[1])
                         vals = [convert(v, view.elem) for v in value(here)]
-                        write_pair(view, at, vals, True, guarded, vb)
+                        write_pair(view, at, vals, paired, guarded, vb)
         return []
 
-    if_else(
-        all_of([in_bounds(view, last, b), even]), [], lambda: version(False), lambda: version(True)
-    )
+    if_else(all_of(fast), [], lambda: version(False), lambda: version(True))

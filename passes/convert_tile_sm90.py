@@ -64,6 +64,7 @@ from tilec.lowering.tile_views import (
 )
 from tilec.lowering.tile_views import local_tile as view_of_tile
 from tilec.lowering.tile_views import make_tensor as view_of_tensor
+from tilec.lowering.tile_views import permute as permuted_view
 from tilec.passes.base import Pass, register
 from tilec.targets import smem_optin
 
@@ -279,6 +280,9 @@ class Sm90Kernel(ConsumerOps):
         self.views[op.results[0]] = view_of_tile(op, self.view(op, op.operands[0]), b)
         self.tile_ops[op.results[0]] = op
 
+    def permute(self, op: ir.Operation, b: IndexBuilder) -> None:
+        self.views[op.results[0]] = permuted_view(op, self.view(op, op.operands[0]))
+
     def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> None:
         if op.results[0] not in self.slots:
             raise LoweringError(
@@ -418,6 +422,7 @@ LOWERINGS: dict[str, Lowering] = {
             "make_tensor",
             "slice",
             "local_tile",
+            "permute",
             "alloc_shared",
             "tiled_mma",
             "tile_coord",

@@ -121,14 +121,17 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
 
 
 def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
-    """The default bundle's three variants, tried in order: where B's rows are 16-byte but not
+    """The default bundle's seven variants, tried in order: where B's rows are 16-byte but not
     32-byte aligned the cluster build (CM = 2: each block fetches half of B's box rows); else,
+    up to 8, 16, 32 and 64 rows, the swapped builds (C^T = B A^T, wgmma n = 8 ... 64); else,
     where the 128x256 tiles make under three waves and leave the last under 90% full and
     K <= 4096, the ping-pong 128x128 build, with a 5-stage ring from K = 2048 and 4 stages
     below; the default elsewhere. Each against torch on fresh data, the output poisoned."""
     kernel = load(BUNDLES[DEFAULT])
-    clusters, deep, pingpong = kernel.others
+    clusters, *swapped, deep, pingpong = kernel.others
     assert clusters.manifest.cluster == 2 and clusters.manifest.constants["PP"] == 0
+    for rows, sw in zip((8, 16, 32, 64), swapped, strict=True):
+        assert sw.manifest.constants["SW"] == 1 and sw.manifest.constants["BN"] == rows
     for pp, stages in ((deep, 5), (pingpong, 4)):
         assert pp.manifest.constants["PP"] == 1 and pp.manifest.constants["BN"] == 128
         assert pp.manifest.constants["STAGES"] == stages
@@ -143,6 +146,12 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
         (1100, 4352, 512, pingpong),  # 153: a wave and a fifth
         (1024, 4096, 256, None),  # 128 tiles: a wave 97% full
         (256, 512, 4160, None),  # K past 4096
+        (1, 4096, 4096, swapped[0]),
+        (9, 1000, 528, swapped[1]),
+        (32, 300, 72, clusters),  # 16-byte rows first
+        (32, 300, 80, swapped[2]),
+        (64, 11008, 256, swapped[3]),
+        (65, 11008, 256, pingpong),
     ]
     for seed, (m, n, k, chosen) in enumerate(cases):
         a, b, c = fresh(m, n, k, t, seed)
@@ -150,6 +159,33 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
         assert kernel.variant_for(bound) is chosen, (m, n, k)
         kernel(a, b, c)
         check(a, b, c, BOUNDS[dtype_of(DEFAULT)], f"{(m, n, k)}")
+
+
+# Few rows: the swapped builds' tiles are 128 columns of C by BN rows (8 ... 64), stored from
+# registers through C's transpose; ragged N and K (K a multiple of 16: at 16-byte rows the
+# cluster variant comes first), the split tail (N = 4096: 32 tiles in four parts), stream-K
+# over one wave (N = 11008: 86 tiles), several tiles a block (N = 20000), K under one k-tile.
+SWAPPED = [
+    (m, n, k)
+    for m in (1, 3, 8, 9, 16, 17, 31, 33, 64)
+    for n, k in ((4096, 4096), (200, 48), (11008, 1040), (20000, 272), (1000, 16))
+]
+
+
+@pytest.mark.parametrize("name", ["default_bf16", "default_f16", "o32_bf16"])
+@pytest.mark.parametrize(("m", "n", "k"), SWAPPED)
+def test_sm90_swapped_rows_match_torch(name: str, m: int, n: int, k: int) -> None:
+    if name not in BUNDLES:
+        pytest.skip(f"no {name} bundle")
+    kernel = load(BUNDLES[name])
+    t = DTYPES[dtype_of(name)]
+    a, b, _ = fresh(m, n, k, t, m * 131 + n + k)
+    out = next(p.dtype for p in kernel.manifest.params if p.name == "C")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=DTYPES[out])
+    bound = bind(kernel.manifest, (a, b, c), lambda device: {"num_sms": 132})
+    assert kernel.variant_for(bound).manifest.constants["SW"] == 1
+    kernel(a, b, c)
+    check(a, b, c, BOUNDS[out], f"{name} {(m, n, k)}")
 
 
 def test_sm90_gemm_refuses_unaligned_k() -> None:

@@ -77,8 +77,8 @@ def test_kernel_signature_and_attributes(ctx) -> None:  # noqa: ANN001
     assert 'tile.grid = ["num_sms"]' in asm and 'tile.target = "sm_90a"' in asm
     assert (
         "tile.params = {BK = 64 : i64, BM = 128 : i64, BN = 128 : i64, CM = 1 : i64, "
-        "G = 16 : i64, MA = 0 : i64, MB = 0 : i64, O = bf16, PP = 0 : i64, SK = 1 : i64, "
-        "STAGES = 4 : i64, T = bf16}" in asm
+        "G = 16 : i64, MA = 0 : i64, MB = 0 : i64, MX = 0 : i64, MY = 0 : i64, O = bf16, "
+        "PP = 0 : i64, SK = 1 : i64, STAGES = 4 : i64, SW = 0 : i64, T = bf16}" in asm
     )
     assert '!tile.mma<"sm90.wgmma_64x128x16.f32.bf16.bf16", "(2,1,1)">' in asm
     assert asm.count("tile.stages = 4 : i64") == 2
