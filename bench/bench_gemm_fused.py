@@ -19,6 +19,7 @@ import argparse
 import datetime
 
 import torch
+from bench_gemm import parse_shape
 
 from tilec.runtime import load
 from tilec.runtime.measure import time_graph_ms, time_ms
@@ -89,6 +90,9 @@ def main() -> None:
     parser.add_argument("--batched", help="examples/gemm_sm90_batched.tile's bundle")
     parser.add_argument("--dtype", default="bf16", choices=("f16", "bf16"))
     parser.add_argument("--graph", action="store_true", help="time CUDA-graph replays")
+    parser.add_argument(
+        "--shape", action="append", type=parse_shape, help="MxNxK of the fused rows, repeatable"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     timer = time_graph_ms if args.graph else time_ms
@@ -106,7 +110,7 @@ def main() -> None:
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
             *(
                 fused_row(load(args.plain), load(args.fused), args.act, s, dtype, timer)
-                for s in FUSED_SHAPES
+                for s in args.shape or FUSED_SHAPES
             ),
             "",
         ]

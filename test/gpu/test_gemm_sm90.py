@@ -344,8 +344,11 @@ def test_sm90_split_tail_in_a_cuda_graph() -> None:
 # --- the fused epilogue: examples/gemm_sm90_bias_act.tile -----------------------------------
 
 EPILOGUES = {p.parent.parent.name: p.parent for p in ROOT.glob("epilogue/*/*/manifest.json")}
-# The last two split their tiles along K (SK = 1): 6 tiles in 4 parts each (the split tail),
-# 153 tiles over the two last waves (stream-K), each part's sums gathered before the epilogue.
+# (1152, 4352, 2048) and (200, 520, 4096) split their tiles along K (SK = 1): 6 tiles in 4
+# parts each (the split tail), 153 tiles over the two last waves (stream-K), each part's sums
+# gathered before the epilogue. Up to 64 rows the builds without ping-pong or clusters launch
+# their swapped variants (C^T = B A^T; C and the bias read, the result stored, through C's
+# transpose): 1, 5, 33 and 64 rows, the last two split along K.
 EPILOGUE_SHAPES = [
     (128, 256, 64),
     (256, 512, 1024),
@@ -354,6 +357,9 @@ EPILOGUE_SHAPES = [
     (1, 8, 8),
     (200, 520, 4096),
     (1152, 4352, 2048),
+    (5, 300, 72),
+    (33, 1000, 1040),
+    (64, 4096, 2048),
 ]
 
 
@@ -395,6 +401,24 @@ def test_sm90_fused_epilogue_matches_torch(name: str, m: int, n: int, k: int) ->
     assert not torch.isnan(c).any(), "unwritten or NaN outputs"
     err = ((c.double() - ref).norm() / ref.norm()).item()
     assert err < BOUNDS[out], f"relative error {err:.2e}"
+
+
+def test_sm90_fused_epilogue_routes_few_rows_to_the_swapped_builds() -> None:
+    """Up to 8, 16, 32 and 64 rows the fused kernel runs its swapped variants (BN = the bound);
+    from 65 rows it does not."""
+    if "act1" not in EPILOGUES:
+        pytest.skip("no act1 bundle")
+    kernel = load(EPILOGUES["act1"])
+    t = DTYPES["bf16"]
+    for m, rows in ((1, 8), (8, 8), (9, 16), (32, 32), (64, 64), (65, None)):
+        a, b, c = fresh(m, 4096, 512, t, m)
+        bias = torch.zeros(4096, device="cuda", dtype=t).expand(m, 4096)
+        bound = bind(kernel.manifest, (a, b, c, bias, 1.0, 0.0), lambda device: {"num_sms": 132})
+        chosen = kernel.variant_for(bound)
+        sw = chosen is not None and chosen.manifest.constants.get("SW") == 1
+        assert sw == (rows is not None), m
+        if rows is not None:
+            assert chosen.manifest.constants["BN"] == rows, m
 
 
 # --- batched: examples/gemm_sm90_batched.tile -----------------------------------------------
