@@ -121,9 +121,9 @@ def test_sm90_gemm_repeated_launches_agree() -> None:
 
 
 def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
-    """The default bundle's eight variants, tried in order: where B's rows are 16-byte but not
+    """The default bundle's nine variants, tried in order: where B's rows are 16-byte but not
     32-byte aligned the cluster build (CM = 2: each block fetches half of B's box rows); else,
-    up to 8, 16, 32, 64 and 128 rows, the swapped builds (C^T = B A^T, wgmma n = 8 ... 128,
+    up to 8, 16, 32, 64, 128 and 192 rows, the swapped builds (C^T = B A^T, wgmma n = 8 ... 192,
     ping-pong on 64-row tiles from 33 rows); else,
     where the 128x256 tiles make under three waves and leave the last under 90% full and
     K <= 4096, the ping-pong 128x128 build, with a 5-stage ring from K = 2048 and 4 stages
@@ -131,7 +131,7 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
     kernel = load(BUNDLES[DEFAULT])
     clusters, *swapped, deep, pingpong = kernel.others
     assert clusters.manifest.cluster == 2 and clusters.manifest.constants["PP"] == 0
-    for rows, sw in zip((8, 16, 32, 64, 128), swapped, strict=True):
+    for rows, sw in zip((8, 16, 32, 64, 128, 192), swapped, strict=True):
         assert sw.manifest.constants["SW"] == 1 and sw.manifest.constants["BN"] == rows
         assert sw.manifest.constants["PP"] == int(rows > 32), rows
     for pp, stages in ((deep, 5), (pingpong, 4)):
@@ -142,7 +142,7 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
         (1000, 1500, 3000, clusters),
         (300, 520, 72, clusters),
         (1000, 1500, 3072, deep),  # 48 tiles of 128x256
-        (130, 2000, 4096, deep),  # 16, K at the bound
+        (200, 2000, 4096, deep),  # 16, K at the bound
         (256, 2048, 2048, deep),  # 16, K from 2048
         (256, 2048, 1024, pingpong),  # 16
         (1100, 4352, 512, pingpong),  # 153: a wave and a fifth
@@ -155,7 +155,10 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
         (64, 11008, 256, swapped[3]),
         (65, 11008, 256, swapped[4]),
         (128, 4096, 11008, swapped[4]),
-        (129, 11008, 256, pingpong),
+        (129, 11008, 256, swapped[5]),
+        (192, 4096, 4096, swapped[5]),
+        (130, 2000, 4096, swapped[5]),
+        (193, 11008, 256, pingpong),
     ]
     for seed, (m, n, k, chosen) in enumerate(cases):
         a, b, c = fresh(m, n, k, t, seed)
@@ -166,13 +169,13 @@ def test_sm90_gemm_variants_by_the_launch_sizes() -> None:
 
 
 # Few rows: the swapped builds' tiles are 128 (from 33 rows: 64, ping-pong) columns of C by BN
-# rows (8 ... 128), stored from registers through C's transpose; ragged N and K (K a multiple
+# rows (8 ... 192), stored from registers through C's transpose; ragged N and K (K a multiple
 # of 16: at 16-byte rows the cluster variant comes first), the split tail (N = 4096: 32 tiles
 # in four parts), stream-K over one wave (N = 11008: 86 tiles), several tiles a block
 # (N = 20000), K under one k-tile.
 SWAPPED = [
     (m, n, k)
-    for m in (1, 3, 8, 9, 16, 17, 31, 33, 64, 65, 100, 128)
+    for m in (1, 3, 8, 9, 16, 17, 31, 33, 64, 65, 100, 128, 150, 192)
     for n, k in ((4096, 4096), (200, 48), (11008, 1040), (20000, 272), (1000, 16))
 ]
 
