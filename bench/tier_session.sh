@@ -11,12 +11,16 @@
 #   bash bench/build_variants.sh
 #   for a in sm_90a sm_80; do tilec build examples/vadd.tile examples/transpose.tile \
 #       examples/softmax.tile -o build/examples --arch $a; done
+# The bundle folders together are past what the device tool carries (64 MiB): pack them,
+#   python test/gpu/pack_bundles.py pack     (build/tier.tar.xz, ~6 MiB)
+# and carry build/tier.tar.xz; this script unpacks it first.
 # Logs go to $OUT (the device tool) or ./build/gpu-logs.
 set -uo pipefail
 out="${OUT:-build/gpu-logs}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 1
+if [ -f build/tier.tar.xz ]; then python3 test/gpu/pack_bundles.py unpack || exit 1; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv \
   | tee "$out/device.txt"
 case "${1:-tests}" in
