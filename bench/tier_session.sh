@@ -3,8 +3,8 @@
 # (`tier_session.sh tests`), the benchmarks that show the SM80 GEMM and the memory-bound
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
 # and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), clusters with TMA multicast
-# (`cluster`), a sweep of shapes beside cuBLAS (`shapes`), the speed baselines
-# (`baseline`), or the row kernels (`rows`). Build
+# (`cluster`), a sweep of shapes beside cuBLAS (`shapes`), few-row shapes (`decode`), the
+# speed baselines (`baseline`), or the row kernels (`rows`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
 #   bash test/gpu/build_sm90_bundles.sh
@@ -112,6 +112,25 @@ bars)
     --shape 2048x11008x4096 --out "$out/bars-llm.md" | grep "^|\|^ *- "
   timeout 60 python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 \
     --batched $s/batched/default/gemm90_batched --out "$out/bars-batched.md" | grep "^|"
+  ;;
+decode)
+  # Few rows (examples/gemm_sm90.tile's swapped variants, C^T = B A^T up to 192 rows): the
+  # default SM90 GEMM beside cuBLAS (CUDA graphs, 3 interleaved rounds), then the fused GELU
+  # kernel beside torch's addmm + gelu at decode shapes.
+  s=build/sm90
+  rows="1x4096x4096 8x4096x4096 16x4096x4096 16x11008x4096 32x4096x4096 48x4096x4096
+    64x4096x4096 64x11008x4096 96x4096x4096 128x4096x4096 128x11008x4096 128x4096x11008
+    160x4096x4096 192x4096x4096 192x11008x4096"
+  args=""
+  for x in $rows; do args="$args --shape $x"; done
+  for t in f16 bf16; do
+    timeout 200 python3 bench/bench_gemm.py --dtype $t --bundle $s/default_$t/gemm90 --graph \
+      --rounds 3 --triton none $args --out "$out/decode-$t.md" | grep "^|\|WRONG\|Error"
+  done
+  timeout 120 python3 bench/bench_gemm_fused.py --graph --plain $s/default_bf16/gemm90 \
+    --act gelu --fused $s/epilogue/act2_beta0/gemm90_bias_act --shape 1x11008x4096 \
+    --shape 16x11008x4096 --shape 64x11008x4096 --shape 16x4096x4096 \
+    --out "$out/decode-gelu.md" | grep "^|"
   ;;
 shapes)
   # Issue 15's "≥ 0.9× cuBLAS on any square or LLM shape ≥ 2048": the default SM90 GEMM beside
