@@ -6,8 +6,8 @@ Writes OUT_DIR/<config>.ptx and OUT_DIR/<config>.json (the manifests: dynamic sh
 launch shape) for every configuration, or OUT_DIR/<config>.err when the compile fails, and
 prints each one's wall time. `diff -r build/ptx-base build/ptx-new` after a change that should
 keep behaviour shows it did: the configurations are those `test/gpu/build_gemm_bundles.sh` and
-`test/gpu/build_bundles.py` build for the GPU tier, plus every `examples/*.tile` at its
-defaults for both targets. One process compiles them all (the imports are paid once).
+`test/gpu/build_bundles.py` build for the GPU tier, the SM90 GEMMs' schedules and few-row
+builds (sm_90a), plus every `examples/*.tile` at its defaults for both targets. One process compiles them all (the imports are paid once).
 """
 
 from __future__ import annotations
@@ -62,6 +62,29 @@ SPLITK: dict[str, Params] = {
         for s in (2, 4)
     },
 }
+# examples/gemm_sm90*.tile (sm_90a only): file -> name -> -D parameters, the schedules and the
+# few-row builds that test/gpu/build_sm90_bundles.sh's bundles launch (their variants included).
+SM90: dict[str, dict[str, Params]] = {
+    "gemm_sm90.tile": {
+        "pp_s5": _d("PP=1", "BN=128", "STAGES=5"),
+        "pp_s4": _d("PP=1", "BN=128"),
+        "cm2": _d("CM=2"),
+        "nosk_f16": _d("SK=0", "T=f16"),
+        "a1b0": _d("MA=1"),
+        "o32": _d("O=f32"),
+        **{f"sw{n}": _d("SW=1", f"BN={n}", "STAGES=8") for n in (8, 16, 32)},
+        **{
+            f"sw{n}_pp": _d("SW=1", "PP=1", "BM=64", f"BN={n}", f"STAGES={s}")
+            for n, s in ((64, 8), (128, 8), (192, 6))
+        },
+    },
+    "gemm_sm90_bias_act.tile": {
+        "gelu": _d("ACT=2", "BETA=0"),
+        "gelu_pp": _d("ACT=2", "PP=1", "BN=128"),
+        "relu_sw16": _d("ACT=1", "SW=1", "BN=16", "STAGES=8"),
+    },
+    "gemm_sm90_batched.tile": {"pp": _d("PP=1", "BN=128")},
+}
 # test/gpu/build_bundles.py's epilogue variants (its table, not a copy), for both targets.
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
 from build_bundles import EPILOGUE  # noqa: E402
@@ -78,6 +101,9 @@ def configurations() -> list[tuple[str, Path, Params, str]]:
     found += [(f"splitk_{n}_{a}", splitk, p, a) for n, p in SPLITK.items() for a in ARCHES]
     for name, (example, params) in EPILOGUE.items():
         found += [(f"epilogue_{name}_{a}", ROOT / "examples" / example, params, a) for a in ARCHES]
+    for example, configs in SM90.items():
+        source = ROOT / "examples" / example
+        found += [(f"{source.stem}_{n}", source, p, "sm_90a") for n, p in configs.items()]
     reduce = ROOT / "test" / "gpu" / "reduce_store.tile"
     found += [(f"reduce_{a}", reduce, {}, a) for a in ARCHES]
     vadd = ROOT / "test" / "backend" / "vadd.gpu.mlir"
