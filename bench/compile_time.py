@@ -7,7 +7,8 @@ launch shape) for every configuration, or OUT_DIR/<config>.err when the compile 
 prints each one's wall time. `diff -r build/ptx-base build/ptx-new` after a change that should
 keep behaviour shows it did: the configurations are those `test/gpu/build_gemm_bundles.sh` and
 `test/gpu/build_bundles.py` build for the GPU tier, the SM90 GEMMs' schedules and few-row
-builds (sm_90a), plus every `examples/*.tile` at its defaults for both targets. One process compiles them all (the imports are paid once).
+builds (sm_90a), plus every `examples/*.tile` at its defaults for both targets. One process
+compiles them all (the imports are paid once).
 """
 
 from __future__ import annotations
