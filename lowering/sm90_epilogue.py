@@ -255,11 +255,10 @@ def direct(
     last = [s - 1 for s in view.shape]
     # A pair of columns is one 4-byte store where the columns are contiguous (a permuted
     # view's are not: C^T's columns are C's rows) and every row keeps the pairs aligned.
-    paired = isinstance(view.stride[1], int) and view.stride[1] == 1
-    fast = [in_bounds(view, last, b)]
-    if paired:
-        rem = b.value(b.rem(view.stride[0], 2))
-        fast.append(arith.CmpIOp(arith.CmpIPredicate.eq, rem, b.value(0)).result)
+    whole = in_bounds(view, last, b)
+    pairs = aligned(view, b)  # False where the columns are not contiguous: no pairs at all
+    paired = pairs is not False
+    fast = all_of([whole, pairs]) if paired else whole
     mt, nt = subtiles
 
     def version(guarded: bool) -> list:
@@ -277,4 +276,4 @@ def direct(
                         write_pair(view, at, vals, paired, guarded, vb)
         return []
 
-    if_else(all_of(fast), [], lambda: version(False), lambda: version(True))
+    if_else(fast, [], lambda: version(False), lambda: version(True))

@@ -53,8 +53,9 @@ def scalar(v: ir.Value) -> Value:
 
 
 def aligned(view: View, b: IndexBuilder) -> ir.Value | bool:
-    """Whether the view's rows keep every (even column, odd column) pair 4-byte aligned for
-    16-bit elements (the base is: tile origins are even columns of 16-byte aligned tensors)."""
+    """Whether the view's rows keep every (even column, odd column) pair aligned to the
+    pair's width, so that it moves as one vector (the base is: tile origins are even columns of
+    16-byte aligned tensors); False where the columns are not contiguous."""
     if view.stride[1] != 1:
         return False
     if isinstance(view.stride[0], int):

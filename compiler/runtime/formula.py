@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 
 class FormulaError(ValueError):
@@ -63,6 +63,12 @@ def evaluate(formula: int | str, symbols: Mapping[str, int]) -> int:
         right = _eval(tree.comparators[0], formula, symbols)
         return int(_COMPARE[type(tree.ops[0])](left, right))
     return _eval(tree, formula, symbols)
+
+
+def all_hold(conditions: Iterable[int | str], symbols: Mapping[str, int]) -> bool:
+    """Whether every condition (a comparison formula, 1 or 0) holds for `symbols`: a
+    variant(...) clause's, which a launch runs when all of them do."""
+    return all(evaluate(c, symbols) for c in conditions)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -26,7 +26,7 @@ from tilec.runtime.bundle import (
     read_wide_ptx,
     write_bundle,
 )
-from tilec.runtime.formula import evaluate
+from tilec.runtime.formula import all_hold
 from tilec.runtime.tensors import as_view
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
@@ -216,7 +216,7 @@ class Kernel:
         for ref, other in zip(self.manifest.variants, self.others, strict=True):
             if other.sms is not None and other.sms < other.manifest.cluster:
                 continue  # held to fewer SMs than its cluster (with_sms)
-            if all(evaluate(w, b.symbols) for w in ref.when):
+            if all_hold(ref.when, b.symbols):
                 return other
         return None
 

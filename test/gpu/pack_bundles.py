@@ -49,7 +49,10 @@ def unpack() -> None:
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in ("pack", "unpack"):
         raise SystemExit(__doc__)
-    pack(argv[1:]) if argv[0] == "pack" else unpack()
+    if argv[0] == "pack":
+        pack(argv[1:])
+    else:
+        unpack()
 
 
 if __name__ == "__main__":

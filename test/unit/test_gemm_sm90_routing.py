@@ -2,7 +2,7 @@
 for a launch's sizes (the GPU tier's routing test launches the same cases against torch).
 
 The clauses are read from the kernel's tile-stage attributes, as `tilec build` writes them into
-the bundle's manifest, and evaluated with the runtime's own formula evaluator."""
+the bundle's manifest, and tested with the runtime's own `all_hold` (Kernel.variant_for's)."""
 
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from tilec.binding import functions
 from tilec.build import variants_of
 from tilec.context import make_context
 from tilec.frontend import check, irgen, parse_source
-from tilec.runtime.formula import evaluate
+from tilec.runtime.formula import all_hold
 
 ROOT = Path(__file__).resolve().parents[2]
 SMS = 132  # the H200's
@@ -31,10 +31,7 @@ def variants():  # noqa: ANN201
 def chosen(variants, m: int, n: int, k: int) -> dict[str, str] | None:  # noqa: ANN001
     """The parameters of the first variant whose conditions all hold, else None (the default)."""
     sizes = {"M": m, "N": n, "K": k, "num_sms": SMS}
-    for v in variants:
-        if all(evaluate(c, sizes) for c in v.when):
-            return v.params
-    return None
+    return next((v.params for v in variants if all_hold(v.when, sizes)), None)
 
 
 # (M, N, K) -> the parameters the build it runs sets (None: the kernel's own build).
