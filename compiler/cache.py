@@ -43,18 +43,36 @@ def cache_key(source: str, params: Mapping[str, Any], target: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+# Every package whose code shapes what a compile produces (the PTX, the manifest): the
+# frontend and the runtime's bundle writer live under `tilec` itself; a package added to
+# pyproject.toml's package-dir must be added here (test_runtime_cache checks that it is).
+DIGEST_PACKAGES = ("tilec", "tilec.dialects", "tilec.lowering", "tilec.passes", "tilec.tools")
+
+
+def digest_roots() -> list[tuple[str, Path]]:
+    """(package, folder) of each of DIGEST_PACKAGES, found, not imported (importing
+    tilec.passes would load MLIR). A package that cannot be found is an error: a digest
+    that silently skipped it would serve bundles an older compiler made."""
+    roots = []
+    for name in DIGEST_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            raise RuntimeError(f"compiler_digest: package {name!r} not found")
+        roots.extend((name, Path(loc)) for loc in locations)
+    return roots
+
+
 @functools.cache
 def compiler_digest() -> str:
-    """sha256 (hex) of the compiler's code: every .py and .mlir file of the tilec packages
-    that compile (tilec, tilec.passes, tilec.dialects), by path, read once per process. The
-    packages are found, not imported (importing tilec.passes would load MLIR)."""
+    """sha256 (hex) of the compiler's code: every .py and .mlir file of DIGEST_PACKAGES, by
+    package and path, read once per process."""
     h = hashlib.sha256()
-    for name in ("tilec", "tilec.passes", "tilec.dialects"):
-        spec = importlib.util.find_spec(name)
-        for root in map(Path, spec.submodule_search_locations if spec else []):
-            for path in sorted(root.rglob("*")):
-                if path.suffix in (".py", ".mlir") and "__pycache__" not in path.parts:
-                    h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    for name, root in digest_roots():
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".mlir") and "__pycache__" not in path.parts:
+                where = f"{name}:{path.relative_to(root).as_posix()}"
+                h.update(where.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
