@@ -131,10 +131,26 @@ def _needs_wide(m: Manifest, name: str, view: TensorView) -> bool:
     return True
 
 
+def check_dtype(p: TensorParam, view: TensorView) -> None:
+    """The element type must be the parameter's exactly: one of the same size (i32 for f32,
+    f16 for bf16, u8 for i8) would be read as the parameter's bits, silently wrong."""
+    if view.dtype == p.dtype:
+        return
+    got, want = DTYPE_SIZES[view.dtype], DTYPE_SIZES[p.dtype]
+    why = (
+        f"the same {want}-byte size, but the kernel would read its bits as {p.dtype}"
+        if got == want
+        else f"{got}-byte elements where the kernel reads {want}-byte ones"
+    )
+    raise TypeError(
+        f"argument {p.name!r}: dtype {view.dtype}, expected {p.dtype} ({why}); convert it "
+        f"to {p.dtype} first"
+    )
+
+
 def _check_tensor(p: TensorParam, view: TensorView, symbols: dict[str, int]) -> None:
     where = f"argument {p.name!r}"
-    if view.dtype != p.dtype:
-        raise TypeError(f"{where}: dtype {view.dtype}, expected {p.dtype}")
+    check_dtype(p, view)
     if len(view.shape) != len(p.shape):
         raise ValueError(
             f"{where}: rank {len(view.shape)} (shape {list(view.shape)}), expected rank "
