@@ -25,10 +25,14 @@ def tool(name: str) -> str:
     return found
 
 
+# A tool's name is replaced only where it stands as a command word: after the start of the
+# line, a blank or a shell separator, and before a blank. A path holding the same word (a
+# checkout named `tilec`: `/home/me/tilec/examples/...`) is left alone, and `%repo` is
+# substituted after the tools, so its expansion is never rewritten.
+for name in ("tile-opt", "tilec", "filecheck"):
+    config.substitutions.append((rf"(?<![^\s|;&(]){name}(?=\s|$)", tool(name)))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%repo", os.path.dirname(config.test_source_root)))
-for name in ("tile-opt", "tilec", "filecheck"):
-    config.substitutions.append((rf"\b{name}\b(?![-.\w])", tool(name)))
 
 config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 for var in ("HOME", "TILEC_CACHE_DIR", "CUDA_HOME"):
