@@ -160,10 +160,26 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def _tile_files(inputs: list[str]) -> list[str]:
+    """The files named, and the `.tile` files of each folder named (not its subfolders').
+
+    A path that does not exist, or a folder with no `.tile` file, is an error before anything
+    compiles: a typo must not leave a CI run green.
+    """
     files: list[str] = []
+    diags = []
     for item in inputs:
         path = Path(item)
-        files.extend(sorted(str(p) for p in path.glob("*.tile")) if path.is_dir() else [item])
+        if not path.exists():
+            diags.append(Diagnostic("error", f"'{item}' does not exist", None))
+        elif not path.is_dir():
+            files.append(item)
+        elif found := sorted(str(p) for p in path.glob("*.tile")):
+            files.extend(found)
+        else:
+            message = f"'{item}' is a folder with no .tile file (subfolders are not searched)"
+            diags.append(Diagnostic("error", message, None))
+    if diags:
+        raise DiagnosticError(diags)
     return files
 
 

@@ -86,33 +86,45 @@ def _promises_json(pp: Passport, promises: list) -> list[dict]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Exit 1 when a contract is broken or a kernel has none; an input that does not compile
-    (gemm_sm90 does not lower yet) is listed apart and leaves the status alone."""
+    """Exit 1 when any input fails: a contract broken, a kernel without one, an input that
+    does not compile (a syntax error, a file with no kernel) or that is not a `.tile` source."""
     from tilec.cli import _tile_files
 
-    broken, uncompiled, files = [], [], _tile_files(args.inputs)
+    failed, uncompiled, files = [], [], _tile_files(args.inputs)
     for file in files:
+        if not file.endswith(".tile"):
+            print(f"{file}: not a .tile file: contracts are read from .tile sources")
+            failed.append(file)
+            continue
         try:
             artifact = _compile(file, args, passport=False)
         except ContractError as exc:
             print(render_all(exc.diagnostics), file=sys.stderr)
-            broken.append(file)
+            failed.append(file)
             continue
         except DiagnosticError as exc:
-            first = exc.diagnostics[-1]
-            print(f"{file}: not compiled: {first.message}")
+            print(_located(file, exc.diagnostics), file=sys.stderr)
+            print(f"{file}: not compiled: {exc.diagnostics[-1].message}")
             uncompiled.append(file)
             continue
         for name, k in (artifact.contracts or {}).items():
             if not k.promises:
                 print(f"{file}: {name}: no contract")
-                broken.append(file)
+                failed.append(file)
             else:
                 print(f"{file}: {name}: {len(k.promises)} promises kept")
-    summary = f"tilec check: {len(files)} inputs, {len(broken)} failed"
-    summary += f", {len(uncompiled)} not compiled" if uncompiled else ""
-    print(summary + (f": {', '.join(sorted(set(broken)))}" if broken else ""))
-    return 1 if broken else 0
+    bad = sorted(set(failed + uncompiled))
+    summary = f"tilec check: {len(files)} inputs, {len(bad)} failed"
+    summary += f" ({len(uncompiled)} not compiled)" if uncompiled else ""
+    print(summary + (f": {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+def _located(file: str, diags: list) -> str:
+    """The diagnostics rendered; one that names no place is prefixed with the input's name."""
+    return "\n".join(
+        render_all([d]) if d.span is not None else f"{file}: {render_all([d])}" for d in diags
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -93,9 +93,72 @@ def _target_in_text(text: str, path: str) -> str | None:
 def _dump(options: CompileOptions, stem: str, artifact: Artifact) -> None:
     if options.dump_dir is None:
         return
-    options.dump_dir.mkdir(parents=True, exist_ok=True)
-    ext = BY_KEY[artifact.stage].ext
-    (options.dump_dir / f"{stem}.{ext}").write_bytes(artifact.as_bytes(options.flags))
+    target = options.dump_dir / f"{stem}.{BY_KEY[artifact.stage].ext}"
+    try:
+        options.dump_dir.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(artifact.as_bytes(options.flags))
+    except OSError as exc:
+        is_file = options.dump_dir.exists() and not options.dump_dir.is_dir()
+        why = "it is a file, not a directory" if is_file else (exc.strerror or str(exc))
+        raise fail(
+            f"--dump-dir '{options.dump_dir}': cannot write '{target.name}' there: {why}",
+            ("name a directory (it is made if missing) or leave --dump-dir out",),
+        ) from None
+
+
+# The stages an input may hold (`--from`): `ast` is a printout, a `cubin` the last stage.
+INPUT_STAGES = tuple(s.key for s in STAGES if s.kind in ("mlir", "llvm-ir", "ptx"))
+
+
+def _read_input(path: str) -> bytes:
+    """The input's bytes; a missing file, a directory or an unreadable one is an error."""
+    file = Path(path)
+    if not file.exists():
+        raise fail(f"'{path}' does not exist", (f"relative paths start at {Path.cwd()}",))
+    if file.is_dir():
+        raise fail(
+            f"'{path}' is a directory, not a file",
+            ("name one file; 'tilec check' and 'tilec build' take folders of .tile files",),
+        )
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+def _start_stage(path: str, given: str | None) -> str:
+    """The stage the input holds: `--from`'s (checked) or the one its name says."""
+    if given is not None:
+        if given not in INPUT_STAGES:
+            why = "unknown stage" if given not in BY_KEY else f"tilec cannot read a {given} stage"
+            raise fail(
+                f"--from {given}: {why}",
+                (
+                    f"--from takes {', '.join(INPUT_STAGES)}; "
+                    "a .tile source needs no --from (name it k.tile)",
+                ),
+            )
+        return given
+    start = stage_of_input(path)
+    if start is None:
+        raise fail(
+            f"cannot tell which stage '{path}' holds",
+            ("name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE",),
+        )
+    return start
+
+
+# PTX opens with `.version` and names its `.target`; ptxas and the driver reject any other text.
+_PTX_HEADER = (re.compile(r"^\s*\.version\s+\d+\.\d+", re.M), re.compile(r"^\s*\.target\s", re.M))
+
+
+def _check_text_input(text: str, path: str, stage: str) -> None:
+    """A `.ptx` input must be PTX: it is passed on as it is (to stdout, ptxas, a bundle)."""
+    if stage == "ptx" and not all(p.search(text) for p in _PTX_HEADER):
+        raise fail(
+            f"'{path}' holds no PTX: it has no '.version' and '.target' directives",
+            ("give PTX as tilec or LLVM's NVPTX backend writes it (tilec compile k.tile)",),
+        )
 
 
 def _frontend(source: bytes, file: str, options: CompileOptions, ctx: ir.Context) -> Artifact:
@@ -212,16 +275,8 @@ def compile_file(
         raise fail(f"unknown stage '{options.emit}'", (f"stages: {', '.join(BY_KEY)}",))
     if options.arch is not None and options.arch not in ARCHES:
         raise fail(f"unknown --arch '{options.arch}'", (f"targets: {', '.join(ARCHES)}",))
-    start = options.start or stage_of_input(path)
-    if start is None:
-        raise fail(
-            f"cannot tell which stage '{path}' holds",
-            ("name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE",),
-        )
-    try:
-        source = Path(path).read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read '{path}': {exc.strerror}") from None
+    source = _read_input(path)
+    start = _start_stage(path, options.start)
     stem = Path(path).name.split(".")[0]
     ctx = make_context(allow_unregistered=bool(flag(options.flags, "allow_unregistered_dialect")))
     ctx.enable_multithreading(not flag(options.flags, "mlir_disable_threading"))
@@ -237,6 +292,7 @@ def compile_file(
         artifact.arch = _target_in_ir(module)
     else:
         text = source.decode("utf-8", errors="replace")
+        _check_text_input(text, path, start)
         arch = None if options.arch is not None else _target_in_text(text, path)
         artifact = Artifact(start, text, arch)
     if options.arch is not None:

@@ -87,26 +87,59 @@ def main(argv: list[str]) -> int:
     except L.LayoutError as e:
         _report(args.tv, [Diagnostic("error", e.message, Span("<tv>", 1, e.col or 1))])
         return 1
+    drawn = isinstance(value, (L.Layout, L.ComposedLayout))
+    if drawn and (args.table or args.svg):
+        try:
+            _check_drawable(args.expr, value, tile, "--table" if args.table else "--svg")
+        except DiagnosticError as e:
+            _report(args.expr, e.diagnostics)
+            return 1
     if not args.table:  # the table's first line is the layout already
         print(tiler_str(value))
     if not (args.table or args.svg):
         return 0
-    if not isinstance(value, (L.Layout, L.ComposedLayout)):
+    if not drawn:
         print(
             f"<expr>: error: --table and --svg draw layouts, not {tiler_str(value)}",
             file=sys.stderr,
         )
         return 1
     try:
+        table = ""
         if args.table:
-            print(L.tv_table(value, tile) if tile is not None else L.layout_table(value))
-        if args.svg:
-            with open(args.svg, "w", encoding="utf-8") as f:
-                f.write(L.to_svg(value, tile))
+            table = L.tv_table(value, tile) if tile is not None else L.layout_table(value)
+        picture = L.to_svg(value, tile) if args.svg else ""
     except L.LayoutError as e:
         _report(args.expr, [Diagnostic("error", e.message, None)])
         return 1
-    except OSError as e:
-        print(f"tilec layout: error: cannot write {args.svg}: {e.strerror}", file=sys.stderr)
-        return 1
+    if args.table:
+        print(table)  # a reader that left (`| head`) ends the command quietly: tilec.tools
+    if args.svg:
+        try:
+            with open(args.svg, "w", encoding="utf-8") as f:
+                f.write(picture)
+        except OSError as e:
+            print(f"tilec layout: error: cannot write {args.svg}: {e.strerror}", file=sys.stderr)
+            return 1
     return 0
+
+
+# The most cells --table or --svg draws: 256 x 256 (a 128 x 256 GEMM tile's TV picture fits);
+# a table of 2^40 cells would take hours and terabytes.
+MAX_CELLS = 1 << 16
+
+
+def _check_drawable(text: str, value: object, tile: object, what: str) -> None:
+    """Refuse a picture too large to draw, before drawing any of it."""
+    cells = L.size(value)
+    if tile is not None:
+        cells = max(cells, L.size(tile))
+    if cells <= MAX_CELLS:
+        return
+    span = Span(EXPR_FILE, 1, len(text) - len(text.lstrip()) + 1, len(text.strip()))
+    message = (
+        f"{what} of {tiler_str(value)} would draw {cells} cells, over the limit of {MAX_CELLS} "
+        "(256 x 256)"
+    )
+    note = "draw a part of it (e.g. slice((_, 0), L) or a smaller shape), or print it alone"
+    raise DiagnosticError([Diagnostic("error", message, span, [Diagnostic("note", note, None)])])

@@ -15,6 +15,7 @@ import io
 import os
 import sys
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -49,14 +50,27 @@ def load_pass_plugin(path: str) -> None:
         raise DiagnosticError([Diagnostic("error", message, None)]) from None
 
 
-def list_passes() -> str:
-    width = max((len(n) for n in PASSES), default=0)
+def first_sentence(doc: str | None) -> str:
+    """A docstring's first sentence (to the first '. ' or the end of its first paragraph),
+    joined onto one line: what `--list-passes` says a pass does."""
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    sentence = paragraph if end < 0 else paragraph[: end + 1]
+    return sentence[:-1] + "." if sentence.endswith(":") else sentence  # ':' before an example
+
+
+def list_passes(width: int = 100) -> str:
+    """Each tilec pass, its whole first sentence wrapped to `width` columns, and its options."""
+    name_width = max((len(n) for n in PASSES), default=0)
+    indent = " " * (name_width + 4)
     lines = ["tilec passes:"]
     for name, cls in sorted(PASSES.items()):
-        lines.append(f"  {name:<{width}}  {cls.summary()}")
+        text = textwrap.wrap(first_sentence(cls.__doc__), width - len(indent)) or [""]
+        lines.append(f"  {name:<{name_width}}  {text[0]}")
+        lines.extend(indent + rest for rest in text[1:])
         for field in cls.options():
             default = field.default if field.default is not field.default_factory else "..."
-            lines.append(f"  {'':<{width}}    {field.name.replace('_', '-')}={default}")
+            lines.append(f"{indent}  {field.name.replace('_', '-')}={default}")
     lines.append("Upstream MLIR passes are used by their mlir-opt names, e.g. canonicalize, cse.")
     return "\n".join(lines)
 
@@ -255,8 +269,15 @@ def _write(outputs: list[str | bytes], line: CommandLine) -> None:
     if line.o in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-    else:
+        return
+    try:
         Path(line.o).write_bytes(data)
+    except OSError as exc:
+        folder = Path(line.o).parent
+        why = exc.strerror or str(exc)
+        if not folder.is_dir():
+            why = f"its folder '{folder}' does not exist (tile-opt makes no folders)"
+        raise CommandLineError(f"cannot write '-o {line.o}': {why}") from None
 
 
 def _plugins(argv: list[str]) -> list[str]:

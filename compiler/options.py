@@ -33,6 +33,7 @@ class Option:
     metavar: str = "VALUE"
     tools: tuple[str, ...] = BOTH
     supported: bool = True  # False: accepted by name, then refused (the bindings lack it)
+    integer: bool = False  # a "value" that must be a non-negative integer
 
     @property
     def dest(self) -> str:
@@ -84,6 +85,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         None,
         "N",
+        integer=True,
     ),
     Option(
         "mlir-elide-resource-strings-if-larger",
@@ -92,6 +94,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         None,
         "N",
+        integer=True,
     ),
     # The pass manager's instruments.
     Option(
@@ -297,8 +300,15 @@ def parse_command_line(argv: list[str], tool: str) -> CommandLine:
             if opt.name == "p":
                 line.steps.append(Step("pipeline", value, flag=arg))
         else:
-            line.values[opt.dest] = value
+            line.values[opt.dest] = count(opt, value) if opt.integer else value
     return line
+
+
+def count(opt: Option, value: str) -> int:
+    """The value of an integer option, or a CommandLineError saying what it takes."""
+    if not value.strip().isdigit():
+        raise CommandLineError(f"'-{opt.name}' takes a count ({opt.metavar} >= 0), not '{value}'")
+    return int(value)
 
 
 def flag(flags: object | None, dest: str) -> object:
@@ -368,4 +378,19 @@ def add_to_argparse(parser: object, tool: str = TILEC) -> None:
             kwargs.update(action="append", default=[], metavar=opt.metavar)
         else:
             kwargs.update(default=opt.default, metavar=opt.metavar)
+        if opt.integer:
+            kwargs.update(type=_argparse_count(opt))
         parser.add_argument(*spellings, **kwargs)
+
+
+def _argparse_count(opt: Option) -> object:
+    """An argparse `type` reading an integer option (argparse prints the error's text)."""
+    import argparse
+
+    def read(value: str) -> int:
+        try:
+            return count(opt, value)
+        except CommandLineError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return read

@@ -3,6 +3,7 @@ reductions and iteration spaces."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 
 from tilec import layout as L
@@ -100,8 +101,32 @@ def from_algebra(x: object) -> V:
     return ErrorV()
 
 
+def arity_error(name: str, args: list[V]) -> str | None:
+    """What algebra function `name` takes, when `args` are too few or too many for it."""
+    signature = inspect.signature(getattr(L, name))
+    try:
+        signature.bind(*args)
+    except TypeError:
+        pass
+    else:
+        return None
+    params = [
+        f"{p.name}..."
+        if p.kind is p.VAR_POSITIONAL
+        else p.name + ("?" if p.default is not p.empty else "")
+        for p in signature.parameters.values()
+    ]
+    message = f"{name} takes ({', '.join(params)}), got {len(args)} argument"
+    message += "" if len(args) == 1 else "s"
+    if name == "crd2idx" and any(isinstance(a, LayoutV) for a in args):
+        message += "; for a layout L write crd2idx(crd, shape(L), stride(L))"
+    return message
+
+
 def algebra(c: ExprChecker, name: str, args: list[V], span: ast.Span) -> V:
     """Evaluate a layout-algebra function at compile time; its errors are located at the call."""
+    if (wrong := arity_error(name, args)) is not None:
+        return c.error(wrong, span)
     try:
         result = getattr(L, name)(*(to_algebra(a) for a in args))
     except L.LayoutError as exc:

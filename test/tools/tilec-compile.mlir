@@ -26,7 +26,7 @@
 
 // NOSTAGE: error: cannot tell which stage
 // NOSTAGE-NEXT: note: name it k.tile, k.<stage>.mlir, k.ll or k.ptx, or pass --from STAGE
-// MISSING: error: cannot read '{{.*}}.missing.tile'
+// MISSING: error: '{{.*}}.missing.tile' does not exist
 // An output path that is a folder is an error naming it, not a traceback.
 // ISDIR: error: cannot write '{{.*}}.dir': Is a directory
 // ISDIR-NOT: Traceback

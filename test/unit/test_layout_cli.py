@@ -87,7 +87,13 @@ def test_tv_table_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
         ("size(complement((2,2):(1,1)))", 6, "starts inside the span 2"),
         ("compositon(8:1, 2)", 1, "unknown function 'compositon' (did you mean 'composition'?)"),
         ("composition((4,8):(8,1), (2,2):(1,4)", 37, "expected ',' or ')', found end of file"),
-        ("coalesce(8:1, 1, 2)", 1, "coalesce: invalid arguments"),
+        ("coalesce(8:1, 1, 2)", 1, "coalesce takes (x, profile?), got 3 arguments"),
+        (
+            "crd2idx((9,9), (4,8):(8,1))",
+            1,
+            "crd2idx takes (crd, shape, stride), got 2 arguments; for a layout L write "
+            "crd2idx(crd, shape(L), stride(L))",
+        ),
         ("(2,4):(1,(2,3))", 1, "shape (2,4) and stride (1,(2,3)) are not congruent"),
         ("8:1 $", 5, "invalid character '$'"),
         ("((2:1),4):(1,2)", 1, "a layout's shape and stride must be integers or tuples of them"),

@@ -29,7 +29,7 @@ def test_one_dash_or_two_and_values_after_equals_or_next() -> None:
     assert read("-o=out.mlir").o == "out.mlir"
     assert read("--split-input-file=// cut").split_input_file == "// cut"
     assert read("-verify-diagnostics=only-expected").verify_diagnostics == "only-expected"
-    assert read("-mlir-elide-elementsattrs-if-larger=16").mlir_elide_elementsattrs_if_larger == "16"
+    assert read("-mlir-elide-elementsattrs-if-larger=16").mlir_elide_elementsattrs_if_larger == 16
 
 
 def test_flags_take_true_or_false() -> None:
