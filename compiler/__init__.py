@@ -30,8 +30,10 @@ def compile(path: str, arch: str | None = None, kernel: str | None = None, **par
     def compile_fn(source: str, p: dict[str, Any], target: str) -> tuple[Any, str, str, str]:
         compiled = compile_tile(path, overrides, arch)
         manifests = [m for m in compiled.manifests if kernel in (None, m.entry)]
+        names = ", ".join(m.entry for m in compiled.manifests)
+        if not manifests:
+            raise ValueError(f"{path} has no kernel named {kernel!r}; its kernels: {names}")
         if len(manifests) != 1:
-            names = ", ".join(m.entry for m in compiled.manifests)
             raise ValueError(f"{path} has kernels {names}: pick one with kernel=NAME")
         special = compiled.special_ptx if manifests[0].special_ptx_file else ""
         return manifests[0], compiled.ptx, compiled.wide_ptx, special

@@ -15,6 +15,31 @@ class CudaError(RuntimeError):
     """A CUresult other than CUDA_SUCCESS; the message names the call and the error."""
 
 
+NO_GPU = (
+    "no CUDA driver / GPU found ({why}): launching a kernel needs an NVIDIA GPU and its driver; "
+    "compiling and 'tilec build' need neither"
+)
+# cuInit's answers on a machine that has the driver library but no usable GPU.
+_NO_DEVICE = ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA_ERROR_NOT_SUPPORTED")
+
+
+def init() -> None:
+    """cuInit, or a CudaError saying that no driver or GPU is there (cuda-python raises its own
+    error from the first call when libcuda.so is missing: that is turned into ours)."""
+    try:
+        result = cu.cuInit(0)
+    except RuntimeError:  # cuda.pathfinder's DynamicLibNotFoundError, and kin
+        raise CudaError(
+            NO_GPU.format(why="the driver library libcuda.so cannot be loaded")
+        ) from None
+    try:
+        check(result, "cuInit")
+    except CudaError as exc:
+        if any(name in str(exc) for name in _NO_DEVICE):
+            raise CudaError(NO_GPU.format(why=str(exc))) from None
+        raise
+
+
 def check(result: tuple[Any, ...], call: str) -> Any:
     """The values of a cuda.bindings call, or CudaError naming `call` and the CUresult."""
     err, *values = result
@@ -40,7 +65,7 @@ def current_context(device: int | None = None) -> int:
     """
     global _initialised
     if not _initialised:
-        check(cu.cuInit(0), "cuInit")
+        init()
         _initialised = True
     ctx = check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if int(ctx) != 0:
@@ -198,6 +223,30 @@ def order_after(stream: int, earlier: int) -> bool:
 
 def synchronize(stream: int) -> None:
     check(cu.cuStreamSynchronize(cu.CUstream(stream)), "cuStreamSynchronize")
+
+
+def synchronize_context() -> None:
+    """Wait for all work of the current context, every stream's."""
+    check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def event() -> Any:
+    """A CUevent that records time (for `elapsed_ms`)."""
+    return check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+
+
+def record(event: Any, stream: int) -> None:
+    check(cu.cuEventRecord(event, cu.CUstream(stream)), "cuEventRecord")
+
+
+def elapsed_ms(start: Any, end: Any) -> float:
+    """Milliseconds between two recorded events, once `end` has happened (waits for it)."""
+    check(cu.cuEventSynchronize(end), "cuEventSynchronize")
+    return float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
+
+def destroy_event(event: Any) -> None:
+    check(cu.cuEventDestroy(event), "cuEventDestroy")
 
 
 def encode_tma_tiled(args: dict[str, Any], address: int) -> bytes:

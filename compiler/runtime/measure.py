@@ -1,21 +1,25 @@
-"""Runtime: random inputs, timing and bandwidth for a bundle (`tilec run`; needs torch)."""
+"""Runtime: random inputs, timing and bandwidth for a bundle (`tilec run`): numpy and the
+CUDA driver only, no torch (`time_graph_ms`, for the benchmarks, needs torch's CUDA graphs)."""
 
 from __future__ import annotations
 
 import statistics
+import weakref
 from typing import Any
 
+import numpy as np
+
+from tilec.runtime import driver
 from tilec.runtime.bundle import DTYPE_SIZES, Manifest, ScalarParam, TensorParam
 from tilec.runtime.formula import evaluate
-
-TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32"}
+from tilec.runtime.tensors import NUMPY_DTYPES, DeviceArray, bf16_bits, row_major_strides
 
 
 def _torch() -> Any:
     try:
         import torch
     except ImportError:  # pragma: no cover - depends on the machine
-        raise RuntimeError("tilec run needs torch to make device tensors") from None
+        raise RuntimeError("time_graph_ms needs torch (it replays a torch CUDA graph)") from None
     return torch
 
 
@@ -27,7 +31,7 @@ def shapes(manifest: Manifest, sizes: dict[str, int]) -> dict[str, tuple[int, ..
             out[p.name] = tuple(evaluate(d, {**manifest.constants, **sizes}) for d in p.shape)
         except Exception as exc:  # noqa: BLE001 - reported with the missing name
             raise ValueError(
-                f"tensor '{p.name}' has shape {p.shape}: give --size ({exc})"
+                f"tensor '{p.name}' has shape {p.shape}: give its sizes, --size NAME=INT ({exc})"
             ) from None
     return out
 
@@ -49,26 +53,55 @@ def unit_mode_last(p: TensorParam, rank: int) -> list[int]:
 
 
 def random_args(manifest: Manifest, sizes: dict[str, int], seed: int = 0) -> list[Any]:
-    """torch tensors with standard-normal values (never zeros), float scalars of 1.5 and
-    integer scalars of `sizes[name]` (3 when not given); a broadcast argument (stride 0) is its
-    data expanded, as `bias.expand(M, N)`; a tensor whose layout makes another mode than the
-    last contiguous (the transpose of a row-major one) is laid out so."""
-    torch = _torch()
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    dims = shapes(manifest, sizes)
+    """Device arrays (`DeviceArray`, through the driver) of standard-normal values (never
+    zeros; integers truncated from them), float scalars of 1.5 and integer scalars of
+    `sizes[name]` (3 when not given); a broadcast argument (stride 0) is its data expanded, as
+    `bias.expand(M, N)`; a tensor whose layout makes another mode than the last contiguous (the
+    transpose of a row-major one) is laid out so. Without a driver or GPU: CudaError."""
+    dims = shapes(manifest, sizes)  # a missing --size is an error before the GPU is touched
+    driver.current_context()  # the arrays live in the context the kernel launches in
+    rng = np.random.default_rng(seed)
     args: list[Any] = []
     for p in manifest.params:
         if isinstance(p, TensorParam):
-            dtype = getattr(torch, TORCH_DTYPES[p.dtype])
-            data = stored(p, dims[p.name])
-            order = unit_mode_last(p, len(data))
-            back = sorted(range(len(order)), key=order.__getitem__)
-            t = torch.randn([data[k] for k in order], generator=gen, device="cuda")
-            args.append(t.to(dtype).permute(back).expand(dims[p.name]))
+            args.append(random_tensor(p, dims[p.name], rng))
         elif isinstance(p, ScalarParam):
             integer = p.dtype.startswith(("i", "u"))
             args.append(sizes.get(p.name, 3) if integer else 1.5)
     return args
+
+
+def random_tensor(p: TensorParam, shape: tuple[int, ...], rng: np.random.Generator) -> DeviceArray:
+    """Tensor `p` of `shape` on the device: its data (`stored` extents) allocated in the order
+    `unit_mode_last` gives, with stride 0 along a broadcast mode."""
+    data = stored(p, shape)
+    order = unit_mode_last(p, len(data))
+    values = rng.standard_normal([data[k] for k in order], dtype=np.float32)
+    laid = row_major_strides(tuple(data[k] for k in order))
+    strides = [0] * len(data)
+    for position, mode in enumerate(order):
+        strides[mode] = 0 if data[mode] == 1 and shape[mode] != 1 else laid[position]
+    return device_array(host_values(p, values), shape, tuple(strides), p.dtype)
+
+
+def host_values(p: TensorParam, values: np.ndarray) -> np.ndarray:
+    """float32 `values` as tensor `p`'s element type (bf16 as its bit patterns)."""
+    if p.dtype == "bf16":
+        return bf16_bits(values)
+    if p.dtype not in NUMPY_DTYPES:
+        raise ValueError(f"tensor '{p.name}': random {p.dtype} data is not supported")
+    return values.astype(NUMPY_DTYPES[p.dtype])
+
+
+def device_array(
+    host: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str
+) -> DeviceArray:
+    """`host` copied into new device memory, viewed with `shape` and `strides` (in elements),
+    freed when the DeviceArray is."""
+    ptr = driver.to_device(host, 0)
+    array = DeviceArray(ptr, shape, strides, dtype)
+    weakref.finalize(array, driver.free, ptr)
+    return array
 
 
 def bytes_moved(manifest: Manifest, sizes: dict[str, int]) -> int:
@@ -84,23 +117,28 @@ def bytes_moved(manifest: Manifest, sizes: dict[str, int]) -> int:
 
 
 def time_ms(fn: Any, warmup: int = 5, iters: int = 15, inner: int = 20) -> float:
-    """Median over `iters` samples of `inner` back-to-back launches timed with CUDA events.
+    """Median over `iters` samples of `inner` back-to-back launches timed with CUDA events on
+    the legacy default stream (where a launch without a framework's stream goes, and torch's
+    default stream).
 
     Back-to-back launches amortise the Python launch gap, so the figure is the kernel's.
     """
-    torch = _torch()
+    driver.current_context()
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
+    driver.synchronize_context()
+    start, end = driver.event(), driver.event()
+    try:
+        times = []
+        for _ in range(iters):
+            driver.record(start, 0)
+            for _ in range(inner):
+                fn()
+            driver.record(end, 0)
+            times.append(driver.elapsed_ms(start, end) / inner)
+    finally:
+        driver.destroy_event(start)
+        driver.destroy_event(end)
     return statistics.median(times)
 
 

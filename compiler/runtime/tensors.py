@@ -71,10 +71,36 @@ class TensorView:
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
     dtype: str
-    framework: str  # torch | cupy | cuda_array_interface | dlpack | numpy
+    framework: str  # torch | cupy | cuda_array_interface | dlpack | numpy | device
     device: int | None = None  # CUDA ordinal when the framework says so
     host: np.ndarray | None = None
     keepalive: Any = None  # e.g. a DLPack capsule that owns the memory while we use it
+
+
+@dataclass(eq=False)
+class DeviceArray:
+    """Device memory the runtime allocated itself (`tilec run`'s random inputs, made without
+    torch): passed to a kernel as a framework's CUDA tensor is. Whoever allocated `ptr` frees
+    it (measure.device_array ties it to this object's life)."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    dtype: str  # a manifest dtype
+
+
+# Manifest dtype → the numpy dtype of its bits (bf16 is stored as its 16-bit pattern).
+NUMPY_DTYPES = {
+    **{d: np.dtype(t) for t, d in _TYPESTR.items() if d != "bool"},
+    "bool": np.dtype(np.bool_),
+    "bf16": np.dtype(np.uint16),
+}
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values as bf16 bit patterns (the top half of an f32, rounded to nearest even)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -205,6 +231,8 @@ def _is_dlpack_device(obj: Any) -> bool:
 
 def as_view(obj: Any, name: str) -> TensorView:
     """A TensorView of `obj`, or a TypeError naming the argument."""
+    if isinstance(obj, DeviceArray):
+        return TensorView(obj.ptr, obj.shape, obj.strides, obj.dtype, "device", keepalive=obj)
     module = type(obj).__module__.split(".")[0]
     if module == "torch":
         return _from_torch(obj, name)

@@ -126,7 +126,7 @@ def test_build_cli_reports_a_missing_file(capsys) -> None:  # noqa: ANN001
     from tilec.cli import main
 
     assert main(["build", "no/such.tile", "-o", "build/never"]) == 1
-    assert "error: cannot read 'no/such.tile'" in capsys.readouterr().err
+    assert "error: 'no/such.tile' does not exist" in capsys.readouterr().err
 
 
 def test_build_reports_failures_and_still_builds_the_rest(
