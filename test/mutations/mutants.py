@@ -86,9 +86,9 @@ MUTANTS = [
     # --- lowering/ shared (SM80 + SM90) ---
     Mutant(
         "lowering/__init__.py",
-        "        moved = arith.ShRUIOp(yyy, amount) if sw.shift >= 0 else arith.ShLIOp(yyy, amount)",
-        "        moved = arith.ShRUIOp(yyy, amount) if sw.shift > 0 else arith.ShLIOp(yyy, amount)",
-        "IndexBuilder.swizzle: shift 0 goes the wrong way (never hit: S is 3)",
+        "        return arith.XOrIOp(offset, moved.result).result",
+        "        return arith.OrIOp(offset, moved.result).result",
+        "IndexBuilder.swizzle: or instead of xor",
     ),
     Mutant(
         "lowering/__init__.py",
