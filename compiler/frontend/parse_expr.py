@@ -36,6 +36,7 @@ class ExprParser:
         self.toks, self.diags = tokens, diags
         self.i = 0
         self.depth = 0
+        self.chained = 0  # of `depth`, the levels that operators of chains (`a + b + c`) add
         self.type_params: set[str] = set()
 
     # Token helpers ----------------------------------------------------------------------------
@@ -83,13 +84,24 @@ class ExprParser:
         return Span(start.file, start.line, start.col, max(1, end.col + end.length - start.col))
 
     def nest(self) -> None:
+        """One level deeper; past MAX_DEPTH a located error that says what made the depth."""
         self.depth += 1
-        if self.depth > MAX_DEPTH:
+        if self.depth <= MAX_DEPTH:
+            return
+        if not self.chained:
             self.fail(f"nesting deeper than {MAX_DEPTH} levels")
+        self.fail(
+            f"expression deeper than {MAX_DEPTH} levels, {self.chained} of them operators of "
+            "chains: each operator of a chain such as a + b + c adds a level to its tree, as "
+            "each pair of parentheses does; split long chains into lets "
+            "(let s = a + b + ..., then s + ...)"
+        )
 
-    def link(self, links: int) -> int:
+    def link(self, links: int, chained: bool = True) -> int:
         """One more operator in a chain like `a + b + c`: the tree it builds deepens by one
-        level per operator, so a chain counts against the nesting limit as parentheses do."""
+        level per operator, so a chain counts against the nesting limit as parentheses do
+        (`chained` False: an index's brackets, which count as nesting)."""
+        self.chained += chained
         self.nest()
         return links + 1
 
@@ -107,6 +119,7 @@ class ExprParser:
             ty = self.advance()
             node = ast.Cast(self.join(node.span), node, ast.Name(ty.span, ty.text))
         self.depth -= 1 + links
+        self.chained -= links
         return node
 
     def is_type_name(self, tok: Token) -> bool:
@@ -168,6 +181,7 @@ class ExprParser:
             op = tok.text if tok.kind == "ident" else tok.kind
             node = ast.Binary(self.join(node.span), op, node, rhs)
         self.depth -= links
+        self.chained -= links
         return node
 
     def unary(self) -> ast.Node:
@@ -181,20 +195,21 @@ class ExprParser:
 
     def postfix(self) -> ast.Node:
         node = self.primary()
-        links = 0
+        links = attrs = 0
         while True:
             if self.at(".") and self.peek().kind == "ident":
-                links = self.link(links)
+                links, attrs = self.link(links), attrs + 1
                 self.advance()
                 attr = self.advance()
                 node = ast.Attr(self.join(node.span), node, attr.text)
             elif self.at("["):
-                links = self.link(links)
+                links = self.link(links, chained=False)
                 self.advance()
                 indices = self.comma_list("]", self.expr)
                 node = ast.Index(self.join(node.span), node, indices)
             else:
                 self.depth -= links
+                self.chained -= attrs
                 return node
 
     def primary(self) -> ast.Node:

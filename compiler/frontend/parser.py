@@ -151,7 +151,7 @@ class Parser(ExprParser):
         self.skip_newlines()
         self.expect("{", "'{'")
         self.nest()
-        base = self.depth
+        base, chained = self.depth, self.chained
         stmts = []
         while True:
             while self.at("newline", ";"):
@@ -163,7 +163,7 @@ class Parser(ExprParser):
                 if not self.at("}", "eof"):
                     self.expect_end()
             except ParseError:
-                self.depth = base
+                self.depth, self.chained = base, chained
                 self.sync_stmt()
         self.expect("}", "'}'")
         self.depth -= 1

@@ -170,7 +170,19 @@ def test_dump_ast_is_an_s_expression_with_positions() -> None:
 )
 def test_long_operator_chains_are_located_errors(chain: str) -> None:
     src = "kernel k() grid(1) threads(1) target(sm_80) {\n let v = block" + chain * 3000 + "\n}"
-    assert any(f"nesting deeper than {MAX_DEPTH} levels" in e for e in errors(src))
+    # an index's brackets nest; every other chain is operators of a chain
+    said = "nesting deeper than" if chain == "[0]" else "expression deeper than"
+    assert any(f"{said} {MAX_DEPTH} levels" in e for e in errors(src))
+
+
+def test_a_flat_sum_past_the_limit_is_a_chain_not_nesting() -> None:
+    terms = " + ".join(["1"] * MAX_DEPTH)
+    (first, *_) = errors(f"kernel k() grid(1) threads(1) target(sm_80) {{\n  let v = {terms}\n}}")
+    assert first.startswith("f.tile:2:") and "nesting" not in first
+    assert f"expression deeper than {MAX_DEPTH} levels, {MAX_DEPTH - 1} of them operators" in first
+    assert "split long chains into lets" in first
+    fewer = " + ".join(["1"] * (MAX_DEPTH - 1))
+    parse_source(f"kernel k() grid(1) threads(1) target(sm_80) {{\n  let v = {fewer}\n}}", "f.tile")
 
 
 def test_programs_at_the_nesting_limit_go_all_the_way_through() -> None:
