@@ -162,10 +162,22 @@ class MmaPartition:
         return f"the C fragment of an MMA on a {self.block[0]}x{self.block[1]} block"
 
 
+# convert-tile-sm90 lowers wgmma, but only in a warp_specialize region: its operands come
+# through the producer's TMA ring. This lowering (mma.sync) has no wgmma.
+WGMMA_OUTSIDE = (
+    "wgmma atom '{atom}' outside warp_specialize: wgmma is lowered only inside a "
+    "warp_specialize block (convert-tile-sm90), with the gemm in a consumer(...) role fed by a "
+    "producer's copy<tma> (examples/gemm_sm90.tile); outside one, use an "
+    "sm80.mma_16x8x16 atom"
+)
+
+
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)
     if t is None:
         raise LoweringError(op, f"expected a !tile.mma type, got {mma}")
+    if t.atom.startswith("sm90.wgmma"):
+        raise LoweringError(op, WGMMA_OUTSIDE.format(atom=t.atom))
     if t.atom not in ATOMS:
         raise LoweringError(
             op, f"mma atom '{t.atom}' is not lowered yet (lowered: {', '.join(ATOMS)})"
