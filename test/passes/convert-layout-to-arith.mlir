@@ -8,10 +8,10 @@
 // CHECK-SAME: %[[I:[^:]*]]: index, %[[N:[^:]*]]: index, %[[LD:[^:]*]]: index
 // CHECK-NOT: arith.divui
 // CHECK-NOT: arith.remui
-// CHECK-DAG: %[[C7:.*]] = arith.constant 7 : index
-// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
-// CHECK-DAG: %[[R:.*]] = arith.andi %[[I]], %[[C7]] : index
-// CHECK-DAG: %[[Q:.*]] = arith.shrui %[[I]], %[[C3]] : index
+// CHECK: %[[C7:.*]] = arith.constant 7 : index
+// CHECK: %[[R:.*]] = arith.andi %[[I]], %[[C7]] : index
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: %[[Q:.*]] = arith.shrui %[[I]], %[[C3]] : index
 // CHECK: %[[M:.*]] = arith.muli %[[R]], %[[LD]] : index
 // CHECK: %[[O:.*]] = arith.addi %[[M]], %[[Q]] : index
 // CHECK: return %[[O]]

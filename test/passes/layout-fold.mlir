@@ -7,8 +7,8 @@
 // CHECK-SAME: %[[I:.*]]: index, %[[J:.*]]: index
 // CHECK-NOT: layout.composition
 // CHECK: %[[C:.*]] = "layout.make"() : () -> !layout.layout<"(2,2):(8,1)">
-// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4 : index
-// CHECK-DAG: %[[NINE:.*]] = arith.constant 9 : index
+// CHECK: %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK: %[[NINE:.*]] = arith.constant 9 : index
 // CHECK: %[[Y:.*]] = "layout.crd2idx"(%[[C]], %[[I]], %[[J]])
 // CHECK: return %[[FOUR]], %[[NINE]], %[[Y]]
 func.func @compose(%i: index, %j: index) -> (index, index, index) {

@@ -9,8 +9,8 @@
 
 // CHECK-LABEL: func.func @rows(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: index, %[[N:[a-z0-9]+]]: index)
-// CHECK-DAG: %[[LO:.*]] = arith.maxsi %[[N]], %c1
-// CHECK-DAG: %[[CL:.*]] = arith.minsi %[[LO]], %c64
+// CHECK: %[[LO:.*]] = arith.maxsi %[[N]], %c1
+// CHECK: %[[CL:.*]] = arith.minsi %[[LO]], %c64
 // The tile of the last (here: the only) column block is at 0: cdiv(N, 64) - 1 folded.
 // CHECK: "tile.local_tile"(%{{.*}}, %{{.*}}, %c0)
 // The loop over whole tiles is gone; the other loop (over the rows R, not specialised) stays.
