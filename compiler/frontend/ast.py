@@ -96,6 +96,7 @@ class Binary(Node):
     op: str  # + - * / %, `o` (composition), comparisons < <= > >= == !=
     lhs: Node
     rhs: Node
+    op_span: Span | None = None  # the operator's token (where a zero divisor is reported)
 
 
 @dataclass

@@ -104,6 +104,8 @@ def local_tile(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) 
         )
     tiled, rest = [], []
     for m, size, crd in zip(modes, tile, coords, strict=True):
+        if isinstance(crd, ErrorV):  # reported where it was computed
+            return crd
         if not isinstance(crd, (IntV, UnderscoreV)):
             return c.error(
                 f"a tile coordinate is an integer or '_', not {crd.describe()}", node.args[2].span

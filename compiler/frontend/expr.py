@@ -215,11 +215,24 @@ class ExprChecker(StatementChecker):
             return algebra(self, "composition", [lhs, rhs], node.span)
         if node.op in COMPARISONS:
             return self.compare(node, lhs, rhs)
+        if node.op in "/%" and isinstance(rhs, IntV) and rhs.value == 0:
+            if isinstance(lhs, IntV) or not is_float_type(result_elem([lhs, rhs])):
+                return self.zero_divisor(node)
         if isinstance(lhs, IntV) and isinstance(rhs, IntV):
             return self.int_arith(node, lhs, rhs)
         if isinstance(lhs, (IntV, FloatV)) and isinstance(rhs, (IntV, FloatV)):
             return FloatV(None, "f32")
         return self.elementwise(node.span, [lhs, rhs], [node.lhs, node.rhs])
+
+    def zero_divisor(self, node: ast.Binary) -> V:
+        """An integer `/` or `%` whose divisor is 0 once parameters are substituted and folded
+        (`block.x / (GROUP * tiles_n)` at GROUP = 0): refused at the operator, since LLVM
+        would take the division as undefined and delete the code around it."""
+        what = "division" if node.op == "/" else "modulus"
+        return self.error(
+            f"integer {what} by zero: the divisor is 0 with this build's parameters",
+            node.op_span or node.span,
+        )
 
     def compare(self, node: ast.Binary, lhs: V, rhs: V) -> V:
         """A static comparison is 0 or 1; on register tensors, a predicate (bool) tensor."""
@@ -242,6 +255,8 @@ class ExprChecker(StatementChecker):
         # it `//`, as Python does.
         op = "//" if node.op == "/" else node.op
         text = f"({lhs.text} {op} {rhs.text})"
+        if node.op == "*" and 0 in (lhs.value, rhs.value):
+            return IntV(0, "0")  # whatever the other factor is at run time
         if not (lhs.static and rhs.static):
             # x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 are x: a grid of `cdiv(R, ROWS) * SPLIT`
             # at SPLIT = 1 reads R in the manifest, as it did before SPLIT.
@@ -251,8 +266,6 @@ class ExprChecker(StatementChecker):
             if lhs.static and lhs.value == unit and node.op in "*+":
                 return IntV(None, rhs.text)
             return IntV(None, text)
-        if node.op in "/%" and rhs.value == 0:
-            return self.error("division by zero", node.span)
         a, b = lhs.value, rhs.value
         value = {"+": a + b, "-": a - b, "*": a * b}.get(node.op)
         if value is None:

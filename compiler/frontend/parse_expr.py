@@ -179,7 +179,7 @@ class ExprParser:
             tok = self.advance()
             rhs = operand()
             op = tok.text if tok.kind == "ident" else tok.kind
-            node = ast.Binary(self.join(node.span), op, node, rhs)
+            node = ast.Binary(self.join(node.span), op, node, rhs, tok.span)
         self.depth -= links
         self.chained -= links
         return node
