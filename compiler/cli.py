@@ -52,10 +52,13 @@ def _parse_pipelines(items: list[str]) -> dict[str, str]:
     from tilec.stages import BY_KEY
 
     pipelines: dict[str, str] = {}
+    piped = [key for key, stage in BY_KEY.items() if stage.pipeline is not None]
     for item in items:
         key, sep, spec = item.partition("=")
-        if not sep or key not in BY_KEY:
-            message = f"--pass-pipeline expects STAGE=PIPELINE with a stage of {list(BY_KEY)}"
+        if not sep or key not in piped:
+            message = f"--pass-pipeline expects STAGE=PIPELINE with a stage of {', '.join(piped)}"
+            if key in BY_KEY:
+                message += f" (the {key} stage is made by no pass pipeline)"
             raise DiagnosticError([Diagnostic("error", f"{message}, got '{item}'", None)])
         pipelines[key] = spec
     return pipelines
@@ -65,6 +68,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from tilec.driver import CompileOptions, compile_file
     from tilec.opt import load_pass_plugin
 
+    if args.resource_usage and args.emit != "ptx":
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    "error",
+                    f"--resource-usage reads ptxas's report of the ptx stage, "
+                    f"not --emit {args.emit}: leave --emit out (ptx) or give --emit ptx",
+                    None,
+                )
+            ]
+        )
     for plugin in args.load_pass_plugin:
         load_pass_plugin(plugin)
     options = CompileOptions(
@@ -105,7 +119,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from tilec.contract_cli import passport_lines
 
         print("\n".join(passport_lines(artifact)), file=sys.stderr)
-    if args.resource_usage and artifact.stage in ("ptx",):
+    if args.resource_usage:
         from tilec.backend import BackendError, ptxas_reports, resource_table
 
         try:
@@ -188,6 +202,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     params, failed = _parse_params(args.param), []
     files = _tile_files(args.inputs)
+    if Path(args.output).exists() and not Path(args.output).is_dir():
+        message = f"-o {args.output}: a file, not a folder (bundles are folders inside it)"
+        raise DiagnosticError([Diagnostic("error", message, None)])
     for file in files:  # an input that fails is reported; the others are still built
         try:
             for bundle in build(file, args.output, params, args.arch, not args.no_contracts):

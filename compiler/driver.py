@@ -130,7 +130,11 @@ def _start_stage(path: str, given: str | None) -> str:
     """The stage the input holds: `--from`'s (checked) or the one its name says."""
     if given is not None:
         if given not in INPUT_STAGES:
-            why = "unknown stage" if given not in BY_KEY else f"tilec cannot read a {given} stage"
+            why = (
+                "unknown stage"
+                if given not in BY_KEY
+                else f"tilec cannot read the {given} stage back"
+            )
             raise fail(
                 f"--from {given}: {why}",
                 (

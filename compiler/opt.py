@@ -65,7 +65,9 @@ def list_passes(width: int = 100) -> str:
     indent = " " * (name_width + 4)
     lines = ["tilec passes:"]
     for name, cls in sorted(PASSES.items()):
-        text = textwrap.wrap(first_sentence(cls.__doc__), width - len(indent)) or [""]
+        text = textwrap.wrap(
+            first_sentence(cls.__doc__), width - len(indent), break_on_hyphens=False
+        ) or [""]
         lines.append(f"  {name:<{name_width}}  {text[0]}")
         lines.extend(indent + rest for rest in text[1:])
         for field in cls.options():
@@ -231,6 +233,11 @@ def run(line: CommandLine) -> int:
     marker = line.split_input_file
     if marker == "":
         marker = "// -----"
+    if marker is not None and len(marker) < 3:  # a near miss is the marker short of its last two
+        raise CommandLineError(
+            f"'--split-input-file={marker}': a split marker needs 3 characters or more "
+            "(the default: // -----)"
+        )
     chunks, near_misses = split_input(source, name, marker)
     for warning in near_misses:
         print(warning, file=sys.stderr)
