@@ -17,6 +17,7 @@ BUILTIN: dict[str, str] = {
     "tile-verify": "tile_verify",
     "tile-specialize": "tile_specialize",
     "tile-pipeline": "tile_pipeline",
+    "tile-hazards": "tile_hazards",
     "layout-fold": "layout_fold",
     "convert-layout-to-arith": "convert_layout_to_arith",
     "convert-tile-sm90": "convert_tile_sm90",

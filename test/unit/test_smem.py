@@ -112,6 +112,7 @@ kernel odd(A: f16[M, K], C: f32[20, 64]) grid(1) threads(32) target(sm_80) {
     acc = acc + load(sA)
   }
   let sC = shared<f32>((20, 64):(64, 1), reuse = sA)
+  barrier()                                 // sA may still be read (tile-hazards)
   store(acc, sC)
   barrier()
   copy(sC, C)
