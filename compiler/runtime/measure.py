@@ -100,7 +100,8 @@ def device_array(
     freed when the DeviceArray is."""
     ptr = driver.to_device(host, 0)
     array = DeviceArray(ptr, shape, strides, dtype)
-    weakref.finalize(array, driver.free, ptr)
+    # Not at exit: the process's end frees device memory, and a driver shutting down might not.
+    weakref.finalize(array, driver.free, ptr).atexit = False
     return array
 
 
