@@ -65,6 +65,33 @@ def has_setmaxnreg(target: str | None) -> bool:
     return known is not None and known.setmaxnreg
 
 
+# The 32-bit registers one thread may have on every SM80/SM90 part (PTX's .maxnreg bound; the
+# register file is REGISTERS_SM below). One register tensor of more bytes a thread than these
+# hold cannot live in registers at all: the frontend and tile-distribute refuse it before any
+# lowering spells its values out one by one.
+REGISTERS_THREAD = 255
+REGISTER_BYTES = 4
+REGISTER_TILE_BYTES = REGISTERS_THREAD * REGISTER_BYTES
+
+
+def register_refusal(tile: str, elem_bytes: int, values: int, threads: int) -> str | None:
+    """Why one register tensor (`tile`, e.g. `f32[(128,64)]`) holding `values` values of
+    `elem_bytes` each in every one of `threads` threads cannot live in registers; None if it
+    can. The frontend's and tile-distribute's one rule and words."""
+    nbytes = values * elem_bytes
+    if nbytes <= REGISTER_TILE_BYTES:
+        return None
+    return (
+        f"register tile {tile} holds {values} values a thread over {threads} threads "
+        f"({nbytes} bytes); a thread has at most {REGISTERS_THREAD} 32-bit registers "
+        f"({REGISTER_TILE_BYTES} bytes): use a smaller tile or more threads"
+    )
+
+
+# CUDA's grid limits: blocks along x, y and z of one launch.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
 # Occupancy constants every SM80/SM90 part shares: a 64K-register file split over 4 warp
 # schedulers, registers allocated per warp in units of 256, shared memory in units of 128 bytes
 # with 1 KiB per block reserved by the system.

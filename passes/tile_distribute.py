@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 from mlir import ir
 
+from tilec import targets
 from tilec.binding import op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
@@ -335,6 +336,17 @@ def retype(value: ir.Value, spread: Spread, threads: int) -> str | None:
     return None
 
 
+def too_large(value: ir.Value, spread: Spread) -> str | None:
+    """Why a blocked or MMA spread puts more values in each thread than its registers hold
+    (targets.register_refusal); a reduction holds no more than its source, checked itself."""
+    if not isinstance(spread, Partition | MmaPartition):
+        return None
+    t = tensor_type(value.type)
+    threads = spread.threads if isinstance(spread, Partition) else 32 * math.prod(spread.warps)
+    tile = f"{t.elem}[{shape_text(block_of(spread))}]"
+    return targets.register_refusal(tile, elem_bytes(t.elem), spread.iters * spread.vec, threads)
+
+
 def defining_op(value: ir.Value) -> ir.Operation:
     owner = value.owner
     return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else owner.owner
@@ -367,6 +379,9 @@ class TileDistribute(Pass):
         walk(func, ops.append)
         for op in ops:
             spreads.visit(op)
+        for value, spread in spreads.of.items():  # before any pass spells the values out
+            if (why := too_large(value, spread)) is not None:
+                raise LoweringError(defining_op(value), why)
         for value, spread in spreads.of.items():
             if (why := retype(value, spread, spreads.threads)) is not None:
                 raise LoweringError(defining_op(value), why)

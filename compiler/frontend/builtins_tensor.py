@@ -9,6 +9,7 @@ from tilec.frontend import ast
 from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
 from tilec.frontend.expr import ExprChecker
+from tilec.frontend.limits import check_copy
 from tilec.frontend.shapes import inner, int_tuple, mode_sizes, static_ints, top_modes, with_modes
 from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
@@ -315,7 +316,7 @@ def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             return c.error("narrow must be a static 0 or 1", where)
         if narrow.value and (atom is None or not atom.name.startswith("cp_async")):
             return c.error("narrow = 1 is for cp_async copies", where)
-    if not _same_size(c, src, dst, node):
+    if not _same_size(c, src, dst, node) or not check_copy(c, src, node.span):
         return ErrorV()
     if src.elem != dst.elem:
         return c.error(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tilec.diagnostics import note
 from tilec.frontend import ast
 from tilec.frontend.expr import COMPARISONS, STATIC_COMPARE
+from tilec.frontend.limits import check_grid
 from tilec.frontend.values import ErrorV, IntV, TypeV
 from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
 
@@ -229,9 +230,10 @@ class Clauses:
         if not 1 <= len(cl.args) <= 3:
             self.diags.error("grid(...) takes one to three sizes", cl.span)
         dims = []
-        for a in cl.args:
+        for axis, a in enumerate(cl.args):
             v = self.c.expr(a, self.scope)
             if isinstance(v, IntV):
+                check_grid(self, axis, v, a.span)
                 dims.append(v)
             elif not isinstance(v, ErrorV):
                 self.diags.error(f"a grid size must be an integer, found {v.describe()}", a.span)

@@ -7,6 +7,7 @@ import math
 from tilec import layout as L
 from tilec.diagnostics import DiagnosticEngine, Span
 from tilec.frontend import ast
+from tilec.frontend.limits import check_register
 from tilec.frontend.shapes import broadcastable, dyn, int_tuple, spread, top_modes, with_modes
 from tilec.frontend.stmt_check import StatementChecker
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
@@ -78,7 +79,8 @@ class ExprChecker(StatementChecker):
     # Statements -----------------------------------------------------------------------------
 
     def expr(self, node: ast.Node, scope: Scope) -> V:
-        value = self._expr(node, scope)
+        # A register tensor no thread's registers hold stops here, before irgen (frontend.limits).
+        value = check_register(self, self._expr(node, scope), node.span)
         self.values[id(node)] = value
         return value
 
