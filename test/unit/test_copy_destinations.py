@@ -178,6 +178,52 @@ def test_narrow_copies_land_on_the_swizzled_layout(
     assert check_paths(module, algebra(r, c, b), r, c, w, k=c + 8) >= 4
 
 
+def executed(op: ir.Operation, ev: Evaluator) -> bool:
+    """Whether this thread reaches `op`: every scf.if around it takes the branch holding it."""
+    inner, parent = op, op.parent
+    while parent is not None and parent.name != "gpu.func":
+        if parent.name == "scf.if":
+            taken = bool(ev.value(parent.operands[0]))
+            in_then = inner.block == parent.regions[0].blocks[0]
+            if taken != in_then:
+                return False
+        inner, parent = parent, parent.parent
+    return True
+
+
+@pytest.mark.parametrize("narrow", [0, 1])
+@pytest.mark.parametrize("pad", [8, 4, 2, 1])  # A's rows 16-, 8-, 4-, 2-byte aligned
+def test_the_path_taken_fits_the_alignment(narrow: int, pad: int, tmp_path: Path) -> None:
+    """Following each thread's branches: every copy it runs reads and writes addresses aligned
+    to its width (a 16-byte cp.async from an 8-byte aligned row is a fault), and what the block
+    runs writes every element of the tile once, at the layout's offset."""
+    r, c, b, w = 16, 64, 3, 2
+    module = compiled(tmp_path, r, c, b, w, narrow=narrow)
+    k = c + pad
+    seeded = kernel_values(module, m=r, k=k)
+    layout = algebra(r, c, b)
+    written: dict[int, tuple[int, int]] = {}
+    widths: set[int] = set()
+    for t in range(32 * w):
+        ev = evaluator(t, seeded)
+        for op in (op for ops in writers(module) for op in ops):
+            if not executed(op, ev):
+                continue
+            if op.name == COPY:
+                width = ir.IntegerAttr(op.attributes["size"]).value
+                src, dst = ev.value(op.operands[1]), ev.value(op.operands[0])
+                assert src % width == 0 and dst % width == 0, (pad, t, width, src, dst)
+                widths.add(width)
+            for (row, col), dst in element_copies(op, ev, k) or []:
+                assert dst == layout(row, col) and dst not in written, (pad, t, row, col)
+                written[dst] = (row, col)
+    assert len(written) == r * c
+    if narrow:  # the widest copy the rows allow
+        assert max(widths, default=2) == min(16, 2 * pad)
+    elif pad < 8:
+        assert widths == set()  # element by element
+
+
 def test_a_wrong_layout_is_caught(tmp_path: Path) -> None:
     """The check can fail: the same copies against an unswizzled or other-swizzled layout."""
     module = compiled(tmp_path, 8, 64, 3, 1)
