@@ -131,22 +131,30 @@ def requirements(func: ir.Operation) -> tuple[Requirement, ...]:
     constant coordinate c along a mode of size N by tiles of T is only ever touched in
     [c*T, (c+1)*T) along it, so N <= (c+1)*T (softmax's `local_tile(X, (1, COLS), (block.x,
     0))`: N <= COLS). Past it, elements would be skipped, not reported: the launch refuses."""
-    names: dict[ir.Value, str] = {}
+    # A tensor argument, or a prepend/append of one: its name, and per mode the argument's mode
+    # (None for the added one, which no size binds).
+    names: dict[ir.Value, tuple[str, list[int | None]]] = {}
     found: dict[tuple[str, int], Requirement] = {}
     bindings = _bindings(func)
     broadcast = _broadcast_modes(func)
 
     def visit(op: ir.Operation) -> None:
         if op.name == "tile.make_tensor":
-            names[op.results[0]] = ir.StringAttr(op.attributes["name"]).value
+            rank = len(_modes(TensorType.of(op.results[0].type).layout_value().shape))
+            names[op.results[0]] = (ir.StringAttr(op.attributes["name"]).value, [*range(rank)])
+            return
+        if op.name in ("tile.prepend", "tile.append") and op.operands[0] in names:
+            tensor, modes = names[op.operands[0]]
+            modes = [None, *modes] if op.name == "tile.prepend" else [*modes, None]
+            names[op.results[0]] = (tensor, modes)
             return
         if op.name != "tile.local_tile" or op.operands[0] not in names:
             return
-        tensor = names[op.operands[0]]
+        tensor, modes = names[op.operands[0]]
         tile = list(ir.DenseI64ArrayAttr(op.attributes["tile"]))
         coord = _coord_entries(ir.StringAttr(op.attributes["coord"]).value)
-        for mode, (entry, extent) in enumerate(zip(coord, tile, strict=False)):
-            size = bindings.get((tensor, "shape", mode))
+        for entry, extent, mode in zip(coord, tile, modes, strict=False):
+            size = None if mode is None else bindings.get((tensor, "shape", mode))
             if size is None or not entry.lstrip("-").isdigit() or (tensor, mode) in broadcast:
                 continue
             bound = (int(entry) + 1) * extent

@@ -39,6 +39,8 @@ VIEW_OPS = (
     "tile.local_tile",
     "tile.slice",
     "tile.permute",
+    "tile.prepend",
+    "tile.append",
     "tile.alloc_shared",
 )
 # What the rungs before convert-tile-to-gpu lower, by op name: why it refuses them.

@@ -1,10 +1,10 @@
 """Passes (lowered stage): tile views as pointer + index math, for `convert-tile-to-gpu`.
 
-A view (`make_tensor`, `local_tile`, `slice`, `permute`, `alloc_shared`) becomes a `View`: a
-base pointer, an element offset, one extent and one stride per mode (static ints where the
-layout says so, SSA `index` values for its `?`), an optional swizzle applied to the whole
-offset, and the bounds that predicate ragged edges. A bound says "origin + coordinate of mode
-`mode` < extent" in the coordinates of the tensor the view was cut from:
+A view (`make_tensor`, `local_tile`, `slice`, `permute`, `prepend`/`append`, `alloc_shared`)
+becomes a `View`: a base pointer, an element offset, one extent and one stride per mode (static
+ints where the layout says so, SSA `index` values for its `?`), an optional swizzle applied to
+the whole offset, and the bounds that predicate ragged edges. A bound says "origin + coordinate
+of mode `mode` < extent" in the coordinates of the tensor the view was cut from:
 
     make_tensor X (?,?):(?,1)        bounds  0 + r < M,       0 + c < N
     local_tile (32,32) at (by, bx)   bounds  32*by + r < M,   32*bx + c < N
@@ -216,6 +216,54 @@ def permute(op: ir.Operation, view: View) -> View:
         stride=[view.stride[k] for k in perm],
         bounds=bounds,
     )
+
+
+def add_mode(op: ir.Operation, view: View) -> View:
+    """`tile.prepend` / `tile.append`: `view` with a mode of stride 0 first or last. Its size is
+    the result type's, or operand 1 where the type says `?`; on a global tensor its coordinate
+    is bounded by it as any mode's is (a shared buffer's views have no bounds)::
+
+        append (?):(1) as (?,1):(1,0)       bounds  0 + c < N   ->   0 + c < N,  0 + r < 1
+    """
+    at = 0 if op.name == "tile.prepend" else len(view.shape)
+    rest = list(op.operands)[1:]
+    lay = flat_modes(op, tensor_type(op.results[0].type).layout)
+    shape = [*view.shape[:at], lay.shape[at] if at < len(lay.shape) else 0, *view.shape[at:]]
+    stride = [*view.stride[:at], 0, *view.stride[at:]]
+    if not (agrees(lay.shape, shape) and agrees(lay.stride, stride)):
+        raise LoweringError(
+            op, f"{op.name} makes {lay}, which is not its source with a mode of stride 0"
+        )
+    size = lay.shape[at]
+    if len(rest) != (size is A.DYN):
+        raise LoweringError(
+            op, f"{op.name} of a mode of size {size} takes {int(size is A.DYN)} size operand(s)"
+        )
+    size = rest[0] if rest else size
+    shape[at] = size
+
+    def moved(k: int) -> int:
+        return k + 1 if k >= at else k
+
+    bounds = [
+        replace(
+            x,
+            mode=None if x.mode is None else moved(x.mode),
+            outer=None if x.outer is None else (moved(x.outer[0]), x.outer[1]),
+        )
+        for x in view.bounds
+    ]
+    if view.space == "global":
+        bounds.append(Bound(0, size, at))
+    return replace(view, shape=shape, stride=stride, bounds=bounds)
+
+
+def agrees(typed: tuple, built: list[Term]) -> bool:
+    """Whether a view's extents or strides are what its type says: as many, and each static
+    one of the type the same integer."""
+    if len(typed) != len(built):
+        return False
+    return all(t is A.DYN or t == v for t, v in zip(typed, built, strict=True))
 
 
 def buffer_extent(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> tuple[int, int]:

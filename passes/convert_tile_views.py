@@ -1,12 +1,13 @@
 """Passes: `convert-tile-views`, tile views become pointer + index math in the IR.
 
 The first rung of the SM80 lowering. Each view op (`make_tensor`, `local_tile`, `slice`,
-`permute`, `alloc_shared`) becomes its base pointer and index arithmetic at its place, and its
-result a `builtin.unrealized_conversion_cast` of them to its tensor type whose `tile.view`
-attribute names each part (lowering/tile_values.py); `size` becomes the extent, the special ids
-(`block_id`, `thread_id`, `grid_dim`) become gpu's. convert-tile-to-gpu then reads each view
-from its cast. A slice's cast also keeps the view it was cut from and its coordinates (`cut`):
-a prefetching gemm reads the other stages of the buffer its operand is a stage of.
+`permute`, `prepend`, `append`, `alloc_shared`) becomes its base pointer and index arithmetic at
+its place, and its result a `builtin.unrealized_conversion_cast` of them to its tensor type
+whose `tile.view` attribute names each part (lowering/tile_values.py); `size` becomes the
+extent, the special ids (`block_id`, `thread_id`, `grid_dim`) become gpu's. convert-tile-to-gpu
+then reads each view from its cast. A slice's cast also keeps the view it was cut from and its
+coordinates (`cut`): a prefetching gemm reads the other stages of the buffer its operand is a
+stage of.
 
     %c = "tile.make_tensor"(%arg2, %m, %n) : (...) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
     %t = "tile.local_tile"(%c, %bm, %bn) {coord = "(?,?)", tile = array<i64: 128, 128>} : ...
@@ -77,10 +78,23 @@ class Views(Rung):
     def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> View:
         return tile_views.alloc_shared(op, self.module, self.name, self.buffers)
 
+    def prepend(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.add_mode(op, self.view(op, op.operands[0]))
+
+    append = prepend  # the op's name says where the mode goes
+
 
 LOWERINGS: dict[str, Callable[[Views, ir.Operation, IndexBuilder], View]] = {
     f"tile.{name}": getattr(Views, name)
-    for name in ("make_tensor", "local_tile", "slice", "permute", "alloc_shared")
+    for name in (
+        "make_tensor",
+        "local_tile",
+        "slice",
+        "permute",
+        "prepend",
+        "append",
+        "alloc_shared",
+    )
 }
 assert set(VIEW_OPS) == {*ID_OPS, "tile.size", *LOWERINGS}  # what convert-tile-to-gpu refuses
 

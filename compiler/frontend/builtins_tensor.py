@@ -172,6 +172,28 @@ def permute(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> 
     return TensorV(t.elem, t.space, with_modes(t.layout, [modes[p] for p in perm]), t.alloc)
 
 
+@builtin("prepend", 2, 2)
+@builtin("append", 2, 2)
+def add_mode(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
+    """`prepend(t, S)`, `append(t, S)`: a view of t with one more top-level mode of size S and
+    stride 0, first or last (CuTe's prepend/append of t's layout with Layout<S,_0>): a rank-1
+    weight `W: f16[N]` as the row `prepend(W, 1)`, shape (1, N), which meets `(1, COLS)` tiles."""
+    t = tensor_arg(c, args[0], node.args[0], ("global", "shared"))
+    size = args[1]
+    if t is None:
+        return ErrorV()
+    if not isinstance(size, IntV) or (size.static and size.value <= 0):
+        return c.error(
+            f"{node.func} takes the size of the new mode (a positive integer; its stride is 0), "
+            f"not {size.describe() if not isinstance(size, IntV) else size.value}",
+            node.args[1].span,
+        )
+    mode = L.Layout(size.value if size.static else L.DYN, 0)
+    modes = top_modes(t.layout)
+    modes = [mode, *modes] if node.func == "prepend" else [*modes, mode]
+    return TensorV(t.elem, t.space, with_modes(t.layout, modes), t.alloc)
+
+
 @builtin("load", 1, 1, ("other", "like", "mask"))
 def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     t = tensor_arg(c, args[0], node.args[0], ("global", "shared"))

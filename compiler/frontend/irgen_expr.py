@@ -287,7 +287,7 @@ class ExprGen(LayoutGen):
 
     def tensor_call(self, node: ast.Call, v: TensorV | MmaV, rtype: ir.Type) -> ir.Value:
         f, span = node.func, node.span
-        if f in ("local_tile", "partition", "permute"):
+        if f in ("local_tile", "partition", "permute", "prepend", "append"):
             return self.view_call(node, rtype)
         if f in REDUCE or f in CLUSTER_REDUCE:
             return self.reduce_call(node, rtype)
@@ -330,7 +330,7 @@ class ExprGen(LayoutGen):
         return self.elementwise("tile.unary", f, node.args, v, span)
 
     def view_call(self, node: ast.Call, rtype: ir.Type) -> ir.Value:
-        """local_tile, partition and permute: a view of a tensor."""
+        """local_tile, partition, permute, prepend and append: a view of a tensor."""
         f, span = node.func, node.span
         if f == "local_tile":
             coord_node = node.args[2]
@@ -368,6 +368,10 @@ class ExprGen(LayoutGen):
                 [rtype],
                 {"perm": ir.DenseI64ArrayAttr.get(perm)},
             ).result
+        if f in ("prepend", "append"):  # the new mode's size: in the type, or an operand
+            size = self.values[id(node.args[1])]
+            dynamic = [] if size.static else [self.expr(node.args[1])]
+            return self.op(f"tile.{f}", span, [self.expr(node.args[0]), *dynamic], [rtype]).result
         raise AssertionError(f"{f} is not a view builtin")
 
     def reduce_call(self, node: ast.Call, rtype: ir.Type) -> ir.Value:

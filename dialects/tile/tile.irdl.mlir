@@ -131,6 +131,25 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
+  // prepend(src, size?) / append(src, size?): `src` with one more top-level mode, first or last,
+  // of stride 0 (CuTe's prepend/append of its layout with Layout<S,_0>): every coordinate along
+  // it sees src's elements. Its size S is the result type's, or the operand where that is `?`.
+  irdl.operation @prepend {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t, size: optional %index)
+    irdl.results(result: %r)
+  }
+
+  irdl.operation @append {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t, size: optional %index)
+    irdl.results(result: %r)
+  }
+
   // partition(src) {threads}: this thread's part of `src`, the threads laid out by `threads`.
   irdl.operation @partition {
     %t = irdl.base @tile::@tensor

@@ -5,7 +5,8 @@
 # and split over clusters (on sm_90a), examples/softmax_persistent.tile and
 # layernorm_persistent.tile (sm_90a), test/gpu/scores_softmax.tile,
 # test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile, and
-# examples/attention.tile for test_attention.py, test/gpu/var_gemm.tile for test_var_gemm.py.
+# examples/attention.tile for test_attention.py, test/gpu/var_gemm.tile for test_var_gemm.py,
+# test/gpu/rank1_rows.tile for test_rank1_rows.py.
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
@@ -71,3 +72,6 @@ one examples/attention.tile attention flash_causal_m64 -D CAUSAL=1 -D BM=64
 # test/gpu/var_gemm.tile: a K loop carrying a var beside the accumulator (test_var_gemm.py).
 one test/gpu/var_gemm.tile var_gemm var_gemm
 one examples/attention.tile attention flash_bf16 -D T=bf16
+# test/gpu/rank1_rows.tile: rank-1 weights and biases as rows, prepend(W, 1) (test_rank1_rows.py).
+one test/gpu/rank1_rows.tile rank1_norm rank1_norm
+one test/gpu/rank1_rows.tile rank1_scale rank1_scale
