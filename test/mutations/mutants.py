@@ -243,6 +243,13 @@ MUTANTS = [
         "    if any(not 1 <= b <= 512 for b in box):",
         "TMA box extents up to 512 accepted",
     ),
+    # Added after the first run (mutant 16 was a Python TypeError, not a wrong phase):
+    Mutant(
+        "lowering/sm90_ring.py",
+        "        parity = b.rem(b.div(counter, self.stages), 2)",
+        "        parity = b.rem(b.div(b.add(counter, 1), self.stages), 2)",
+        "mbarrier ring: phase parity off by one iteration (well-typed)",
+    ),
 ]
 
 

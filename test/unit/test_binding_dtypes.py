@@ -115,14 +115,18 @@ def refused(dtype: str, arg: object, got: str) -> None:
     assert (same in message) == (DTYPE_SIZES[got] == size), message
 
 
-@pytest.mark.parametrize(("want", "got"), SAME_SIZE, ids="-for-".join)
+@pytest.mark.parametrize(
+    ("want", "got"), SAME_SIZE, ids=[f"{got}-for-{want}" for want, got in SAME_SIZE]
+)
 def test_same_size_numpy_refused(want: str, got: str) -> None:
     if got not in NUMPY:
         pytest.skip(f"numpy has no {got}")
     refused(want, np.zeros(256, NUMPY[got]), got)
 
 
-@pytest.mark.parametrize(("want", "got"), SAME_SIZE, ids="-for-".join)
+@pytest.mark.parametrize(
+    ("want", "got"), SAME_SIZE, ids=[f"{got}-for-{want}" for want, got in SAME_SIZE]
+)
 def test_same_size_cuda_array_interface_refused(want: str, got: str) -> None:
     typestr = cai_typestr(got)
     if typestr is None:
@@ -130,7 +134,9 @@ def test_same_size_cuda_array_interface_refused(want: str, got: str) -> None:
     refused(want, FakeCai(typestr), got)
 
 
-@pytest.mark.parametrize(("want", "got"), SAME_SIZE, ids="-for-".join)
+@pytest.mark.parametrize(
+    ("want", "got"), SAME_SIZE, ids=[f"{got}-for-{want}" for want, got in SAME_SIZE]
+)
 def test_same_size_dlpack_refused(want: str, got: str) -> None:
     if got not in DLPACK:
         pytest.skip(f"no DLPack code for {got}")
