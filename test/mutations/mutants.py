@@ -250,6 +250,19 @@ MUTANTS = [
         "        parity = b.rem(b.div(b.add(counter, 1), self.stages), 2)",
         "mbarrier ring: phase parity off by one iteration (well-typed)",
     ),
+    # Mutants 23 and 24 were Python TypeErrors too (an OpResult + int); well-typed:
+    Mutant(
+        "lowering/sm90_split.py",
+        "        begin = b.div(b.mul(part, self.full), self.s)",
+        "        begin = b.div(b.mul(part, self.full), b.add(self.s, 1))",
+        "split tail: parts' k ranges leave gaps (well-typed)",
+    ),
+    Mutant(
+        "lowering/sm90_split.py",
+        '        peers = b.select(b.both(tail, b.cmp("eq", part, 0)), self.s, 1)',
+        '        peers = b.select(b.both(tail, b.cmp("eq", part, 0)), b.add(self.s, -1), 1)',
+        "split tail: the owner waits for one peer fewer (well-typed)",
+    ),
 ]
 
 
