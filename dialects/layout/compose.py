@@ -49,15 +49,47 @@ def composition(lhs: AnyLayout | Swizzle | LayoutLike, rhs: Tiler) -> AnyLayout:
     _require_static("composition", lhs, rhs)
     flat = _flat_modes(coalesce(lhs))
 
+    digits: dict[int, int] = {}
+
     def compose(s: IntTuple, d: IntTuple) -> Layout:
         if is_tuple(s):
             return make_layout(*(compose(a, b) for a, b in zip(s, d, strict=True)))
-        return _compose_mode(lhs, rhs, flat, s, d)
+        return _compose_mode(lhs, rhs, flat, s, d, digits)
 
-    return compose(rhs.shape, rhs.stride)
+    out = compose(rhs.shape, rhs.stride)
+    _require_no_carry(lhs, rhs, flat, digits)
+    return out
 
 
-def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int, d: int) -> Layout:
+def _require_no_carry(
+    lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], digits: dict[int, int]
+) -> None:
+    """rhs's modes compose one by one and their results add, which is lhs o rhs only if lhs is
+    linear across the sums: read lhs's bounded modes as the digits of a mixed-radix number; the
+    largest digits rhs's modes put into one lhs mode must add up to less than its size, so no
+    sum carries into the next mode (where lhs's stride jumps).
+
+        lhs (3,2):(1,9), rhs (2,2):(1,2):  mode 3:1 gets digits 0..1 from 2:1 and 0,2 from 2:2
+                                           1 + 2 = 3 carries: lhs(1 + 2) = 9, not 1 + 2
+    """
+    for i, top in digits.items():
+        m, md = flat[i]
+        if top >= m:
+            raise LayoutError(
+                f"composition of {lhs} with {rhs} is not defined: the modes of {rhs} reach "
+                f"digits adding up to {top} in mode {m}:{md} of the left layout, so their "
+                "offsets carry across its end (lhs is not linear there)"
+            )
+
+
+def _compose_mode(
+    lhs: Layout,
+    rhs: Layout,
+    flat: list[tuple[int, int]],
+    s: int,
+    d: int,
+    digits: dict[int, int],
+) -> Layout:
     """lhs o s:d for one mode of rhs, against lhs's coalesced modes `flat` (CuTe's fold).
 
     The rhs mode reads lhs's indices 0, d, 2d, ..., (s-1)d. Walking lhs's modes left to right,
@@ -76,6 +108,8 @@ def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int,
     divides what is left (shape divisibility). One is tilec's own: a step that does not divide
     the mode it lands in can only end there; CuTe carries on and returns a layout that is not
     lhs o rhs, e.g. (3,4):(1,5) o 4:2 is 0 2 6 10, CuTe's (2,2):(2,5) is 0 2 5 7.
+    `digits` gathers, per lhs mode (its index in `flat`), the sum over rhs's modes of the
+    largest digit each puts there, for _require_no_carry.
     """
 
     def fail(why: str) -> LayoutError:
@@ -87,7 +121,7 @@ def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int,
     *body, (_, last_d) = flat
     step, rest = abs(d), s
     taken: list[tuple[int, int]] = []
-    for m, md in body:
+    for i, (m, md) in enumerate(body):
         if step % m == 0:
             step //= m
             continue
@@ -112,6 +146,7 @@ def _compose_mode(lhs: Layout, rhs: Layout, flat: list[tuple[int, int]], s: int,
         if rest > 1:
             n = min(fit, rest)
             taken.append((n, sign * step * md))
+            digits[i] = digits.get(i, 0) + step * (n - 1)
             rest //= n
         step = 1
     if not taken:

@@ -64,16 +64,13 @@ def pycute_product(a: L.Layout, b: L.Layout) -> pycute.Layout | None:
         return None
 
 
-# tilec accepts these, pycute (like C++ CuTe) refuses, and tilec's answer is not the product:
-# composition by mode adds the images of B's modes under the complement, which is not additive
-# across the complement's modes: complement(3:3, 15) = (3,2):(1,9) o (2,3):(2,1) comes out
-# (2,3):(2,1) (0 2 1 3 2 4), but (3,2):(1,9) at 0 2 1 3 2 4 is 0 2 1 9 2 10. A bug of
-# dialects/layout/compose.py (composition's "ends in the mode it lands in" rule, applied to
-# one mode of the rhs at a time); reported, not fixed here.
-COMPOSITION_BY_MODE_BUG = [
-    (a, b)
-    for a, b in CASES
-    if accepted(a, b) is not None and pycute_product(a, b) is None and b == L.Layout((2, 3), (2, 1))
+# Composition by mode adds the images of B's modes under the complement, which is the
+# composition only where the complement is linear across the sums: complement(3:3, 15) =
+# (3,2):(1,9) o (2,3):(2,1) would come out (2,3):(2,1) (0 2 1 3 2 4), but (3,2):(1,9) at
+# 0 2 1 3 2 4 is 0 2 1 9 2 10. tilec accepted these 9 products until compose.py checked that
+# the modes' digits do not carry; pycute (like C++ CuTe) refuses them.
+CARRYING_PRODUCTS = [
+    (a, b) for a, b in CASES if pycute_product(a, b) is None and b == L.Layout((2, 3), (2, 1))
 ]
 
 
@@ -86,7 +83,7 @@ def test_the_grid_is_not_trivial() -> None:
     odd = [(a, b) for a, b in both if L.size(a) % 2 or L.size(b) % 2]
     refused = [(a, b) for a, b in CASES if accepted(a, b) is None]
     assert len(CASES) == 37 * 53 and len(both) > 1400 and len(odd) > 1000 and len(refused) > 400
-    assert len(COMPOSITION_BY_MODE_BUG) == 9
+    assert len(CARRYING_PRODUCTS) >= 9
 
 
 def test_logical_product_agrees_with_pycute() -> None:
@@ -107,7 +104,7 @@ def test_logical_product_is_its_definition() -> None:
     """Wherever tilec accepts: mode 0 is A, mode 1 is the complement composed with B."""
     for a, b in CASES:
         mine = accepted(a, b)
-        if mine is None or (a, b) in COMPOSITION_BY_MODE_BUG:
+        if mine is None:
             continue
         assert mine[0] == a
         f = by_definition(a, b)
@@ -131,25 +128,66 @@ def test_refusals_are_where_the_product_does_not_exist() -> None:
         ), (a, b)
 
 
-@pytest.mark.xfail(strict=True, reason="composition by mode is not additive: compose.py bug")
-@pytest.mark.parametrize(("a", "b"), COMPOSITION_BY_MODE_BUG, ids=str)
-def test_accepted_products_are_products(a: L.Layout, b: L.Layout) -> None:
-    mine, f = L.logical_product(a, b), by_definition(a, b)
+@pytest.mark.parametrize(("a", "b"), CARRYING_PRODUCTS, ids=str)
+def test_products_whose_modes_carry_are_refused(a: L.Layout, b: L.Layout) -> None:
+    f = by_definition(a, b)
+    try:
+        mine = L.logical_product(a, b)
+    except L.LayoutError as e:
+        assert "carry" in str(e)
+        return
     assert [mine(i, j) for i in range(L.size(a)) for j in range(L.size(b))] == [
         f(i, j) for i in range(L.size(a)) for j in range(L.size(b))
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="composition by mode is not additive: compose.py bug")
 def test_composition_with_two_modes_crossing_a_mode_of_lhs() -> None:
     """The smallest case: (3,2):(1,9) o (2,2):(1,2) must be 0 1 2 9 or an error (pycute
-    refuses it); tilec gives (2,2):(1,2), 0 1 2 3."""
+    refuses it); tilec gave (2,2):(1,2), 0 1 2 3, and now refuses it."""
     lhs, rhs = L.Layout((3, 2), (1, 9)), L.Layout((2, 2), (1, 2))
-    try:
-        mine = L.composition(lhs, rhs)
-    except L.LayoutError:
-        return
-    assert [mine(k) for k in range(4)] == [lhs(rhs(k)) for k in range(4)]
+    with pytest.raises(L.LayoutError, match="carry across its end"):
+        L.composition(lhs, rhs)
+
+
+def test_accepted_compositions_are_compositions() -> None:
+    """Every composition tilec accepts over a grid of small layouts is lhs(rhs(c)) for every c
+    whose rhs(c) lies in lhs's domain, and every refusal has a coordinate where composing mode
+    by mode would differ from it (so the check refuses nothing it could have built)."""
+    shapes = (1, 2, 3, 4, 6)
+    lhss = [
+        L.Layout((a, b), (c, d))
+        for a in shapes
+        for b in shapes
+        for c in (0, 1, 2, 3)
+        for d in (1, 4, 9)
+    ]
+    rhss = [
+        L.Layout((a, b), (c, d))
+        for a in (2, 3, 4)
+        for b in (2, 3)
+        for c in (0, 1, 2)
+        for d in (1, 2, 3)
+    ]
+    accepted_n = refused_n = 0
+    for lhs, rhs in itertools.product(lhss, rhss):
+        n = L.size(rhs)
+        if max(rhs(k) for k in range(n)) >= L.size(lhs):
+            continue
+        try:
+            mine = L.composition(lhs, rhs)
+        except L.LayoutError as e:
+            if "carry" not in str(e):
+                continue
+            refused_n += 1
+            by_mode = [
+                lhs(rhs.stride[0] * (k % rhs.shape[0])) + lhs(rhs.stride[1] * (k // rhs.shape[0]))
+                for k in range(n)
+            ]
+            assert by_mode != [lhs(rhs(k)) for k in range(n)], (lhs, rhs)
+            continue
+        accepted_n += 1
+        assert [mine(k) for k in range(n)] == [lhs(rhs(k)) for k in range(n)], (lhs, rhs)
+    assert accepted_n > 1000 and refused_n > 100, (accepted_n, refused_n)
 
 
 TWO_MODE_BLOCKS = [x for x in blocks() if L.rank(x) == 2]
