@@ -75,12 +75,12 @@ def main(argv: list[str]) -> int:
     # An expression may start with '-' (a negated layout): a word that is not one of the
     # options above is the expression, so argparse must not read it as an option.
     argv = list(sys.argv[1:] if argv is None else argv)
-    options = ("-h", "--help", "--table", "--svg", "--tv")
-    shielded = [not a.startswith("-") or a.split("=")[0] in options or a == "--" for a in argv]
-    argv = [a if keep else f" {a}" for a, keep in zip(argv, shielded, strict=True)]
+    options = ("-h", "--help", "--table", "--svg", "--tv", "--")
+    shielded = {f" {a}" for a in argv if a.startswith("-") and a.split("=")[0] not in options}
+    argv = [f" {a}" if f" {a}" in shielded else a for a in argv]
     try:
         args = parser.parse_args(argv)
-        if args.expr.startswith(" -") and f"{args.expr}" in argv and not all(shielded):
+        if args.expr in shielded:
             args.expr = args.expr[1:]
     except SystemExit as e:  # --help, or a usage error argparse has already reported
         return int(e.code or 0)

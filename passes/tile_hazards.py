@@ -67,7 +67,7 @@ from tilec.lowering.tile_mma import MmaPartition
 from tilec.lowering.tile_views import elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_distribute import Spreads
-from tilec.passes.tile_pipeline import PIPELINED, PREFETCH
+from tilec.passes.tile_pipeline import PIPELINED, PREFETCH, warp_specialized
 
 READ, WRITE = "read", "write"
 # (earlier, later) -> what the later access does, and how to fix it
@@ -186,7 +186,7 @@ class Kernel:
                 *self.access(op, READ, operands[0], None, ring),
                 *self.access(op, WRITE, operands[1], self.copy_spread(op), ring),
             ]
-        if name == "tile.relayout" and not in_warp_specialize(op):  # there: convert-tile-sm90's
+        if name == "tile.relayout" and not warp_specialized(op):  # there: convert-tile-sm90's
             check_injective(op, operands[1])
             write = self.access(op, WRITE, operands[1], self.spread(operands[0]), ring)
             read = self.access(op, READ, operands[1], self.spread(op.results[0]), ring)
@@ -195,7 +195,7 @@ class Kernel:
             reads = [a for v in operands[1:3] for a in self.access(op, READ, v, None, ring)]
             if PREFETCH in op.attributes:  # reads, waits + barrier, reads the next stage
                 return [*reads, None, *reads]
-            if PIPELINED in op.attributes or in_warp_specialize(op):
+            if PIPELINED in op.attributes or warp_specialized(op):
                 return reads
             return [None, *reads, None]  # convert-tile-mma brackets it with barriers
         return []
@@ -265,15 +265,6 @@ def union(*lists: list[Access]) -> list[Access]:
         for a in accesses:
             out.setdefault(a.key, a)
     return list(out.values())
-
-
-def in_warp_specialize(op: ir.Operation) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if "tile.warp_specialize" in parent.attributes:
-            return True
-        parent = parent.parent
-    return False
 
 
 # Which memory each buffer is, and the rings ---------------------------------------------------

@@ -165,6 +165,14 @@ def run_in_process(main: object, argv: list[str], capsys: pytest.CaptureFixture[
     return status, out, err, time.monotonic() - start
 
 
+def assert_refused(status: object, out: str, err: str, seconds: float, said: str) -> None:
+    """A non-zero exit with `said` on stderr, no traceback, no internal error, no hang."""
+    assert status not in (0, None), out
+    assert said in err, err
+    assert "Traceback" not in err + out and "internal error" not in err
+    assert seconds < 10
+
+
 @pytest.mark.parametrize(
     ("argv", "said"), TILEC, ids=lambda v: " ".join(v) if isinstance(v, list) else None
 )
@@ -173,11 +181,7 @@ def test_tilec_refuses_with_a_message(
 ) -> None:
     from tilec.cli import main
 
-    status, out, err, seconds = run_in_process(main, argv, capsys)
-    assert status not in (0, None), out
-    assert said in err, err
-    assert "Traceback" not in err + out and "internal error" not in err
-    assert seconds < 10
+    assert_refused(*run_in_process(main, argv, capsys), said)
 
 
 @pytest.mark.parametrize(
@@ -188,11 +192,7 @@ def test_tile_opt_refuses_with_a_message(
 ) -> None:
     from tilec.opt import main
 
-    status, out, err, seconds = run_in_process(main, argv, capsys)
-    assert status not in (0, None), out
-    assert said in err, err
-    assert "Traceback" not in err + out and "internal error" not in err
-    assert seconds < 10
+    assert_refused(*run_in_process(main, argv, capsys), said)
 
 
 def test_check_fails_on_any_failing_input_and_says_which(
