@@ -263,7 +263,7 @@ def specialisation(func: ir.Operation) -> tuple[Requirement, ...]:
 
 def tma_descriptors(gpu_module: ir.Module) -> dict[str, tuple[TmaDescriptor, ...]]:
     """Per kernel of the `gpu` stage, the tensor maps it takes as trailing arguments (its
-    `tile.tma` attribute, in argument order; convert-tile-sm90 writes it)."""
+    `tile.tma` attribute, in argument order; tile-ring writes it)."""
     found: dict[str, tuple[TmaDescriptor, ...]] = {}
 
     def visit(op: ir.Operation) -> None:

@@ -144,7 +144,7 @@ def pipeline_stages(module: ir.Module) -> dict[str, tuple[int, int, int]]:
 
 
 def ring_stages(module: ir.Module) -> dict[str, int]:
-    """kernel -> the stages of its mbarrier ring (`tile.ring_stages`, convert-tile-sm90's)."""
+    """kernel -> the stages of its mbarrier ring (`tile.ring_stages`, tile-ring's)."""
     from mlir import ir
 
     found: dict[str, int] = {}
@@ -222,7 +222,7 @@ def _depth_source(stages: int, requested: int, limit: int) -> str:
 def _pipeline_facts(c: Collector, k: KernelContract) -> dict[str, Fact]:
     if k.name in c.rings:  # every stage of the ring is a TMA load in flight
         ring = c.rings[k.name]
-        source = f"convert-tile-sm90 (an mbarrier ring of {ring} stages)"
+        source = f"tile-ring (an mbarrier ring of {ring} stages)"
         return {"stages": Fact(ring, source), "depth": Fact(ring, source)}
     if k.name not in c.pipelines:
         none = "tile-pipeline (no pipelined loop)"

@@ -120,7 +120,7 @@ EPILOGUE_BUFFERS = 2
 
 def epilogue_bytes(consumer_groups: int) -> int:
     """The SM90 epilogue's chunks: taken when the consumers store one 16-bit tile of a kernel
-    tensor through TMA (convert-tile-sm90's default `epilogue=tma`), else 0."""
+    tensor through TMA (tile-ring's default `epilogue=tma`), else 0."""
     return consumer_groups * EPILOGUE_BUFFERS * EPILOGUE_CHUNK_BYTES
 
 

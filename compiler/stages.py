@@ -56,10 +56,11 @@ STAGES: tuple[Stage, ...] = (
         "lowered",
         "lowered.mlir",
         "mlir",
-        "layout-fold,tile-verify,tile-pipeline,tile-hazards,convert-tile-sm90,tile-async-waits,"
-        "tile-carry-accumulators,tile-distribute,tile-relayout,convert-tile-views,convert-tile-sync,"
-        "convert-tile-reductions,convert-tile-elementwise,convert-tile-memory,convert-tile-copies,"
-        "convert-tile-mma,convert-tile-to-gpu,convert-layout-to-arith,pipeline-steady-state,"
+        "layout-fold,tile-verify,tile-pipeline,tile-hazards,tile-schedule,tile-ring,"
+        "tile-async-waits,tile-carry-accumulators,tile-distribute,tile-relayout,convert-tile-views,"
+        "convert-tile-sync,convert-tile-reductions,convert-tile-elementwise,convert-tile-memory,"
+        "convert-tile-copies,convert-tile-mma,convert-tile-to-gpu,tile-warp-roles,"
+        "convert-layout-to-arith,pipeline-steady-state,"
         f"{CANONICALIZE},cse",
         "layouts folded, tile ops lowered",
     ),

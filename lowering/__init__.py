@@ -1,13 +1,13 @@
 """What the lowering passes are built from (`tilec.lowering`): this module, the located error
 a pass raises and the index arithmetic it emits; beside it, the `tile_*` modules of the SM80
-rungs and the `sm90_*` modules of convert-tile-sm90 (docs/architecture.md). None is a pass.
+rungs and the `sm90_*` modules of the SM90 passes (docs/architecture.md). None is a pass.
 
 `LoweringError(op, message)` is what a pass raises for an op it cannot lower; `passes.base`
 turns it into a diagnostic at the op's source location. `IndexBuilder` emits `index`
 arithmetic at the insertion point and folds what is static (a `Term` is a static integer or
 an SSA index value; selects, comparisons and min/max fold to Python ints and bools too);
 `known_multiple` says what surely divides a term; `ID_OPS` maps the tile special ids to
-gpu's: convert-layout-to-arith, the SM80 rungs, convert-tile-sm90 and their helpers share
+gpu's: convert-layout-to-arith, the SM80 and SM90 rungs and their helpers share
 them.
 """
 

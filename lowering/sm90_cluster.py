@@ -2,7 +2,7 @@
 block of a cluster loads alike.
 
 In a kernel with `cluster(C)`, a persistent loop walks blocks of C tiles along m, one per
-block of the cluster (irgen; `tile_coord` adds the block's rank to m). A producer copy whose
+block of the cluster (irgen; tile-schedule adds the block's rank to m). A producer copy whose
 tile does not depend on that rank (B's tile `(t.n, k)` when the blocks differ only in `t.m`)
 is the same box in every block, so each block loads 1/C of it (rows rank·R/C on) and
 multicasts its share into the same place in every block, each share completing on every
@@ -26,26 +26,39 @@ from tilec.lowering.sm90_sources import owner
 from tilec.lowering.sm90_tma import SwizzledRows
 from tilec.lowering.tile_cluster import cluster_barrier
 
-VARYING = {"tile.block_id", "tile.thread_id"}  # values that differ between blocks
+VARYING = {"tile.block_id", "tile.thread_id", "nvvm.read.ptx.sreg.cluster.ctarank"}
 
 
-def varies(value: ir.Value, seen: dict[ir.Value, bool] | None = None) -> bool:
-    """Whether `value` may differ between the blocks of a cluster: it is computed from the m
-    of a persistent tile (result 0 of `tile_coord`: the block's rank is in it) or from a
-    block or thread index. A block argument (a loop's induction variable: the loops walk
-    the same iterations in every block) does not."""
+def varies(value: ir.Value, cluster: int, seen: dict[ir.Value, bool] | None = None) -> bool:
+    """Whether `value` may differ between the blocks of a cluster of `cluster` blocks: it is
+    computed from a block or thread index or the block's rank in its cluster (tile-schedule
+    adds it to a persistent tile's m). A block argument (a loop's induction variable: the
+    loops walk the same iterations in every block) does not, nor does the block index divided
+    by a multiple of the cluster's size (the cluster's index: a persistent loop's start)."""
     seen = {} if seen is None else seen
     if value in seen:
         return seen[value]
     op = owner(value)
     result = False
     if op is not None:
-        if op.name in VARYING or (op.name == "tile.tile_coord" and value == op.results[0]):
+        if op.name in VARYING:
             result = True
-        else:
-            result = any(varies(v, seen) for v in op.operands)
+        elif not cluster_index(op, cluster):
+            result = any(varies(v, cluster, seen) for v in op.operands)
     seen[value] = result
     return result
+
+
+def cluster_index(op: ir.Operation, cluster: int) -> bool:
+    """Whether `op` is block.x divided by a multiple of the cluster's size."""
+    if op.name != "arith.divui":
+        return False
+    source, divisor = (owner(v) for v in op.operands)
+    if source is None or source.name != "tile.block_id" or divisor is None:
+        return False
+    if divisor.name != "arith.constant" or ir.IntegerAttr(source.attributes["dim"]).value != 0:
+        return False
+    return ir.IntegerAttr(divisor.attributes["value"]).value % cluster == 0
 
 
 def check_split(op: ir.Operation, rows: SwizzledRows, cluster: int) -> None:

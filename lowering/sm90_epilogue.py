@@ -22,19 +22,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, scf
+from mlir.dialects import arith, gpu, llvm, scf
 
 from tilec import smem
 from tilec.dialects.tile.atoms import split, value_mode, wgmma_c
-from tilec.lowering import IndexBuilder, Term
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.lowering.sm90_ring import i32
-from tilec.lowering.sm90_values import Element, Value, aligned
-from tilec.lowering.sm90_wgmma import WgmmaAtom
 from tilec.lowering.tile_access import if_else, when
-from tilec.lowering.tile_fragments import constant, convert
+from tilec.lowering.tile_fragments import (
+    Deferred,
+    Evaluation,
+    Frag,
+    chunk_values,
+    convert,
+    fast_path,
+)
+from tilec.lowering.tile_math import constant
 from tilec.lowering.tile_mma import pair
-from tilec.lowering.tile_mma_store import write_pair
-from tilec.lowering.tile_views import View, all_of, elem_bytes, element_address, gep, in_bounds
+from tilec.lowering.tile_roles import WARPGROUP, Role
+from tilec.lowering.tile_roles import named_barrier as barrier
+from tilec.lowering.tile_views import View, elem_bytes, element_address, gep, in_bounds
 
 # The accumulator's value modes (dialects/tile/atoms.wgmma_c): a pair along the row, the
 # pair HALF.row rows down, then blocks BLOCK.col columns apart.
@@ -60,6 +67,8 @@ def c_lanes(tid: ir.Value, b: IndexBuilder) -> tuple[Term, Term, Term]:
 
 
 CHUNK_ROWS = 64
+EPILOGUE = "tile.epilogue_chunks"  # tile-ring's tag on the chunks' base pointer
+TMA_STORE = "tile.tma_store"  # tile-ring's tag on a store through them: its map's argument
 CHUNK_BYTES = smem.EPILOGUE_CHUNK_BYTES  # CHUNK_ROWS of 128 bytes
 BUFFERS = smem.EPILOGUE_BUFFERS  # chunk buffers per warp group
 
@@ -72,27 +81,9 @@ def op(name: str, operands: list[ir.Value], attrs: dict[str, str] | None = None)
     )
 
 
-def named_barrier(group: ir.Value, b: IndexBuilder) -> None:
+def group_barrier(group: ir.Value, b: IndexBuilder) -> None:
     """bar.sync 1 + group, 128: the warp group's own barrier (0 is the block's)."""
     barrier(b.add(group, 1), 128, b)
-
-
-def barrier(ident: Term, count: int, b: IndexBuilder, arrive: bool = False) -> None:
-    """bar.sync (or, `arrive`, bar.arrive) on named barrier `ident` for `count` threads.
-    Called as the intrinsic: MLIR 22's `nvvm.barrier` prints a trailing `loc(...)` its parser
-    rejects, so a `lowered` module holding one would not parse back (`tilec build`'s wide
-    variant does)."""
-    kind = "arrive" if arrive else "sync"
-    op(
-        "llvm.call_intrinsic",
-        [i32(ident, b), constant(ir.IntegerType.get_signless(32), count)],
-        {
-            "intrin": f'"llvm.nvvm.barrier.cta.{kind}.aligned.count"',
-            "fastmathFlags": "#llvm.fastmath<none>",
-            "op_bundle_sizes": "array<i32>",
-            "operandSegmentSizes": "array<i32: 2, 0>",
-        },
-    )
 
 
 def on_leader(leader: ir.Value, body: Callable[[], None]) -> None:
@@ -107,9 +98,8 @@ class Epilogue:
     """Where a warp group's chunk buffers are and who it is: `buffers` (shared, 1024-aligned,
     BUFFERS chunks per group), the group's index among the consumers, its thread 0."""
 
-    atom: WgmmaAtom
     buffers: ir.Value
-    group: ir.Value
+    group: Term
     tid: ir.Value
     leader: ir.Value
     descriptor: ir.Value
@@ -119,71 +109,58 @@ class Epilogue:
     outer: list[Term]  # the tile's coordinates along the tensor's outer modes (a batch)
 
     def store(
-        self, value: Value, subtiles: tuple[int, int], origin: tuple[Term, Term],
-        elem: ir.Type, loads: list[View] | None = None,
+        self, value: Frag | Deferred, piece: tuple[int, int], origin: tuple[Term, Term],
+        elem: ir.Type,
     ) -> None:  # fmt: skip
-        """`value` at every element of the group's accumulators (`subtiles` = wgmma tiles
-        along M, N) into the output tile whose first element is at `origin` (row, column) of
-        the tensor. A value that `loads` gets two versions: unguarded loads where the whole
-        tile lies inside the tensor, guarded ones elsewhere."""
+        """`value` (spread as the consumers' wgmma C: `tile_mma.wgmma_partition`) at every
+        element of the group's `piece` (rows, columns of its 64-row tiles) into the output
+        tile whose first element is at `origin` (row, column) of the tensor. A deferred value
+        (an epilogue's loads and math) gets two versions: unguarded loads where the whole tile
+        lies inside the tensor and its loads may skip their bounds, guarded ones elsewhere."""
         b = IndexBuilder()
-        # 16-bit elements, n a multiple of 64: ConsumerOps.store_tile refuses anything else.
-        row, unit_byte, pair_col = c_lanes(self.tid, b)
         last = [s - 1 for s in self.view.shape]
-        whole = all_of([in_bounds(self.view, last, b), *(aligned(v, b) for v in loads or [])])
-        lanes = (row, unit_byte, pair_col)
-
-        self.chunks(value, subtiles, origin, elem, lanes, whole if loads else None)
-
-    def chunks(
-        self, value: Value, subtiles: tuple[int, int], origin: tuple[Term, Term], elem: ir.Type,
-        lanes: tuple[Term, Term, Term], whole: ir.Value | bool | None,
-    ) -> None:  # fmt: skip
-        """Every chunk in turn; `whole`: where the loads may skip the bounds checks (None: the
-        value loads nothing)."""
-        b = IndexBuilder()
+        whole = None
+        if isinstance(value, Deferred):
+            whole = fast_path(value, in_bounds(self.view, last, b), b)
+        lanes = c_lanes(self.tid, b)
         cols = 128 // elem_bytes(elem)
         q = 0
-        mt, nt = subtiles
-        for mi in range(mt):
-            for ni in range(nt):
-                for c in range(self.atom.n // cols):
-                    down, right = mi * CHUNK_ROWS, ni * self.atom.n + c * cols
-                    at = (b.add(origin[0], down), b.add(origin[1], right))
-                    here = (b.add(self.offset[0], down), b.add(self.offset[1], right))
-                    first = c * cols // 8  # the chunk's first 8-column block in the tile
-                    where_ = (at, here)
-                    self.chunk(value, mi * nt + ni, first, cols // 8, lanes, q, where_, elem, whole)
-                    q += 1
+        for mi in range(piece[0] // CHUNK_ROWS):
+            for right in range(0, piece[1], cols):
+                down = mi * CHUNK_ROWS
+                at = (b.add(origin[0], down), b.add(origin[1], right))
+                here = (b.add(self.offset[0], down), b.add(self.offset[1], right))
+                where_ = (at, here)
+                chunk = Chunk(value, mi, right // 8, cols // 8, piece[0] // CHUNK_ROWS)
+                self.chunk(chunk, lanes, q, where_, elem, whole)
+                q += 1
 
     def chunk(
-        self, value: Value, acc: int, first: int, blocks: int, lanes: tuple[Term, Term, Term],
-        q: int, where_: tuple[tuple[Term, Term], tuple[Term, Term]], elem: ir.Type,
+        self, chunk: Chunk, lanes: tuple[Term, Term, Term], q: int,
+        where_: tuple[tuple[Term, Term], tuple[Term, Term]], elem: ir.Type,
         whole: ir.Value | bool | None = None,
     ) -> None:  # fmt: skip
-        """Chunk q of accumulator `acc`: (`where_`) its first element's (row, column) in the
-        tensor and in the tile; `lanes`: the thread's row in it, byte in a 16-byte unit and
-        column in an 8-column block."""
+        """Chunk q: (`where_`) its first element's (row, column) in the tensor and in the
+        tile; `lanes`: the thread's row in it, byte in a 16-byte unit and column in an
+        8-column block."""
         at, here = where_
-        row, unit_byte, pair_col = lanes
+        row, unit_byte, _ = lanes
         b = IndexBuilder()
         i8 = ir.IntegerType.get_signless(8)
         slot = b.add(b.mul(self.group, BUFFERS * CHUNK_BYTES), (q % BUFFERS) * CHUNK_BYTES)
         base = gep(self.buffers, slot, i8, b)
         on_leader(self.leader, lambda: op("nvvm.cp.async.bulk.wait_group", [],
                                           {"group": "1 : i32", "read": "unit"}))  # fmt: skip
-        named_barrier(self.group, b)
+        group_barrier(self.group, b)
 
         def write(guarded: bool) -> list:
+            ev = Evaluation(guarded)
             for h in range(HALF.extent):
                 r = b.add(row, HALF.row * h)
                 line = b.mul(r, 128)
                 phase = b.rem(r, 8)
-                for j in range(blocks):
-                    reg = c_register(first + j, h)  # and the next: a pair along the row
-                    col = b.add(b.add(here[1], BLOCK.col * j), pair_col)
-                    at_pair = Element(acc, reg, b.add(here[0], r), col, guarded)
-                    values = [convert(v, elem) for v in value(at_pair)]
+                for j in range(chunk.blocks):
+                    values = [convert(v, elem) for v in chunk.pair(j, h, ev)]
                     unit = arith.XOrIOp(b.value(phase), b.value(j)).result
                     where = b.add(b.add(line, b.mul(unit, 16)), unit_byte)
                     llvm.StoreOp(pair(*values), gep(base, where, i8, b), alignment=4)
@@ -195,7 +172,7 @@ class Epilogue:
             if_else(whole, [], lambda: write(False), lambda: write(True))
         op("nvvm.fence.proxy", [], {"kind": "#nvvm.proxy_kind<async.shared>",
                                     "space": "#nvvm.shared_space<cta>"})  # fmt: skip
-        named_barrier(self.group, b)
+        group_barrier(self.group, b)
 
         def issue() -> None:
             coords = [i32(c, b) for c in (at[1], at[0], *reversed(self.outer))]  # innermost first
@@ -234,46 +211,81 @@ class Epilogue:
         return []
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """One 64-row chunk of a warp group's part of `value`: its 64-row tile `mi` of `tiles`,
+    8-column blocks `first` .. `first + blocks - 1` of the group's piece."""
+
+    value: Frag | Deferred
+    mi: int
+    first: int
+    blocks: int
+    tiles: int
+
+    def pair(self, j: int, h: int, ev: Evaluation) -> list[ir.Value]:
+        """Values 2h, 2h + 1 of block `first + j`: the thread's pair h of it (row + 8h),
+        chunk mi + TM·block of the fragment (`tile_mma_wgmma`'s order)."""
+        i = self.mi + self.tiles * (self.first + j)
+        return chunk_values(self.value, i, ev)[PAIR.extent * h : PAIR.extent * (h + 1)]
+
+
 def drain(leader: ir.Value) -> None:
     """At the end of the consumers' role: every store of the group has completed (its shared
     chunks must outlive the reads, the block's exit would free them)."""
     on_leader(leader, lambda: op("nvvm.cp.async.bulk.wait_group", [], {"group": "0 : i32"}))
 
 
-def direct(
-    view: View, value: Value, atom: WgmmaAtom, subtiles: tuple[int, int],
-    offset: tuple[Term, Term], tid: ir.Value,
-) -> None:  # fmt: skip
-    """The accumulators stored from registers: pairs of adjacent columns (4-byte stores where
-    the rows keep them aligned and the tile is whole, else element by element, guarded).
-    `offset`: the group's first (row, column) in the tile."""
+def store_tile(
+    op: ir.Operation, value: Frag | Deferred, view: View, tid: ir.Value, role: Role
+) -> None:
+    """tile.store of a register tensor spread as a wgmma's C into a 16-bit tile of a kernel
+    tensor, through the chunks tile-ring set aside (`tile.epilogue_chunks`) and the tensor map
+    it added (`tile.tma_store`: its argument); `tid` is the kernel's thread index. The group's
+    stores are drained at the end of the consumers' role."""
+    part, func = value.part, kernel_of(op)
+    gm, gn = part.warps[0] // 4, part.warps[1]
+    piece = (part.block[0] // gm, part.block[1] // gn)
+    if elem_bytes(view.elem) != 2 or piece[1] % 64 or piece[0] % CHUNK_ROWS:
+        raise LoweringError(
+            op,
+            f"a TMA-stored output goes out in chunks of 64 rows of 128 bytes: 16-bit elements "
+            f"and a warp group's tile of whole chunks (got {view.elem}, {piece})",
+        )
     b = IndexBuilder()
-    t = b.rem(tid, 128)  # c_lanes' row and column, the offset added in the measured order
-    lane = b.rem(t, 32)
-    row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))
-    col0 = b.add(offset[1], b.mul(b.rem(lane, 4), 2))
-    last = [s - 1 for s in view.shape]
-    # A pair of columns is one 4-byte store where the columns are contiguous (a permuted
-    # view's are not: C^T's columns are C's rows) and every row keeps the pairs aligned.
-    whole = in_bounds(view, last, b)
-    pairs = aligned(view, b)  # False where the columns are not contiguous: no pairs at all
-    paired = pairs is not False
-    fast = all_of([whole, pairs]) if paired else whole
-    mt, nt = subtiles
+    group = b.sub(b.div(tid, WARPGROUP), role.first)
+    place: Term = 0 if role.pingpong else group
+    rows, cols = b.mul(b.rem(place, gm), piece[0]), b.mul(b.div(place, gm), piece[1])
+    origin = [bound.origin for bound in view.bounds]  # the tile's first element, every mode
+    at = (b.add(origin[-2], rows), b.add(origin[-1], cols))
+    number = ir.IntegerAttr(op.attributes[TMA_STORE]).value
+    descriptor = func.regions[0].blocks[0].arguments[number]
+    i64 = ir.IntegerType.get_signless(64)
+    address = llvm.PtrToIntOp(i64, descriptor).result
+    made = arith.CmpIOp(arith.CmpIPredicate.ne, address, constant(i64, 0)).result
+    lane = b.rem(tid, WARPGROUP)
+    leader = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(lane), b.value(0)).result
+    epilogue = Epilogue(
+        chunk_base(op, func), group, tid, leader, descriptor, made, view, (rows, cols), origin[:-2]
+    )
+    epilogue.store(value, piece, at, view.elem)
+    body = role.op.regions[0].blocks[0]
+    end = list(body.operations)[-1]
+    if not any(o.operation.name == "nvvm.cp.async.bulk.wait_group" for o in body.operations):
+        with ir.InsertionPoint(end), op.location:
+            b = IndexBuilder()
+            lane = b.rem(gpu.ThreadIdOp(gpu.Dimension.x).result, WARPGROUP)
+            drain(arith.CmpIOp(arith.CmpIPredicate.eq, b.value(lane), b.value(0)).result)
 
-    def version(guarded: bool) -> list:
-        vb = IndexBuilder()
-        for mi in range(mt):
-            for ni in range(nt):
-                for j in range(atom.n // BLOCK.col):
-                    for h in range(HALF.extent):
-                        at = [
-                            vb.add(row0, mi * 64 + HALF.row * h),
-                            vb.add(col0, ni * atom.n + BLOCK.col * j),
-                        ]
-                        here = Element(mi * nt + ni, c_register(j, h), at[0], at[1])
-                        vals = [convert(v, view.elem) for v in value(here)]
-                        write_pair(view, at, vals, paired, guarded, vb)
-        return []
 
-    if_else(fast, [], lambda: version(False), lambda: version(True))
+def chunk_base(op: ir.Operation, func: ir.Operation) -> ir.Value:
+    for o in func.regions[0].blocks[0].operations:
+        if EPILOGUE in o.operation.attributes:
+            return o.operation.results[0]
+    raise LoweringError(op, "a TMA-stored epilogue needs the chunks tile-ring sets aside")
+
+
+def kernel_of(op: ir.Operation) -> ir.Operation:
+    p = op.parent
+    while p.name != "func.func":
+        p = p.parent
+    return p

@@ -1,5 +1,4 @@
-"""Loops of a warp-specialised kernel: iteration numbers shared by producer and consumers, and
-accumulators carried through `scf.for` iter_args.
+"""Loops of a warp-specialised kernel: iteration numbers shared by producer and consumers.
 
 Producer and consumers walk the same loops (the persistent tile loop, the pipelined K loop in
 it), so numbering every iteration of a pipelined loop across the whole kernel,
@@ -12,14 +11,12 @@ the same on every outer iteration: they must be computed from values defined out
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith
 
-from tilec.binding import defined_inside, enclosing_loops, inside
-from tilec.lowering import IndexBuilder, LoweringError, Term, after
-from tilec.lowering.tile_loops import with_iter_args
+from tilec.binding import defined_inside, enclosing_loops
+from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.passes.layout_fold import constant_index
 
 
@@ -93,79 +90,3 @@ def counter_of(
         else:
             count = b.add(b.mul(count, n), i) if k else i
     return count
-
-
-@dataclass
-class Carried:
-    loop: ir.Operation
-    frags: list[ir.Value]
-    then: list[Callable[[], None]] = field(default_factory=list)
-
-
-class RoleLoops:
-    """The pipelined loops being lowered, those that carry accumulators open until the first
-    op outside them."""
-
-    def __init__(self) -> None:
-        self.open_loops: list[Carried] = []
-
-    @staticmethod
-    def pipelined(op: ir.Operation) -> ir.Operation:
-        p = op.parent
-        while p is not None and p.name != "func.func":
-            if p.name == "scf.for" and "tile.stages" in p.attributes:
-                return p
-            p = p.parent
-        raise LoweringError(
-            op, f"'{op.name}' of a warp-specialised kernel belongs in a pipelined loop"
-        )
-
-    def find(self, loop: ir.Operation) -> Carried | None:
-        return next((c for c in self.open_loops if c.loop == loop), None)
-
-    def carry(
-        self, loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
-    ) -> ir.Operation:
-        """`loop` rebuilt with the accumulators of `frags` as iter_args (once)."""
-        found = self.find(loop)
-        if found is not None:
-            return found.loop
-        new = rebuild_with(loop, frags, accs)
-        self.open_loops.append(Carried(new, frags))
-        return new
-
-    def after_loop(self, loop: ir.Operation, then: Callable[[], None]) -> None:
-        found = self.find(loop)
-        if found is not None and not found.then:
-            found.then.append(then)
-
-    def close_outside(self, op: ir.Operation | None, accs: dict[ir.Value, list[ir.Value]]) -> None:
-        """Close every open loop `op` is not inside (all, for None): yield the accumulators,
-        which are the loop's results from then on, then run what follows the loop."""
-        for c in list(reversed(self.open_loops)):
-            if op is not None and inside(op, c.loop):
-                continue
-            body = c.loop.regions[0].blocks[0]
-            terminator = list(body.operations)[-1]
-            values = [v for f in c.frags for v in accs[f]]
-            with ir.InsertionPoint(terminator), c.loop.location:
-                scf.YieldOp(values)
-            terminator.erase()
-            results = iter(c.loop.results)
-            for f in c.frags:
-                accs[f] = [next(results) for _ in accs[f]]
-            with after(c.loop), c.loop.location:
-                for then in c.then:
-                    then()
-            self.open_loops.remove(c)
-
-
-def rebuild_with(
-    loop: ir.Operation, frags: list[ir.Value], accs: dict[ir.Value, list[ir.Value]]
-) -> ir.Operation:
-    """The same loop with the accumulators as iter_args (`tile_loops.with_iter_args`)."""
-    new, args = with_iter_args(loop, [v for f in frags for v in accs[f]])
-    rest = iter(args)
-    for f in frags:
-        accs[f] = [next(rest) for _ in accs[f]]
-    return new

@@ -32,14 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, gpu, scf
 
 from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
-from tilec.lowering.sm90_epilogue import barrier
 from tilec.lowering.sm90_loops import index, trips
 from tilec.lowering.sm90_roles import WARPGROUP
 from tilec.lowering.tile_access import when
+from tilec.lowering.tile_math import constant
+from tilec.lowering.tile_roles import named_barrier as barrier
 
 GROUPS = 2  # the consumer warp groups that take turns
 
@@ -115,3 +116,19 @@ def alternate(
         later = arith.CmpIOp(arith.CmpIPredicate.ugt, turn, b.value(0)).result
         when(later, lambda: barrier(b.add(group, first), GROUPS * WARPGROUP, b))
     return Turns(loop, group, first)
+
+
+def uniform_group(first: int) -> ir.Value:
+    """The consumer group's index (warp group - `first`), broadcast from lane 0
+    (`shfl.sync.idx`, as CUTLASS does): the same number, but one ptxas knows every lane of the
+    warp holds. A branch on a value computed from the thread index is divergent to ptxas, and
+    one between wgmmas that share accumulators makes it serialise them (its C7520 note, about
+    half the speed measured)."""
+    b = IndexBuilder()
+    i32 = ir.IntegerType.get_signless(32)
+    tid = gpu.ThreadIdOp(gpu.Dimension.x).result
+    index = arith.SubIOp(b.value(b.div(tid, WARPGROUP)), b.value(first)).result
+    mine = arith.IndexCastOp(i32, index).result
+    lane0, width = constant(i32, 0), constant(i32, 32)
+    shuffled = gpu.ShuffleOp(mine, lane0, width, gpu.ShuffleMode.IDX).shuffleResult
+    return arith.IndexCastOp(ir.IndexType.get(), shuffled).result

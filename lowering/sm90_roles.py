@@ -25,8 +25,10 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, nvvm, scf
 
-from tilec.lowering import IndexBuilder
+from tilec.binding import walk
+from tilec.lowering import IndexBuilder, LoweringError
 
+WS = "tile.warp_specialize"
 KEYS = ("tile.role", "tile.warpgroups", "tile.registers", "tile.pingpong")
 WARPGROUP = 128  # threads
 
@@ -90,3 +92,32 @@ def chain(roles: list[tuple[ir.Operation, Callable[[], ir.Value]]]) -> None:
                 with ir.InsertionPoint(branch.else_block):
                     where = scf.YieldOp([])
         role.move_before(then_end)
+
+
+def is_region(op: ir.Operation, key: str) -> bool:
+    return op.name == "scf.execute_region" and key in op.attributes
+
+
+def roles_of(func: ir.Operation) -> dict[str, ir.Operation] | None:
+    """The kernel's producer and consumer role regions (None: no warp_specialize), checked:
+    one warp_specialize at the kernel's top level, one producer and one consumer, threads(N)
+    of whole warp groups that the roles' groups lie in."""
+    regions: list[ir.Operation] = []
+    walk(func, lambda o: regions.append(o) if is_region(o, WS) else None)
+    if not regions:
+        return None
+    if len(regions) != 1 or regions[0].parent.name != "func.func":
+        raise LoweringError(regions[-1], "a kernel holds one warp_specialize, at its top level")
+    threads = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+    if len([t for t in threads if t > 1]) > 1 or threads[0] % WARPGROUP:
+        raise LoweringError(func, "a warp-specialised kernel takes threads(N), N a multiple of 128")
+    body = regions[0].regions[0].blocks[0]
+    roles = [o.operation for o in body.operations if is_region(o.operation, "tile.role")]
+    found = {ir.StringAttr(r.attributes["tile.role"]).value: r for r in roles}
+    if sorted(found) != ["consumer", "producer"] or len(roles) != 2:
+        raise LoweringError(regions[0], "warp_specialize lowers one producer and one consumer role")
+    for role in roles:
+        groups = list(ir.DenseI64ArrayAttr(role.attributes["tile.warpgroups"]))
+        if any(not 0 <= g < threads[0] // WARPGROUP for g in groups):
+            raise LoweringError(role, f"warp groups {groups} beyond threads({threads[0]})")
+    return found

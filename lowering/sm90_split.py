@@ -43,14 +43,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, scf
+from mlir.dialects import arith, gpu, llvm, scf
 
 from tilec.binding import defined_inside
 from tilec.lowering import Flag, IndexBuilder, LoweringError, Term
-from tilec.lowering.sm90_epilogue import barrier
 from tilec.lowering.sm90_loops import invariant
-from tilec.lowering.sm90_wgmma import element
-from tilec.lowering.tile_access import if_else, when
+from tilec.lowering.tile_access import when
 from tilec.lowering.tile_views import gep, global_names
 from tilec.passes.layout_fold import constant_index
 
@@ -75,6 +73,22 @@ class Split:
     def block_slot(self, slot: Term, b: IndexBuilder) -> Term:
         """The workspace slot of the block's own tile in the cluster's unit slot."""
         return b.add(b.mul(slot, self.width), self.rank)
+
+
+def unit_of(op: ir.Operation) -> Split:
+    """The Split of the unit `op` is in: its persistent loop's `tile.work_unit` op."""
+    loop = op.parent
+    while loop.name != "func.func" and "tile.split_tail" not in loop.attributes:
+        loop = loop.parent
+    if loop.name == "func.func":
+        raise LoweringError(op, "tile.unit_sum belongs in a split persistent loop")
+    for o in loop.regions[0].blocks[0].operations:
+        if o.operation.name == "tile.work_unit":
+            unit = o.operation
+            start, peer, slot, first, last, rank = unit.operands
+            width = ir.IntegerAttr(unit.attributes["width"]).value
+            return Split(start, peer, slot, first, last, width, rank)
+    raise LoweringError(op, "a split persistent loop needs its tile.work_unit (tile-schedule)")
 
 
 def around(op: ir.Operation) -> ir.Operation:
@@ -293,64 +307,46 @@ def workspace(module: ir.Operation, name: str, slot_bytes: int) -> tuple[ir.Valu
 
 @dataclass
 class Parts:
-    """A consumer thread's side of the sum: `accs` its accumulator structs of `regs` f32
-    each, `thread` its index among `threads` consumer threads, `leader` thread 0 of them,
-    `ident` a named barrier for them all."""
+    """A consumer thread's side of the sum: `values` its accumulator's f32 values, `thread` its
+    index among `threads` consumer threads, `leader` thread 0 of them. The consumers order
+    their accesses with `gpu.barrier`, which tile-warp-roles makes the role's named barrier."""
 
-    accs: list[ir.Value]
-    regs: int
+    values: list[ir.Value]
     thread: Term
     threads: int
     leader: ir.Value
-    ident: Term
 
     @property
     def slot_bytes(self) -> int:
-        return self.threads * len(self.accs) * self.regs * 4
+        return self.threads * len(self.values) * 4
 
     def address(self, base: ir.Value, slot: Term, b: IndexBuilder) -> ir.Value:
         offset = b.add(b.mul(slot, self.slot_bytes), b.mul(self.thread, 16))
         return gep(base, offset, ir.IntegerType.get_signless(8), b)
 
     def quads(self) -> range:
-        return range(len(self.accs) * self.regs // 4)
+        if len(self.values) % 4:
+            raise ValueError("a split accumulator is stored 16 bytes at a time")
+        return range(len(self.values) // 4)
 
 
-def settle(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value], store) -> None:  # noqa: ANN001
-    """The store of a split unit's tile: a part p > 0 hands its sums to the owner; the
-    owner (and every whole tile) stores, `store(accs)` with the parts added."""
+def hand_over(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> None:
+    """A peer's part into its slot, then its flag released for the owner."""
     b = IndexBuilder()
     partials, flags = pointers
-    peer = split.peer
-
-    def hand_over() -> list:
-        slot = split.block_slot(split.slot, b)
-        write(parts, parts.address(partials, slot, b), b)
-        barrier(parts.ident, parts.threads, b)
-        when(parts.leader, lambda: signal(gep(flags, b.mul(slot, 4), _i8(), b)))
-        return []
-
-    def own() -> list:
-        types = [a.type for a in parts.accs]
-        peers = b.cmp("ult", split.first, split.last)
-        summed = if_else(peers, types, lambda: gather(split, parts, pointers), lambda: parts.accs)
-        store(summed)
-        return []
-
-    if_else(peer, [], hand_over, own)
+    slot = split.block_slot(split.slot, b)
+    write(parts, parts.address(partials, slot, b), b)
+    gpu.BarrierOp()
+    when(parts.leader, lambda: signal(gep(flags, b.mul(slot, 4), _i8(), b)))
 
 
 def _i8() -> ir.Type:
     return ir.IntegerType.get_signless(8)
 
 
-def floats(parts: Parts, accs: list[ir.Value]) -> list[ir.Value]:
-    return [element(a, i) for a in accs for i in range(parts.regs)]
-
-
 def write(parts: Parts, address: ir.Value, b: IndexBuilder) -> None:
-    """This thread's accumulators at `address`, 16 bytes a step, the threads side by side."""
-    values = floats(parts, parts.accs)
+    """This thread's values at `address`, 16 bytes a step, the threads side by side."""
+    values = parts.values
     for q in parts.quads():
         at = gep(address, q * parts.threads * 16, _i8(), b)
         asm = "st.global.v4.f32 [$0], {$1, $2, $3, $4};"
@@ -378,7 +374,10 @@ def wait(flag: ir.Value) -> None:
 
 
 def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> list[ir.Value]:
-    """The owner's accumulators plus parts 1 .. s-1 from their slots."""
+    """The owner's accumulator summed over the tile's units: its values plus its peers'
+    (slots first .. last - 1) from their slots. A whole
+    tile has none: the wait and the loop run no iteration, and only the barrier is left (under
+    an `if` of its own, or one around it all, the fused f32-output GEMM spilled 16 bytes)."""
     b = IndexBuilder()
     partials, flags = pointers
 
@@ -390,11 +389,11 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
             scf.YieldOp([])
 
     when(parts.leader, wait_all)
-    barrier(parts.ident, parts.threads, b)
-    loop = scf.ForOp(split.first, split.last, b.value(1), parts.accs)
+    gpu.BarrierOp()
+    loop = scf.ForOp(split.first, split.last, b.value(1), parts.values)
     with ir.InsertionPoint(loop.body):
         address = parts.address(partials, split.block_slot(loop.induction_variable, b), b)
-        mine = floats(parts, list(loop.inner_iter_args))
+        mine = list(loop.inner_iter_args)
         f32 = ir.F32Type.get()
         quad = llvm.StructType.get_literal([f32] * 4)
         added = []
@@ -405,10 +404,5 @@ def gather(split: Split, parts: Parts, pointers: tuple[ir.Value, ir.Value]) -> l
             for j in range(4):
                 theirs = llvm.ExtractValueOp(f32, got.result, [j]).result
                 added.append(arith.AddFOp(mine[4 * q + j], theirs).result)
-        accs = []
-        for n, acc in enumerate(loop.inner_iter_args):
-            for i in range(parts.regs):
-                acc = llvm.InsertValueOp(acc, added[n * parts.regs + i], [i]).result
-            accs.append(acc)
-        scf.YieldOp(accs)
+        scf.YieldOp(added)
     return list(loop.results)

@@ -10,13 +10,18 @@ off the shared layout and checks against what TMA and wgmma can do together.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.lowering.tile_views import TensorType, elem_bytes
+from tilec.lowering.sm90_sources import box_origin, owner
+from tilec.lowering.tile_views import TensorType, elem_bytes, gep, tensor_type
+
+if TYPE_CHECKING:
+    from tilec.lowering.sm90_cluster import Share
 
 SWIZZLE_BYTES = {1: 32, 2: 64, 3: 128}  # a swizzle's bits -> the TMA/wgmma swizzle mode
 
@@ -166,3 +171,64 @@ def load(
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
         cluster, descriptor, at, barrier, [], multicastMask=multicast
     )
+
+
+def load_tile(
+    op: ir.Operation,
+    rows: SwizzledRows,
+    dst: ir.Value,
+    full: ir.Value,
+    share: Share,
+    descriptors: dict[str, ir.Value],
+    maps: list[ir.Attribute],
+    b: IndexBuilder,
+) -> None:
+    """copy<tma> `op` (a global `local_tile` into a stage's slot at `dst`) as TMA loads
+    completing on barrier `full`: one box of the tile (MN-major: one per chunk of the
+    swizzle's width), this block's `share` of it in a cluster (multicast to every block).
+    The tensor map is a kernel argument (`descriptors`, by tensor) described in `maps`."""
+    tile = owner(op.operands[0])
+    if tile is None or tile.name != "tile.local_tile":
+        raise LoweringError(op, "copy<tma> reads local_tile(T, ...) of a kernel tensor T")
+    shape = list(ir.DenseI64ArrayAttr(tile.attributes["tile"]))
+    if shape != [rows.rows, rows.cols]:
+        raise LoweringError(
+            op, f"copy<tma> of a {shape} tile into a ({rows.rows},{rows.cols}) buffer"
+        )
+    name, coords, box, (mn_mode, k_mode) = box_origin(tile, b)
+    stride = tensor_type(op.operands[0].type).layout.stride
+    stride = list(stride) if A.is_tuple(stride) else [stride]
+    if (stride[0] if rows.mn_major else stride[-1]) != 1:
+        along = "M or N" if rows.mn_major else "K"
+        raise LoweringError(
+            op,
+            f"copy<tma> into this {'MN' if rows.mn_major else 'K'}-major buffer reads rows "
+            f"of contiguous elements along {along}: the tile's stride there must be 1, "
+            f"got {[d if isinstance(d, int) else '?' for d in stride]}",
+        )
+    # The tensor map's modes innermost first: the contiguous one, then the others.
+    inner = mn_mode if rows.mn_major else k_mode
+    order = [inner] + [m for m in reversed(range(len(box))) if m != inner]
+    if rows.mn_major:  # one box per chunk of `width` elements along M (N)
+        box = [rows.width if m == mn_mode else e for m, e in enumerate(box)]
+    else:
+        box = [share.rows if m == mn_mode else e for m, e in enumerate(box)]
+    if name not in descriptors:
+        descriptors[name] = add_descriptor_argument(tile_kernel(op))
+        maps.append(describe(f"tma_{name}", name, box, rows.swizzle, order=order))
+    # Multicast: this block loads its 1/C share of the tile, rows rank·R/C on, into every
+    # block of the cluster (the same offset in each), completing on each one's barrier.
+    coords[mn_mode] = b.add(coords[mn_mode], share.first_row)
+    i8 = ir.IntegerType.get_signless(8)
+    dst = gep(dst, share.first_byte, i8, b)
+    for c in range(share.chunks):
+        at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]
+        chunk = gep(dst, c * rows.chunk_bytes, i8, b)
+        load(descriptors[name], chunk, [at[m] for m in order], full, b, share.mask)
+
+
+def tile_kernel(op: ir.Operation) -> ir.Operation:
+    p = op.parent
+    while p.name != "func.func":
+        p = p.parent
+    return p

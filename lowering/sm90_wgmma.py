@@ -64,15 +64,6 @@ class WgmmaAtom:
         return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * self.regs) + ")>")
 
 
-def filled(atom: WgmmaAtom, value: float) -> ir.Value:
-    """An accumulator whose every element is `value`."""
-    v = constant(ir.F32Type.get(), value)
-    acc = llvm.UndefOp(atom.struct()).result
-    for i in range(atom.regs):
-        acc = llvm.InsertValueOp(acc, v, [i]).result
-    return acc
-
-
 def descriptor(base: ir.Value, rows: SwizzledRows) -> ir.Value:
     """The matrix descriptor of the operand tile whose first row starts at `base`: 8 rows of
     the swizzle width between core-matrix groups along K (the stride byte offset); for an
@@ -122,13 +113,3 @@ def mma(
         attributes={k: ir.Attribute.parse(v) for k, v in attrs.items()},
     )
     return op.results[0]
-
-
-def element(acc: ir.Value, i: int) -> ir.Value:
-    return llvm.ExtractValueOp(ir.F32Type.get(), acc, [i]).result
-
-
-def d_coords(atom: WgmmaAtom, j: int, half: int) -> tuple[int, int]:
-    """Of registers 4j + 2·half + {0, 1}: (row, column) offsets beyond the thread's own
-    `16·warp + lane / 4` row and `2·(lane mod 4)` column."""
-    return 8 * half, 8 * j

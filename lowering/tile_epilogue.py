@@ -56,6 +56,8 @@ ORDERED = (
     "tile.relayout",
     "tile.reduce",
     "tile.cluster_reduce",
+    "tile.unit_sum",
+    "tile.unit_part",
     "tile.fill",
     "tile.async_commit",
     "tile.async_wait",

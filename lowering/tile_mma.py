@@ -23,6 +23,7 @@ whose chunk i = mi + TM*ni holds c0..c3 of atom (mi, ni).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -44,6 +45,7 @@ from tilec.lowering.tile_fragments import (
     Frag,
     constant,
 )
+from tilec.lowering.tile_roles import ROLE, role_of
 from tilec.lowering.tile_views import View, tensor_type
 
 # The lowered mma.sync atoms and the element type of their A and B operands.
@@ -116,6 +118,9 @@ class MmaPartition:
     # of A and B: not part of the C layout, so not of equality (two accumulators of f16 and
     # bf16 MMAs on one block and warps are spread alike)
     elem: str = field(default="f16", compare=False)
+    # warps that interleave along M (`atoms.tiled_c`): 4 for a wgmma warp group holding more
+    # than one 64-row tile, else 1
+    group: int = 1
 
     @property
     def piece(self) -> tuple[int, int]:
@@ -135,7 +140,7 @@ class MmaPartition:
     def tv(self) -> A.Layout:
         """The C TV layout over the block (`atoms.tiled_c`): thread × value → m + BM·n; what a
         thread holds is its value mode, in the accumulator's register order."""
-        return tiled_c(ATOM, self.warps, self.block)
+        return tiled_c(ATOM, self.warps, self.block, self.group)
 
     def group_key(self, mode: int, i: int, j: int) -> tuple[int, int]:
         """The group of value j of chunk i when `mode` is reduced: a row (mi, h) of the
@@ -162,31 +167,31 @@ class MmaPartition:
         return f"the C fragment of an MMA on a {self.block[0]}x{self.block[1]} block"
 
 
-# convert-tile-sm90 lowers wgmma, but only in a warp_specialize region: its operands come
-# through the producer's TMA ring. This lowering (mma.sync) has no wgmma.
+# wgmma reads its operands from the stages of an mbarrier ring that a producer fills by TMA:
+# it is lowered only in a warp_specialize consumer (convert-tile-mma's sm90 family).
 WGMMA_OUTSIDE = (
     "wgmma atom '{atom}' outside warp_specialize: wgmma is lowered only inside a "
-    "warp_specialize block (convert-tile-sm90), with the gemm in a consumer(...) role fed by a "
-    "producer's copy<tma> (examples/gemm_sm90.tile); outside one, use an "
-    "sm80.mma_16x8x16 atom"
+    "warp_specialize block, with the gemm in a consumer(...) role fed by a producer's "
+    "copy<tma> (examples/gemm_sm90.tile); outside one, use an sm80.mma_16x8x16 atom"
 )
+WGMMA_SHAPE = re.compile(r"sm90\.wgmma_64x(\d+)x16\.f32\.(\w+)\.\2")
 
 
 def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> MmaPartition:
     t = MmaType.of(mma)
     if t is None:
         raise LoweringError(op, f"expected a !tile.mma type, got {mma}")
-    if t.atom.startswith("sm90.wgmma"):
-        raise LoweringError(op, WGMMA_OUTSIDE.format(atom=t.atom))
-    if t.atom not in ATOMS:
-        raise LoweringError(
-            op, f"mma atom '{t.atom}' is not lowered yet (lowered: {', '.join(ATOMS)})"
-        )
     tiling = [int(x) for x in t.tiling.strip("()").split(",")]
     if len(tiling) != 3 or tiling[2] != 1:
         raise LoweringError(op, f"atoms {t.tiling}: expected (WM, WN, 1)")
     if len(block) != 2:
         raise LoweringError(op, f"block_shape {list(block)} must have two modes")
+    if t.atom.startswith("sm90.wgmma"):
+        return wgmma_partition(op, t.atom, (tiling[0], tiling[1]), (block[0], block[1]))
+    if t.atom not in ATOMS:
+        raise LoweringError(
+            op, f"mma atom '{t.atom}' is not lowered yet (lowered: {', '.join(ATOMS)})"
+        )
     part = MmaPartition((block[0], block[1]), (tiling[0], tiling[1]), ATOMS[t.atom])
     pm, pn = part.piece
     if pm * tiling[0] != block[0] or pn * tiling[1] != block[1] or pm % AM or pn % (2 * AN):
@@ -194,6 +199,33 @@ def mma_partition(op: ir.Operation, mma: ir.Type, block: tuple[int, ...]) -> Mma
             op, f"block {list(block)} over warps {tiling[:2]} is not whole 16x16 pieces"
         )
     return part
+
+
+def wgmma_partition(
+    op: ir.Operation, atom: str, groups: tuple[int, int], block: tuple[int, int]
+) -> MmaPartition:
+    """The C of a wgmma tiled over (GM, GN) warp groups on a block: each group a contiguous
+    (BM/GM)×(BN/GN) piece of 64×n tiles, its four warps 16 rows apart in each (`wgmma_c`).
+    As warps, that is the mma.sync C over (4·GM, GN) warps, interleaved in groups of four where
+    a group holds more than one 64-row tile. Only a consumer role lowers wgmma."""
+    if not is_consumer(op):
+        raise LoweringError(op, WGMMA_OUTSIDE.format(atom=atom))
+    found = WGMMA_SHAPE.fullmatch(atom)
+    if found is None or found.group(2) not in ("f16", "bf16"):
+        raise LoweringError(op, f"wgmma atom '{atom}' is not lowered (f32 += f16/bf16 products)")
+    n = int(found.group(1))
+    (gm, gn), (bm, bn) = groups, block
+    if bm % (64 * gm) or bn % (n * gn) or n % 8:
+        raise LoweringError(
+            op, f"a {bm}x{bn} block does not tile by {gm}x{gn} warp groups of 64x{n}"
+        )
+    group = 4 if bm // gm > 64 else 1
+    return MmaPartition(block, (4 * gm, gn), found.group(2), group)
+
+
+def is_consumer(op: ir.Operation) -> bool:
+    role = role_of(op)
+    return role is not None and ir.StringAttr(role.attributes[ROLE]).value == "consumer"
 
 
 def fragment(op: ir.Operation, mma: ir.Type, threads: int) -> Frag:
@@ -266,11 +298,17 @@ class PairCoords:
         self.part, self.b = part, b
         modes = split(thread_mode(ATOM.c), AM)  # g = lane / 4 down, 2t = 2(lane % 4) along
         g, t2 = lane_place(modes, lane_coords(modes, at.lane, b), b)
-        self.m0: Term = b.add(b.mul(at.wm, part.piece[0]), g)
+        group = part.group  # warps of a group interleave: 16 rows apart, atoms 16·group apart
+        first = at.wm if group == 1 else b.div(at.wm, group)
+        m0 = b.mul(first, part.piece[0] * group)
+        if group > 1:
+            m0 = b.add(m0, b.mul(b.rem(at.wm, group), AM))
+        self.m0: Term = b.add(m0, g)
         self.n0: Term = b.add(b.mul(at.wn, part.piece[1]), t2)
 
     def __call__(self, i: int, h: int) -> list[Term]:
         """(row, column) of the first element of pair h of chunk i."""
         b, tm = self.b, self.part.tiles[0]
         mi, ni = i % tm, i // tm
-        return [b.add(self.m0, mi * AM + PAIR_ROWS * h), b.add(self.n0, ni * AN)]
+        down = mi * AM * self.part.group + PAIR_ROWS * h
+        return [b.add(self.m0, down), b.add(self.n0, ni * AN)]

@@ -1,5 +1,5 @@
 """Passes (lowered stage): an mma.sync accumulator stored into a global tile
-(convert-tile-to-gpu; `write_pair` serves convert-tile-sm90's epilogue too).
+(convert-tile-to-gpu; `write_pair` serves the SM90 consumers too).
 
 c(2i) and c(2i+1) of a thread are adjacent columns (`tile_mma`'s fragment maps), so the
 accumulator is stored a pair at a time: one 2-element vector where the view keeps pairs
@@ -33,9 +33,11 @@ def store(
     tid: ir.Value,
     threads: int,
     mask: Frag | None = None,
+    pairwise: bool = False,
 ) -> None:
     """Store the accumulator (converted) into a global tile: pairs c(2i), c(2i+1) are adjacent.
-    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored;
+    A deferred value (an epilogue's loads and math) is computed chunk by chunk as it is stored
+    (`pairwise`: pair by pair, fewer registers beside a large accumulator, as a wgmma's is);
     with `mask` (a predicate tensor spread as the accumulator) its false elements are not."""
     part = acc.part
     assert isinstance(part, MmaPartition)
@@ -49,10 +51,13 @@ def store(
     def version(guarded: bool) -> list[ir.Value]:
         ev = Evaluation(guarded)
         for i in range(part.iters):
-            values = [convert(v, view.elem) for v in chunk_values(acc, i, ev)]
+            values = None if pairwise else [convert(v, view.elem) for v in chunk_values(acc, i, ev)]
             for h in range(2):
                 pair_mask = None if mask is None else mask.values[i][2 * h : 2 * h + 2]
-                vals = values[2 * h : 2 * h + 2]
+                if values is None:  # a pair computed where it is written
+                    vals = [convert(pair_value(acc, i, 2 * h + e, ev), view.elem) for e in (0, 1)]
+                else:
+                    vals = values[2 * h : 2 * h + 2]
                 write_pair(view, coords(i, h), vals, side.width == 2, guarded, b, pair_mask)
         return []
 
@@ -62,6 +67,11 @@ def store(
         lambda: version(False),
         lambda: version(True),
     )
+
+
+def pair_value(x: Frag | Deferred, i: int, j: int, ev: Evaluation) -> ir.Value:
+    """Value j of chunk i, computed at `ev` if x is deferred."""
+    return x.values[i][j] if isinstance(x, Frag) else x.value(i, j, ev)
 
 
 def write_pair(

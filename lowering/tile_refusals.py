@@ -17,9 +17,9 @@ NOT_YET = {
     "universal": "the copy lowering picks its own vector width",
 }
 # copy<tma> completes on the mbarrier ring between a warp_specialize producer and its consumers,
-# which convert-tile-sm90 builds; outside such a kernel there is no ring to complete on.
+# which tile-ring builds; outside such a kernel there is no ring to complete on.
 TMA_OUTSIDE = (
-    "copy<tma> is lowered only in the producer of a warp_specialize kernel (convert-tile-sm90), "
+    "copy<tma> is lowered only in the producer of a warp_specialize kernel (tile-ring), "
     "whose mbarrier ring its loads complete on"
 )
 # A cp.async copy outside tile-pipeline is waited for where tile-async-waits says (its
@@ -48,7 +48,10 @@ ELEMENTWISE = ("tile.binary", "tile.unary", "tile.convert", "tile.compare", "til
 RUNGS = {  # the SM80 rung that lowers each op
     **dict.fromkeys(VIEW_OPS, "convert-tile-views"),
     **dict.fromkeys(("tile.barrier", "tile.async_commit", "tile.async_wait"), "convert-tile-sync"),
-    **dict.fromkeys(("tile.reduce", "tile.cluster_reduce"), "convert-tile-reductions"),
+    **dict.fromkeys(
+        ("tile.reduce", "tile.cluster_reduce", "tile.unit_sum", "tile.unit_part"),
+        "convert-tile-reductions",
+    ),
     **dict.fromkeys((*ELEMENTWISE, "tile.coord"), "convert-tile-elementwise"),
     **dict.fromkeys(("tile.load", "tile.store"), "convert-tile-memory"),
     "tile.copy": "convert-tile-copies",
@@ -59,10 +62,18 @@ EARLIER = {name: f"is lowered by {rung}, which must run first" for name, rung in
 for name in ELEMENTWISE:
     EARLIER[name] += " (convert-tile-memory those on an epilogue value computed where it is stored)"
 # Region attributes from the source that an earlier pass must have lowered (and removed).
-UNLOWERED_REGIONS = {
-    "tile.warp_specialize": "warp_specialize is lowered by convert-tile-sm90, which must run "
-    "first: here its roles would run on every thread, one after the other, without setmaxnreg",
-}
+UNLOWERED_REGIONS: dict[str, str] = {}
+# A warp_specialize block's roles are lowered by the rungs once tile-ring has put its loops on
+# a ring (marking the block `tile.ring`); tile-warp-roles then puts each role on its warp
+# groups.
+RING_FIRST = (
+    "warp_specialize needs tile-schedule and tile-ring first: they put its roles' pipelined "
+    "loops on an mbarrier ring the rungs lower them with"
+)
+ROLES_FIRST = (
+    "warp_specialize is lowered by tile-warp-roles, which must run first: here its roles "
+    "would run on every thread, one after the other, without setmaxnreg"
+)
 
 
 def unlowered_copy(atom: str) -> str:
@@ -77,4 +88,7 @@ def region_refusal(op: ir.Operation) -> list[tuple[ir.Operation, str]]:
     """`op` and why, if it holds a region attribute nothing lowers (an empty list if not)."""
     if not op.regions:
         return []
-    return [(op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes]
+    found = [(op, why) for key, why in UNLOWERED_REGIONS.items() if key in op.attributes]
+    if "tile.warp_specialize" in op.attributes and "tile.ring" not in op.attributes:
+        found.append((op, RING_FIRST))
+    return found

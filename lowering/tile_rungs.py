@@ -15,9 +15,10 @@ from math import prod
 from mlir import ir
 
 from tilec.binding import walk
-from tilec.lowering import LoweringError, tile_remat, tile_spreads
+from tilec.lowering import LoweringError, tile_remat, tile_roles, tile_spreads
 from tilec.lowering.tile_fragments import Deferred, Frag, Reduced
 from tilec.lowering.tile_refusals import EARLIER, region_refusal
+from tilec.lowering.tile_roles import Role
 from tilec.lowering.tile_values import TileValues
 from tilec.lowering.tile_views import View, tensor_type
 
@@ -33,14 +34,23 @@ class Rung:
         self.func, self.module = func, module
         self.name = ir.StringAttr(func.attributes["sym_name"]).value
         self.dims = list(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
-        self.threads = prod(self.dims)
+        self.block_threads = self.threads = prod(self.dims)
         self.values = TileValues(self.threads)
         self.first_tid = tile_remat.thread_index(func, self.dims)
         self.epilogue = tile_remat.Epilogue(func, self.dims)
         self.tid = self.first_tid
+        self.role: Role | None = None
 
     def enter(self, op: ir.Operation) -> None:
-        """Before lowering `op`: the epilogue's operands, and the thread index where it is."""
+        """Before lowering `op`: the epilogue's operands, and the thread index where it is (in
+        a warp-specialised kernel's role, the role's threads and index: tile_roles)."""
+        self.role = Role.of(op)
+        if self.role is not None and self.role.kind == "consumer":
+            self.threads = tile_roles.spread_threads(op, self.block_threads)
+            self.tid = tile_roles.thread_index(self.role, self.first_tid)
+            self.values.threads = self.threads
+            return
+        self.threads = self.values.threads = self.block_threads
         self.epilogue.enter(op)
         self.tid = self.epilogue.tid if self.epilogue.past(op) else self.first_tid
 

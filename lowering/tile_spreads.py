@@ -146,35 +146,41 @@ def reductions(shape: tuple[int, ...], tv: str, threads: int, outer: A.Layout, z
                 yield part, mode
 
 
-def mma_block(tv: str) -> tuple[int, ...]:
-    """The block an MMA's C layout `tv` covers (warps × tiles × atom, per mode), or ()."""
+def mma_warps(tv: str) -> tuple[tuple[int, int], int, tuple[int, int]] | None:
+    """((WM, WN), group, (TM, TN)) of an MMA's C layout `tv` (`atoms.tiled_c`: threads
+    (lanes, WM, WN) or, interleaved, (lanes, group, WM/group, WN); values (atom values, TM,
+    TN)), or None where `tv` has neither form."""
     try:
         threads, values = A.shape(parse_layout(tv))
     except (A.LayoutError, TypeError, ValueError):
+        return None
+    if not (isinstance(threads, tuple) and isinstance(values, tuple)) or len(values) != 4:
+        return None
+    if len(threads) == 4:
+        return (threads[2], threads[3]), 1, (values[2], values[3])
+    if len(threads) == 5:
+        return (threads[2] * threads[3], threads[4]), threads[2], (values[2], values[3])
+    return None
+
+
+def mma_block(tv: str) -> tuple[int, ...]:
+    """The block an MMA's C layout `tv` covers (warps × tiles × atom, per mode), or ()."""
+    found = mma_warps(tv)
+    if found is None:
         return ()
-    if not (isinstance(threads, tuple) and isinstance(values, tuple)):
-        return ()
-    if len(threads) != 4 or len(values) != 4:
-        return ()
-    return (threads[2] * values[2] * AM, threads[3] * values[3] * AN)
+    (wm, wn), _, (tm, tn) = found
+    return (wm * tm * AM, wn * tn * AN)
 
 
 def mma_of(block: tuple[int, ...], tv: str) -> MmaPartition | None:
-    """The tiled MMA whose C layout on `block` is `tv` (atoms.tiled_c: threads (lanes, WM, WN),
-    values (atom values, TM, TN)), or None."""
-    try:
-        lay = parse_layout(tv)
-    except A.LayoutError:
+    """The tiled MMA whose C layout on `block` is `tv` (atoms.tiled_c), or None."""
+    found = mma_warps(tv)
+    if len(block) != 2 or found is None:
         return None
-    threads, values = A.shape(lay)
-    if len(block) != 2 or not (isinstance(threads, tuple) and isinstance(values, tuple)):
+    warps, group, (tm, tn) = found
+    if (warps[0] * tm * AM, warps[1] * tn * AN) != block:
         return None
-    if len(threads) != 4 or len(values) != 4:
-        return None
-    warps = (threads[2], threads[3])
-    if (warps[0] * values[2] * AM, warps[1] * values[3] * AN) != block:
-        return None
-    part = MmaPartition((block[0], block[1]), warps)
+    part = MmaPartition((block[0], block[1]), warps, group=group)
     return part if str(part.tv) == tv else None
 
 

@@ -20,7 +20,8 @@ BUILTIN: dict[str, str] = {
     "tile-hazards": "tile_hazards",
     "layout-fold": "layout_fold",
     "convert-layout-to-arith": "convert_layout_to_arith",
-    "convert-tile-sm90": "convert_tile_sm90",
+    "tile-schedule": "tile_schedule",
+    "tile-ring": "tile_ring",
     "tile-async-waits": "tile_async_waits",
     "tile-carry-accumulators": "tile_carry_accumulators",
     "tile-distribute": "tile_distribute",
@@ -33,6 +34,7 @@ BUILTIN: dict[str, str] = {
     "convert-tile-copies": "convert_tile_copies",
     "convert-tile-mma": "convert_tile_mma",
     "convert-tile-to-gpu": "convert_tile_to_gpu",
+    "tile-warp-roles": "tile_warp_roles",
     "pipeline-steady-state": "pipeline_steady_state",
     "outline-tile-kernels": "outline_tile_kernels",
 }

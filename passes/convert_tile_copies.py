@@ -11,7 +11,7 @@ before convert-tile-mma, as it makes many ops and each rung walks the kernel onc
                 misaligned source under `tile.narrow` (`tile_async.copy`)
 
 Any other family is a located error naming what is lowered (`copy<tma>` belongs to a
-warp_specialize kernel's producer, convert-tile-sm90). A cp.async copy issues only: one outside
+warp_specialize kernel's producer, tile-ring). A cp.async copy issues only: one outside
 a tile-pipeline loop needs the commit and waits tile-async-waits places, else it is refused.
 
     "tile.copy"(%src, %dst) {atom = "cp_async.cg.16"} : (!tile.tensor<f16, "global", ...>, ...)

@@ -28,6 +28,7 @@ from mlir.dialects import arith
 from tilec.binding import attr_number
 from tilec.lowering import (
     LoweringError,
+    sm90_epilogue,
     tile_elementwise,
     tile_epilogue,
     tile_memory,
@@ -84,8 +85,11 @@ class Memory(Rung):
             raise LoweringError(op, MASK_SPREAD)
         if isinstance(value, Reduced):
             tile_memory.store_reduced(op, value, dst, self.tid)
+        elif sm90_epilogue.TMA_STORE in op.attributes and mask is None:
+            sm90_epilogue.store_tile(op, value, dst, self.first_tid, self.role)
         elif isinstance(value.part, tile_mma.MmaPartition):
-            tile_mma_store.store(op, value, dst, self.tid, self.threads, mask)
+            pairwise = self.role is not None  # a consumer's: beside a wgmma's accumulator
+            tile_mma_store.store(op, value, dst, self.tid, self.threads, mask, pairwise)
         else:
             tile_memory.store(op, value, dst, self.tid, mask)
 

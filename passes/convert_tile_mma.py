@@ -1,6 +1,6 @@
-r"""Passes: `convert-tile-mma`, MMA fragments and gemms become mma.sync, by atom family.
+r"""Passes: `convert-tile-mma`, MMA fragments and gemms become mma.sync or wgmma, by atom family.
 
-A rung of the SM80 lowering (after convert-tile-views, whose casts it reads; before
+A rung of the lowering (after convert-tile-views, whose casts it reads; before
 convert-tile-to-gpu, which carries register tensors through loops). It lowers a kernel's
 `tile.tiled_mma` (its type says it all), the accumulators an MMA partitions (`tile.fragment`
 with an MMA operand, and the `tile.fill` of any tensor spread as an MMA's C), and each
@@ -9,9 +9,10 @@ with an MMA operand, and the `tile.fill` of any tensor spread as an MMA's C), an
     sm80    ldmatrix.x4 + mma.sync m16n8k16 (tile_mma), A from registers when it is a
             register tensor (tile_mma_regs: attention's P), a prefetching gemm loading each
             k-step's fragments one k-step early
+    sm90    wgmma from the stage of a TMA ring tile-ring made the gemm read, in a
+            warp_specialize consumer (tile_mma_wgmma); `wait_group 0` after its loop
 
-An atom of another family is a located error (`sm90.*` belongs to a warp_specialize
-consumer, convert-tile-sm90). The accumulator is each thread's scalars as a cast
+An atom of another family is a located error. The accumulator is each thread's scalars as a cast
 (tile_values); a gemm in its value form is a new cast, an in-place one (outside loops) a new
 cast its later readers read, and an accumulator that a loop carries is read as a pending cast of
 its iter_arg, which convert-tile-to-gpu reconciles when it rebuilds the loop:
@@ -46,6 +47,7 @@ from tilec.lowering import (
     tile_mma,
     tile_mma_gemm,
     tile_mma_regs,
+    tile_mma_wgmma,
     tile_views,
 )
 from tilec.lowering.tile_carry import CARRY_FIRST
@@ -69,6 +71,7 @@ class Mma(Rung):
         # (Keyed by binding.op_id: an op's hash follows its operands, which change.)
         self.ahead: dict[int, tuple[Frag, ir.Operation]] = {}
         self.waiting: dict[int, int] = {}
+        self.drained: set[int] = set()  # loops of wgmma gemms, waited for after them
 
     def lower(self, op: ir.Operation) -> None:
         self.enter(op)
@@ -125,6 +128,24 @@ class Mma(Rung):
         else:
             tile_mma_gemm.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
         return acc
+
+    def sm90(self, op: ir.Operation) -> Frag:
+        """acc += a @ bᵀ by wgmma from a TMA ring's stage (tile_mma_wgmma); the loop's last
+        group waited for after it."""
+        acc = self.accumulator(op, op.operands[3])
+        a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
+        out = tile_mma_wgmma.gemm(op, a, bv, acc, self.first_tid, self.role)
+        loop = op.parent
+        wait = tile_mma_wgmma.drain_after(loop, self.drained)
+        if wait is not None:  # what reads the loop's accumulators reads them after the wait
+            for result in loop.results:
+                if not mma_spread(result, self.threads):
+                    continue
+                with ir.InsertionPoint(tile_mma_wgmma.after_op(wait)), loop.location:
+                    whole = self.frag(wait, result)
+                    before = list(result.uses)[-1].owner  # the pending cast just made
+                    self.values.update(before, result, tile_mma_wgmma.fenced(whole))
+        return out
 
     def accumulator(self, gemm: ir.Operation, value: ir.Value) -> Frag:
         """A gemm's accumulator `value`, its partition naming the atom of the gemm's tiled MMA
@@ -190,11 +211,8 @@ class Mma(Rung):
 
 Gemm = Callable[[Mma, ir.Operation], Frag]
 # Gemm lowerings by the atom's family; any other is refused (UNLOWERED).
-FAMILIES: dict[str, Gemm] = {"sm80": Mma.sm80}
-UNLOWERED = (
-    "is not lowered by convert-tile-mma (lowered: sm80.*; sm90.* in a warp_specialize "
-    "consumer, by convert-tile-sm90)"
-)
+FAMILIES: dict[str, Gemm] = {"sm80": Mma.sm80, "sm90": Mma.sm90}
+UNLOWERED = "is not lowered by convert-tile-mma (lowered: sm80.*, sm90.*)"
 
 
 def mma_spread(value: ir.Value, threads: int) -> bool:

@@ -25,10 +25,13 @@ convert-tile-elementwise.
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
 
-from tilec.lowering import after, tile_cluster, tile_mma
+from tilec.lowering import IndexBuilder, after, sm90_split, tile_cluster, tile_mma
+from tilec.lowering.tile_fragments import Frag
 from tilec.lowering.tile_reduce import reduce
 from tilec.lowering.tile_reduce_mma import reduce_mma
+from tilec.lowering.tile_roles import WARPGROUP
 from tilec.lowering.tile_rungs import Rung, Value, lower_kernel
 from tilec.passes.base import Pass, register
 
@@ -44,7 +47,9 @@ class Reductions(Rung):
     def lower(self, op: ir.Operation) -> None:
         self.enter(op)
         in_loop = op.parent.name != "func.func"  # the scratch row's reuse is guarded
-        self.put(op, LOWERINGS[op.name](self, op, in_loop))
+        value = LOWERINGS[op.name](self, op, in_loop)
+        if op.results:
+            self.put(op, value)
 
     def reduce(self, op: ir.Operation, in_loop: bool) -> Value:
         frag = self.frag(op, op.operands[0])
@@ -60,8 +65,41 @@ class Reductions(Rung):
             op, value, self.tid, self.threads, self.module, self.name, size, in_loop
         )
 
+    def unit_sum(self, op: ir.Operation, in_loop: bool) -> Value:
+        """A split tile's accumulator summed over its units (sm90_split.gather), through the
+        kernel's workspace, as the persistent loop's `tile.work_unit` says."""
+        frag, parts, pointers, split = self.unit(op)
+        summed = iter(sm90_split.gather(split, parts, pointers))
+        return Frag(frag.part, frag.elem, [[next(summed) for _ in row] for row in frag.values])
 
-LOWERINGS = {"tile.reduce": Reductions.reduce, "tile.cluster_reduce": Reductions.cluster_reduce}
+    def unit_part(self, op: ir.Operation, in_loop: bool) -> None:
+        """A peer's part of a split tile handed over (sm90_split.hand_over)."""
+        _, parts, pointers, split = self.unit(op)
+        sm90_split.hand_over(split, parts, pointers)
+
+    def unit(self, op: ir.Operation) -> tuple:
+        frag = self.frag(op, op.operands[0])
+        split = sm90_split.unit_of(op)
+        b = IndexBuilder()
+        values = [v for row in frag.values for v in row]
+        # the consumer thread's index, from the kernel's (read where it is used, as the rest
+        # of the epilogue does: nothing more stays live across the main loop)
+        if self.role.pingpong:
+            thread = b.rem(self.first_tid, WARPGROUP)
+        else:
+            thread = b.sub(self.first_tid, self.role.first * WARPGROUP)
+        leader = arith.CmpIOp(arith.CmpIPredicate.eq, b.value(thread), b.value(0)).result
+        parts = sm90_split.Parts(values, thread, self.threads, leader)
+        pointers = sm90_split.workspace(self.module, self.name, parts.slot_bytes)
+        return frag, parts, pointers, split
+
+
+LOWERINGS = {
+    "tile.reduce": Reductions.reduce,
+    "tile.cluster_reduce": Reductions.cluster_reduce,
+    "tile.unit_sum": Reductions.unit_sum,
+    "tile.unit_part": Reductions.unit_part,
+}
 
 
 @register

@@ -99,6 +99,8 @@ LOWERINGS: dict[str, Lowering] = {
     "tile.fill": KernelLowering.fill,
     "scf.for": KernelLowering.carried_loop,
     "scf.yield": KernelLowering.carried_yield,
+    # a split unit's facts (tile-schedule), read by tile-ring and convert-tile-reductions
+    "tile.work_unit": lambda self, op, b: None,
 }
 MMA_FIRST = "is lowered by convert-tile-mma, which must run first"
 

@@ -39,7 +39,7 @@ from tilec import targets
 from tilec.binding import op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
-from tilec.lowering import LoweringError, tile_epilogue
+from tilec.lowering import LoweringError, tile_epilogue, tile_roles
 from tilec.lowering.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.lowering.tile_fragments import Partition, combined_spread
 from tilec.lowering.tile_mma import MmaPartition, mma_partition
@@ -65,16 +65,26 @@ class Spreads:
     """The spread of every register tensor of one kernel, decided in program order."""
 
     def __init__(self, func: ir.Operation) -> None:
-        self.threads = math.prod(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.block_threads = math.prod(ir.DenseI64ArrayAttr(func.attributes["tile.threads"]))
+        self.threads = self.block_threads  # those of the op being visited (tile_roles)
         self.of: dict[ir.Value, Spread] = {}
+        self.threads_of: dict[ir.Value, int] = {}  # the threads each value is spread over
         self.likes: dict[int, list[Spread | None]] = {}  # carrying loops' inits, by op_id
 
     def visit(self, op: ir.Operation) -> None:
         rule = RULES.get(op.name)
-        if rule is not None:
-            rule(self, op)
-        elif any(is_register(r) for r in op.results):
+        if rule is None and any(is_register(r) for r in op.results):
             raise LoweringError(op, f"tile-distribute has no rule for '{op.name}'")
+        if rule is None:
+            return
+        registers = any(is_register(v) for v in [*op.operands, *op.results])
+        self.threads = (
+            tile_roles.spread_threads(op, self.block_threads) if registers else self.block_threads
+        )
+        rule(self, op)
+        for r in op.results:
+            if r in self.of:
+                self.threads_of[r] = self.threads
 
     def get(self, op: ir.Operation, value: ir.Value) -> Spread:
         if value not in self.of:
@@ -91,7 +101,15 @@ class Spreads:
         r = op.results[0]
         if op.operands:
             block = tuple(ir.DenseI64ArrayAttr(op.attributes["block_shape"]))
-            self.of[r] = mma_partition(op, op.operands[0].type, block)
+            part = mma_partition(op, op.operands[0].type, block)
+            if 32 * math.prod(part.warps) != self.threads:
+                raise LoweringError(
+                    op,
+                    f"this MMA's C spreads over {32 * math.prod(part.warps)} threads, but "
+                    f"{self.threads} run it (a consumer's warp groups split each tile; with "
+                    f"ping-pong each group holds whole tiles: tile the wgmma over (1, 1, 1))",
+                )
+            self.of[r] = part
         else:
             self.of[r] = PLAIN if single(r.type) else spread_of_value(r, self.threads)
 
@@ -188,6 +206,7 @@ RULES = {
     "tile.reduce": Spreads.reduce,
     "tile.coord": Spreads.coord,
     "tile.cluster_reduce": Spreads.same,
+    "tile.unit_sum": Spreads.same,
     "tile.gemm": Spreads.gemm,
     **dict.fromkeys(SAME_SPREAD, Spreads.elementwise),
     "scf.for": Spreads.loop,
@@ -383,6 +402,9 @@ class TileDistribute(Pass):
             if (why := too_large(value, spread)) is not None:
                 raise LoweringError(defining_op(value), why)
         for value, spread in spreads.of.items():
-            if (why := retype(value, spread, spreads.threads)) is not None:
+            threads = spreads.threads_of.get(value) or tile_roles.spread_threads(
+                defining_op(value), spreads.block_threads
+            )
+            if (why := retype(value, spread, threads)) is not None:
                 raise LoweringError(defining_op(value), why)
         tile_epilogue.mark_deferred(func)

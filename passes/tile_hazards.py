@@ -25,7 +25,7 @@ early in i + 1); `scf.if` joins its branches. What orders accesses, besides `bar
 - `relayout` synchronises before its store and between its store and its load (tile-relayout);
   its load is then pending like any read;
 - the buffers a pipelined loop copies into (`tile.pipelined`) are tile-pipeline's ring, and in
-  a `warp_specialize` kernel those that `copy<tma>` fills are convert-tile-sm90's mbarrier
+  a `warp_specialize` kernel those that `copy<tma>` fills are tile-ring's mbarrier
   ring: within such a loop (such a kernel) their accesses are synchronised by construction.
   Outside it they are accesses like any other (the reuse case above);
 - the wait a cp.async copy needs before its own thread reads is tile-async-waits' (it runs
@@ -46,7 +46,7 @@ on one element, as `(64,64):(1,1)`) is an error too: the block's threads would w
 element at once. Such a view may be read (a broadcast).
 
 It runs after tile-pipeline, so its waits and barriers are in the IR, and before
-convert-tile-sm90 and tile-async-waits, so warp-specialised kernels are still tile ops; it
+tile-ring and tile-async-waits, so warp-specialised kernels are still tile ops; it
 changes nothing.
 """
 
@@ -186,7 +186,7 @@ class Kernel:
                 *self.access(op, READ, operands[0], None, ring),
                 *self.access(op, WRITE, operands[1], self.copy_spread(op), ring),
             ]
-        if name == "tile.relayout" and not warp_specialized(op):  # there: convert-tile-sm90's
+        if name == "tile.relayout" and not warp_specialized(op):  # there: tile-ring's
             check_injective(op, operands[1])
             write = self.access(op, WRITE, operands[1], self.spread(operands[0]), ring)
             read = self.access(op, READ, operands[1], self.spread(op.results[0]), ring)
@@ -295,7 +295,7 @@ def memories(func: ir.Operation) -> dict[str, str]:
 def ring_loops(func: ir.Operation, memory: dict[str, str]) -> dict[int, tuple[int, set[str]]]:
     """The loops whose accesses to some memories a ring synchronises: each pipelined loop
     (tile-pipeline's ring: the buffers its `tile.pipelined` copies fill), and every pipelined
-    loop of a warp_specialize region (convert-tile-sm90's ring: the buffers its `copy<tma>`
+    loop of a warp_specialize region (tile-ring's ring: the buffers its `copy<tma>`
     fill), keyed by op_id, with the ring's key and those memories."""
     rings: dict[int, tuple[int, set[str]]] = {}
 

@@ -263,7 +263,7 @@ class Pipeline:
 
 
 def warp_specialized(op: ir.Operation) -> bool:
-    """Whether `op` sits in a kernel's `warp_specialize` region (lowered by convert-tile-sm90)."""
+    """Whether `op` sits in a kernel's `warp_specialize` region (put on a TMA ring by tile-ring)."""
     parent = op.parent
     while parent is not None:
         if "tile.warp_specialize" in parent.attributes:
@@ -358,7 +358,7 @@ class TilePipeline(Pass):
             return
         p = Pipeline(loop, stages)
         if not p.copies:
-            if warp_specialized(loop):  # its roles' loops are convert-tile-sm90's mbarrier ring
+            if warp_specialized(loop):  # its roles' loops are tile-ring's mbarrier ring
                 return
             raise LoweringError(
                 loop,

@@ -42,6 +42,8 @@ REGISTER_OPERANDS = {
     "tile.select": (0,),
     "tile.coord": (0,),
     "tile.cluster_reduce": (0,),
+    "tile.unit_sum": (0,),
+    "tile.unit_part": (0,),
     "tile.reduce": (0,),
 }
 

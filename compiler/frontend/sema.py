@@ -316,7 +316,7 @@ class KernelChecker(Clauses):
     # Shared memory ------------------------------------------------------------------------------
 
     def ring_epilogue(self) -> int:
-        """The SM90 epilogue's chunks, as convert-tile-sm90 plans them by default: taken when
+        """The SM90 epilogue's chunks, as tile-ring plans them by default: taken when
         the kernel's one store writes 16-bit elements of a kernel tensor."""
         stores = self.c.stores
         if len(stores) != 1 or stores[0].space != "global":

@@ -141,7 +141,9 @@ def rescale(x: Layout, rows: int, block_rows: int) -> Layout:
     return Layout(tuple(m.extent for m in modes), tuple(m.row + block_rows * m.col for m in modes))
 
 
-def tiled_c(atom: MmaAtom, warps: tuple[int, int], block: tuple[int, int]) -> Layout:
+def tiled_c(
+    atom: MmaAtom, warps: tuple[int, int], block: tuple[int, int], group: int = 1
+) -> Layout:
     """The C TV layout of an MMA tiled over warps (WM, WN, column-major, each warp a
     contiguous (BM/WM)×(BN/WN) piece repeating the atom TM×TN times) on a BM×BN block:
 
@@ -150,12 +152,23 @@ def tiled_c(atom: MmaAtom, warps: tuple[int, int], block: tuple[int, int]) -> La
 
     the per-thread order of the accumulator `partition_c` gives (`(4, TM, TN):(1, 4, 4TM)`).
     For m16n8k16 over 2×2 warps on 64×64: (4,8,2,2):(128,1,32,2048) threads,
-    (2,2,2,4):(64,8,16,512) values."""
+    (2,2,2,4):(64,8,16,512) values.
+
+    `group` > 1: the warps come in groups of `group` along M that interleave, as the four
+    warps of a wgmma warp group do (`wgmma_c`): warp `wi` of group `gm` holds rows
+    `gm·(BM·group/WM) + 16·(wi + group·mi)`, its atom repeats `16·group` rows apart. The
+    thread mode is then (atom lanes, (group, WM/group, WN)). (Where each group holds one
+    64-row wgmma tile, TM = 1, that is the plain layout above: `group` is then 1.)"""
     (am, an, _), (wm, wn), (bm, bn) = atom.shape, warps, block
     pm, pn = bm // wm, bn // wn
     lanes = rescale(thread_mode(atom.c), am, bm)
     values = rescale(value_mode(atom.c), am, bm)
+    if group == 1:
+        return Layout(
+            ((*lanes.shape, wm, wn), (*values.shape, pm // am, pn // an)),
+            ((*lanes.stride, pm, bm * pn), (*values.stride, am, bm * an)),
+        )
     return Layout(
-        ((*lanes.shape, wm, wn), (*values.shape, pm // am, pn // an)),
-        ((*lanes.stride, pm, bm * pn), (*values.stride, am, bm * an)),
+        ((*lanes.shape, group, wm // group, wn), (*values.shape, pm // am, pn // an)),
+        ((*lanes.stride, am, pm * group, bm * pn), (*values.stride, am * group, bm * an)),
     )

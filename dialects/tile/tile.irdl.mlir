@@ -81,6 +81,21 @@ irdl.dialect @tile {
     irdl.results(m: %index, n: %index)
   }
 
+  // work_unit(start, peer, slot, first, last, rank) {width}: one unit of a persistent loop
+  // whose tail tile-schedule splits along K (`persistent(..., split_tail = 1)`), at the top of
+  // the loop's body: `start` the ring iterations the block ran before this unit (tile-ring
+  // numbers its pipelined loops on from there), `peer` whether the unit is a part of a tile
+  // that another unit owns (it hands its sums over through workspace slot `slot`), else the
+  // owner adds those of slots first .. last - 1 before it stores; `width` blocks a cluster, the
+  // block's rank in it `rank`. The rung that stores the unit's tile reads it.
+  irdl.operation @work_unit {
+    %index = irdl.is index
+    %flag = irdl.is i1
+    %width = irdl.base "#builtin.integer"
+    irdl.operands(start: %index, peer: %flag, slot: %index, first: %index, last: %index, rank: %index)
+    irdl.attributes {"width" = %width}
+  }
+
   // --- Views -------------------------------------------------------------------------------
 
   // make_tensor(ptr, dynamic...) {name}: a global tensor argument; one index per `?` of the
@@ -338,6 +353,22 @@ irdl.dialect @tile {
     irdl.operands(x: %t)
     irdl.attributes {"mode" = %mode}
     irdl.results(result: %r)
+  }
+
+  // unit_sum(acc) / unit_part(acc): a split tile's accumulator over the units that share the
+  // tile (tile-schedule puts them after a split unit's main loop, under `scf.if` the unit owns
+  // the tile, and else): the owner's sum of its own part and its peers' (`unit_sum`), a peer's
+  // part handed over through the workspace (`unit_part`). Both read the `work_unit` of their
+  // persistent loop.
+  irdl.operation @unit_sum {
+    %t = irdl.any  // !tile.tensor or !tile.frag
+    %r = irdl.any  // !tile.tensor or !tile.frag
+    irdl.operands(acc: %t)
+    irdl.results(result: %r)
+  }
+  irdl.operation @unit_part {
+    %t = irdl.any  // !tile.tensor or !tile.frag
+    irdl.operands(acc: %t)
   }
 
   // cluster_reduce(x) {kind}: max, min or sum of x over the blocks of the kernel's cluster,

@@ -1,4 +1,4 @@
-// convert-tile-sm90 in a kernel with tile.cluster = 2: the persistent walk's m takes the
+// tile-schedule and tile-ring in a kernel with tile.cluster = 2: the persistent walk's m takes the
 // block's cluster rank; the copy whose tile is the same in both blocks of the cluster (B's:
 // its coordinate does not come from the tile's m) is split in two halves, each block loading
 // its own rank's half and multicasting it to both (mask 0b11), the tensor map's box half the
@@ -6,8 +6,8 @@
 // to the cluster (mapa to block tid mod 2, then an arrive of the default .release.cta semantics:
 // a cluster-scope one costs a MEMBAR.ALL.GPU per arrive, a third of the speed); cluster barriers follow the
 // barriers' initialisation and precede the return. Negative cases: sm90-cluster.mlir.bad.
-// RUN: tile-opt -p convert-tile-sm90 %s | filecheck %s
-// RUN: tile-opt -p convert-tile-sm90 --split-input-file --verify-diagnostics %s.bad
+// RUN: tile-opt -p tile-schedule,tile-ring %s | filecheck %s
+// RUN: tile-opt -p tile-schedule,tile-ring --split-input-file --verify-diagnostics %s.bad
 
 func.func @pair(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tm: index, %tn: index, %k: index, %kt: index) attributes {tile.kernel, tile.target = "sm_90a", tile.threads = array<i64: 384, 1, 1>, tile.cluster = 2 : i64} {
   %A = "tile.make_tensor"(%a, %k, %k, %k) {name = "A"} : (!llvm.ptr, index, index, index) -> !tile.tensor<bf16, "global", "(?,?):(?,1)">
@@ -80,7 +80,6 @@ func.func @pair(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tm: index, %tn: in
 // CHECK-NEXT: %c32768_i32 = arith.constant 32768 : i32
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[FULL]], %c32768_i32
 // A: the whole tile at row 128 m, into this block alone.
-// CHECK: arith.shli %[[M]]
 // CHECK: %[[AROW:.*]] = arith.shli %[[M]], %{{.*}} : index
 // CHECK: %[[AROWI:.*]] = arith.index_cast %[[AROW]] : index to i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg7, %[[FULL]], box[%{{.*}}, %[[AROWI]]] : !llvm.ptr<7>, !llvm.ptr
@@ -92,7 +91,7 @@ func.func @pair(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr, %tm: index, %tn: in
 // CHECK-NEXT: %[[BYTES:.*]] = arith.shli %[[RI]], %[[C13]] : index
 // CHECK-NEXT: %[[C6:.*]] = arith.constant 6 : index
 // CHECK-NEXT: %[[HALF:.*]] = arith.shli %[[RI]], %[[C6]] : index
-// CHECK-NEXT: %[[BROW:.*]] = arith.addi %{{.*}}, %[[HALF]] : index
+// CHECK: %[[BROW:.*]] = arith.addi %{{.*}}, %[[HALF]] : index
 // CHECK: %[[BROWI:.*]] = arith.index_cast %[[BROW]] : index to i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg8, %[[FULL]], box[%{{.*}}, %[[BROWI]]] multicast_mask = %[[MASK]]
 // The consumers release every stage to their peer block, never to their own block alone.
