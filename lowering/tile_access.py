@@ -20,6 +20,7 @@ from mlir.dialects import arith, llvm, scf
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, Term, known_multiple
 from tilec.lowering.tile_fragments import Partition, constant, convert
+from tilec.lowering.tile_modes import leaves, probe_layout, unit
 from tilec.lowering.tile_views import (
     View,
     all_of,
@@ -34,7 +35,7 @@ from tilec.lowering.tile_views import (
 VECTOR_BYTES = 16
 # A `?` stride stands for a stride the algebra must treat as unrelated to every other mode:
 # larger than any tile, so no mode ever coalesces with it.
-PROBE_STRIDE = 1 << 40
+PROBE = 1 << 40
 
 
 def largest_pow2_dividing(n: int, cap: int) -> int:
@@ -47,10 +48,8 @@ def largest_pow2_dividing(n: int, cap: int) -> int:
 def contiguity(view: View, part: Partition) -> int:
     """Elements of a chunk that are contiguous in the view's memory, from the chunk start."""
     order = part.order
-    probe = [d if isinstance(d, int) else PROBE_STRIDE for d in view.stride]
-    shape = tuple(part.shape[k] for k in order)
-    laid = A.Layout(shape, tuple(probe[k] for k in order))
-    n = A.max_common_vector(laid, A.Layout(shape, A.compact_col_major(shape)))
+    laid = probe_layout([part.shape[k] for k in order], [view.stride[k] for k in order], PROBE)
+    n = A.max_common_vector(laid, A.Layout(laid.shape, A.compact_col_major(laid.shape)))
     if view.swizzle is not None:
         n = min(n, 1 << view.swizzle.base)
     return n
@@ -58,8 +57,8 @@ def contiguity(view: View, part: Partition) -> int:
 
 def choose_partition(view: View, shape: tuple[int, ...], threads: int) -> Partition:
     """Chunks run along the view's unit-stride mode, as wide as 16 bytes allow."""
-    unit = [k for k, d in enumerate(view.stride) if d == 1 and shape[k] > 1]
-    m = unit[0] if unit else max(range(len(shape)), key=lambda k: shape[k])
+    units = [k for k, d in enumerate(view.stride) if unit(d) and shape[k] > 1]
+    m = units[0] if units else max(range(len(shape)), key=lambda k: shape[k])
     one = Partition(shape, m, 1, threads)
     cap = VECTOR_BYTES // elem_bytes(view.elem)
     vec = largest_pow2_dividing(math.gcd(contiguity(view, one), shape[m]), cap)
@@ -77,10 +76,12 @@ class Side:
     def of(view: View, part: Partition) -> Side:
         cap = VECTOR_BYTES // elem_bytes(view.elem)
         width = largest_pow2_dividing(contiguity(view, part), min(cap, part.vec))
-        # Chunk starts step other modes by their strides: a static one must keep the width.
+        # Chunk starts step other modes by their strides: a static one must keep the width;
+        # along a nested mode m, a step past its first leaf's reach too.
         for k, d in enumerate(view.stride):
-            if k != part.m and isinstance(d, int) and part.shape[k] > 1:
-                width = largest_pow2_dividing(d, width)
+            steps = leaves(d)[1:] if k == part.m else leaves(d) if part.shape[k] > 1 else ()
+            for s in steps:
+                width = largest_pow2_dividing(s, width) if isinstance(s, int) else width
         if isinstance(view.offset, int):
             width = largest_pow2_dividing(view.offset, width) if view.offset else width
         return Side(view, width)
@@ -90,7 +91,7 @@ class Side:
         """Whether the edge path must check this side: global, or shared at a runtime offset."""
         view = self.view
         dynamic = not isinstance(view.offset, int) or any(
-            not isinstance(d, int) for d in view.stride
+            not isinstance(s, int) for d in view.stride for s in leaves(d)
         )
         return view.space == "global" or dynamic
 
@@ -109,18 +110,14 @@ class Side:
         if self.width == 1:
             return True
         view = self.view
-        dynamic = not isinstance(view.offset, int) or any(
-            not isinstance(d, int) for k, d in enumerate(view.stride) if k != part.m
-        )
+        dynamic = not isinstance(view.offset, int) or any(runtime_steps(view, part))
         return self.aligned(part, b) if view.space == "global" or dynamic else True
 
     def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value:
         i64 = ir.IntegerType.get_signless(64)
         nbytes = self.width * elem_bytes(self.view.elem)
         bits = llvm.PtrToIntOp(i64, self.view.base).result
-        terms: list[Term] = [self.view.offset] + [
-            d for k, d in enumerate(self.view.stride) if k != part.m and not isinstance(d, int)
-        ]
+        terms: list[Term] = [self.view.offset, *runtime_steps(self.view, part)]
         for term in terms:
             # A term that surely holds a multiple of the width (k * BK of a K-tile's offset)
             # needs no test, so the test does not vary with a loop over such tiles.
@@ -129,6 +126,13 @@ class Side:
                 bits = arith.OrIOp(bits, arith.IndexCastOp(i64, b.value(scaled)).result).result
         low = arith.AndIOp(bits, constant(i64, nbytes - 1)).result
         return arith.CmpIOp(arith.CmpIPredicate.eq, low, constant(i64, 0)).result
+
+
+def runtime_steps(view: View, part: Partition) -> list[ir.Value]:
+    """The runtime strides a chunk start can step by: every mode's but the leading stride of
+    the chunks' own mode (within a run)."""
+    steps = [s for k, d in enumerate(view.stride) for s in leaves(d)[(k == part.m) :]]
+    return [s for s in steps if not isinstance(s, int)]
 
 
 def if_else(
@@ -185,7 +189,7 @@ class Run:
 
     def __init__(self, view: View, at: list[Term], m: int, b: IndexBuilder) -> None:
         self.view, self.at, self.m, self.b = view, at, m, b
-        stride = view.stride[m]
+        stride = view.stride[m]  # a Nest is no one step: each element is addressed alone
         self.step = stride if view.swizzle is None and isinstance(stride, int) else None
         self.first = element_address(view, at, b) if self.step is not None else None
         self.rest: list[ir.Value | bool] = []

@@ -26,6 +26,7 @@ from mlir.dialects import arith, llvm, nvvm
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.lowering.tile_access import Side, if_else
 from tilec.lowering.tile_fragments import Partition, constant
+from tilec.lowering.tile_modes import runs, unit
 from tilec.lowering.tile_views import (
     View,
     all_of,
@@ -70,9 +71,9 @@ def copy(
         raise LoweringError(op, f"copying a {shape} tile into a {tuple(dst.shape)} view")
     vec = CP_ASYNC_BYTES[atom] // elem_bytes(src.elem)
     # Chunks run along the source's unit-stride mode (the last one unless another is).
-    m = next((k for k, d in enumerate(src.stride) if d == 1), len(shape) - 1)
+    m = next((k for k, d in enumerate(src.stride) if unit(d)), len(shape) - 1)
     part = Partition(shape, m, vec, threads)
-    whole_rows = shape[m] % vec == 0 and src.stride[m] == 1 and dst.stride[m] == 1
+    whole_rows = shape[m] % vec == 0 and runs(src.stride[m], vec) and runs(dst.stride[m], vec)
     if not whole_rows or Side.of(dst, part).width < vec:
         raise LoweringError(op, f"copy<{atom}> needs {vec}-element contiguous rows on both sides")
     b = IndexBuilder()

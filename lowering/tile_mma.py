@@ -45,6 +45,7 @@ from tilec.lowering.tile_fragments import (
     Frag,
     constant,
 )
+from tilec.lowering.tile_modes import leaves, runs
 from tilec.lowering.tile_roles import ROLE, role_of
 from tilec.lowering.tile_views import View, tensor_type
 
@@ -275,9 +276,12 @@ def check_operand(op: ir.Operation, view: View, rows: int, name: str, elem: str)
         raise LoweringError(op, f"gemm operand {name}: expected a shared ({rows}, 16k) tile")
     if str(view.elem) != elem:
         raise LoweringError(op, f"gemm operand {name}: the atom takes {elem}, got {view.elem}")
-    k_major = view.stride[1] == 1
-    other = view.stride[0] if k_major else view.stride[1]
-    if (not k_major and view.stride[0] != 1) or not isinstance(other, int) or other % 8:
+    # 8-element rows: runs of 8 along K (or M/N) are contiguous, and every step of the other
+    # mode (each leaf of a nested one) keeps rows 16-byte aligned.
+    k_major = runs(view.stride[1], 8)
+    along, across = view.stride[::-1] if k_major else view.stride
+    steps = [*leaves(across), *leaves(along)[1:]]
+    if not runs(along, 8) or not all(isinstance(d, int) and d % 8 == 0 for d in steps):
         raise LoweringError(
             op, f"gemm operand {name}: expected 8-element rows along K or along {name}'s rows"
         )

@@ -43,6 +43,7 @@ from tilec.binding import before
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import LoweringError, Term
 from tilec.lowering.tile_fragments import Deferred, Frag, Reduced
+from tilec.lowering.tile_modes import Nest, Stride
 from tilec.lowering.tile_spreads import PLAIN, UNDISTRIBUTED, Spread, decode, tv_text
 from tilec.lowering.tile_views import Bound, View, tensor_type
 
@@ -250,7 +251,7 @@ def view_cast(op: ir.Operation, typ: ir.Type, view: View, cut: Cut = None) -> ir
     parts = {
         "offset": term(view.offset),
         "shape": [term(s) for s in view.shape],
-        "stride": [term(d) for d in view.stride],
+        "stride": [stride_part(d, term) for d in view.stride],
         "bounds": [bound(x) for x in view.bounds],
         "swizzle": None if sw is None else [sw.bits, sw.base, sw.shift],
     }
@@ -282,11 +283,26 @@ def view_of(cast: ir.Operation, typ: ir.Type) -> View:
         cast.operands[0],
         term(parts["offset"]),
         [term(s) for s in parts["shape"]],
-        [term(d) for d in parts["stride"]],
+        [stride_of(d, term) for d in parts["stride"]],
         None if sw is None else A.Swizzle(*sw),
         [bound(x) for x in parts["bounds"]],
         ir.IntegerAttr(attrs["span"]).value,
     )
+
+
+def stride_part(d: Stride, term: Callable[[Term], int | str]) -> Part:
+    """A mode's stride as a tile.view part: its term, or a nested mode's [[extents], [strides]]."""
+    if isinstance(d, Nest):
+        return [[term(e) for e in d.extents], [term(s) for s in d.strides]]
+    return term(d)
+
+
+def stride_of(part: Part, term: Callable[[int | str], Term]) -> Stride:
+    """The stride a tile.view part names (`stride_part`'s inverse)."""
+    if isinstance(part, list):
+        extents, strides = part
+        return Nest(tuple(term(e) for e in extents), tuple(term(s) for s in strides))
+    return term(part)
 
 
 def cut_of(value: ir.Value) -> tuple[ir.Value, list[Term | None]] | None:

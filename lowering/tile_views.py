@@ -25,6 +25,16 @@ from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
 from tilec.dialects.tile import types
 from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.lowering.tile_modes import (
+    Nest,
+    Stride,
+    filled,
+    filled_size,
+    offset_along,
+    same,
+    split,
+    typed_modes,
+)
 
 GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for an SSA index
 GEP_INBOUNDS = 3  # the `inbounds` no-wrap flags (inbounds implies nusw)
@@ -69,8 +79,8 @@ class View:
     space: str  # "global" or "shared"
     base: ir.Value  # !llvm.ptr<1> or !llvm.ptr<3>
     offset: Term  # elements from base (inside the swizzle)
-    shape: list[Term]
-    stride: list[Term]
+    shape: list[Term]  # each mode's size
+    stride: list[Stride]  # each mode's stride: a Term, or a Nest of its leaves (tile_modes)
     swizzle: A.Swizzle | None = None
     bounds: list[Bound] = field(default_factory=list)
     span: int = 0  # a shared buffer's elements: the domain of its swizzle function
@@ -81,13 +91,10 @@ class View:
         return tuple(self.shape)
 
 
-def flat_modes(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> A.Layout:
-    inner = layout.inner if isinstance(layout, A.ComposedLayout) else layout
-    if any(A.is_tuple(s) for s in (inner.shape if A.is_tuple(inner.shape) else ())):
-        raise LoweringError(op, f"nested modes in {layout} are not supported by this lowering")
-    if not A.is_tuple(inner.shape):
-        return A.Layout((inner.shape,), (inner.stride,))
-    return inner
+def modes(layout: A.Layout | A.ComposedLayout) -> tuple[list[Term], list[Stride]]:
+    """Each top-level mode's size and stride (tile_modes), DYN where the layout says `?`."""
+    pairs = typed_modes(layout)
+    return [s for s, _ in pairs], [d for _, d in pairs]
 
 
 def parse_coord(op: ir.Operation, text: str, rank: int) -> list[str]:
@@ -112,13 +119,16 @@ def coord_terms(op: ir.Operation, items: list[str], operands: list[ir.Value]) ->
 
 def make_tensor(op: ir.Operation, ptr: ir.Value) -> View:
     t = tensor_type(op.results[0].type)
-    lay = flat_modes(op, t.layout)
-    wanted = list(A.flatten(lay.shape) + A.flatten(lay.stride)).count(A.DYN)
+    inner = t.layout.inner if isinstance(t.layout, A.ComposedLayout) else t.layout
+    wanted = list(A.flatten(inner.shape) + A.flatten(inner.stride)).count(A.DYN)
     if len(op.operands) != 1 + wanted:
         raise LoweringError(op, f"make_tensor of {t.layout} needs {wanted} index operand(s)")
-    operands = iter(list(op.operands)[1:])
-    shape = [next(operands) if s is A.DYN else s for s in lay.shape]
-    stride = [next(operands) if d is A.DYN else d for d in lay.stride]
+    # The operands are the shape's `?` in order, then the stride's (a nested mode's leaves too).
+    operands, b = list(op.operands)[1:], IndexBuilder()
+    sizes, strides = modes(t.layout)
+    shaped = [filled_size(s, d, operands, b) for s, d in zip(sizes, strides, strict=True)]
+    shape = [s for s, _ in shaped]
+    stride = [filled(d, operands) for _, d in shaped]
     bounds = [Bound(0, s, k) for k, s in enumerate(shape)]
     return View(t.elem, "global", ptr, 0, shape, stride, None, bounds)
 
@@ -133,17 +143,58 @@ def local_tile(op: ir.Operation, view: View, b: IndexBuilder) -> View:
     offset, bounds = view.offset, list(view.bounds)
     shape, stride = list(tile), list(view.stride)
     for k, (c, t) in enumerate(zip(coords, tile, strict=True)):
+        nested = isinstance(view.stride[k], Nest)
+        if nested:
+            offset = tile_nested(op, view, k, c, t, shape, stride, b, offset)
         if c is None:
             # `_`: keep every tile of mode k as a trailing mode of ceil(extent / t) tiles.
-            rest = len(shape)
-            shape.append(b.div(b.add(view.shape[k], t - 1), t))
-            stride.append(b.mul(t, view.stride[k]))
+            rest = len(shape) - nested
+            if not nested:
+                shape.append(b.div(b.add(view.shape[k], t - 1), t))
+                stride.append(b.mul(t, view.stride[k]))
             bounds = [replace(x, outer=(rest, t)) if x.mode == k else x for x in bounds]
             continue
         start = b.mul(c, t)
-        offset = b.add(offset, b.mul(start, view.stride[k]))
+        if not nested:
+            offset = b.add(offset, b.mul(start, view.stride[k]))
         bounds = [replace(x, origin=b.add(x.origin, start)) if x.mode == k else x for x in bounds]
+    typed = modes(tensor_type(op.results[0].type).layout)[1]
+    if not agrees(typed, stride):
+        raise LoweringError(
+            op, f"local_tile makes strides {describe(stride)}, its type says {describe(typed)}"
+        )
     return replace(view, offset=offset, shape=shape, stride=stride, bounds=bounds)
+
+
+def describe(strides: list[Stride]) -> str:
+    """Strides for a message: integers, a nested mode's leaves, `?` for runtime values."""
+    return "[" + ", ".join(str(d) if isinstance(d, int | Nest) else "?" for d in strides) + "]"
+
+
+def tile_nested(
+    op: ir.Operation,
+    view: View,
+    k: int,
+    c: Term | None,
+    t: int,
+    shape: list[Term],
+    stride: list[Stride],
+    b: IndexBuilder,
+    offset: Term,
+) -> Term:
+    """Mode k of `view` (a Nest) tiled by `t` at coordinate c (None: `_`), by the algebra: the
+    tile's mode replaces mode k, the tiles' mode is appended for `_`, else the tile's start
+    moves the offset. Returns the offset."""
+    try:
+        (_, tile_stride), (count, starts) = split(view.shape[k], view.stride[k], t)
+    except (A.LayoutError, ValueError) as exc:
+        raise LoweringError(op, f"tile {t} of mode {k} ({view.stride[k]}): {exc}") from None
+    stride[k] = tile_stride
+    if c is None:
+        shape.append(count)
+        stride.append(starts)
+        return offset
+    return b.add(offset, offset_along(starts, c, b))
 
 
 def slice_coords(op: ir.Operation, view: View) -> list[Term | None]:
@@ -169,7 +220,7 @@ def slice_at(view: View, coords: list[Term | None], b: IndexBuilder) -> View:
             # addresses inside the stage keep folding to one xor chain plus immediates.
             base = gep(base, b.mul(c, view.stride[k]), view.elem, b)
         else:
-            offset = b.add(offset, b.mul(c, view.stride[k]))
+            offset = b.add(offset, offset_along(view.stride[k], c, b))
     for x in view.bounds:
         origin, mode, outer = x.origin, x.mode, x.outer
         if mode is not None and coords[mode] is not None:
@@ -191,7 +242,7 @@ def slice_at(view: View, coords: list[Term | None], b: IndexBuilder) -> View:
 
 def passes_swizzle(view: View, mode: int) -> bool:
     """Whether moving along `mode` of a shared view leaves the swizzle's bits alone."""
-    stride = view.stride[mode]
+    stride = view.stride[mode]  # a Nest is not an int: its steps are not one stride
     if view.space != "shared" or not isinstance(stride, int) or stride <= 0:
         return False
     sw = view.swizzle
@@ -227,14 +278,15 @@ def add_mode(op: ir.Operation, view: View) -> View:
     """
     at = 0 if op.name == "tile.prepend" else len(view.shape)
     rest = list(op.operands)[1:]
-    lay = flat_modes(op, tensor_type(op.results[0].type).layout)
-    shape = [*view.shape[:at], lay.shape[at] if at < len(lay.shape) else 0, *view.shape[at:]]
+    lay = tensor_type(op.results[0].type).layout
+    sizes, strides = modes(lay)
+    shape = [*view.shape[:at], sizes[at] if at < len(sizes) else 0, *view.shape[at:]]
     stride = [*view.stride[:at], 0, *view.stride[at:]]
-    if not (agrees(lay.shape, shape) and agrees(lay.stride, stride)):
+    if not (agrees(sizes, shape) and agrees(strides, stride)):
         raise LoweringError(
             op, f"{op.name} makes {lay}, which is not its source with a mode of stride 0"
         )
-    size = lay.shape[at]
+    size = sizes[at]
     if len(rest) != (size is A.DYN):
         raise LoweringError(
             op, f"{op.name} of a mode of size {size} takes {int(size is A.DYN)} size operand(s)"
@@ -258,12 +310,12 @@ def add_mode(op: ir.Operation, view: View) -> View:
     return replace(view, shape=shape, stride=stride, bounds=bounds)
 
 
-def agrees(typed: tuple, built: list[Term]) -> bool:
+def agrees(typed: list[Stride], built: list[Stride]) -> bool:
     """Whether a view's extents or strides are what its type says: as many, and each static
-    one of the type the same integer."""
+    one of the type the same integer (a nested mode's leaves alike)."""
     if len(typed) != len(built):
         return False
-    return all(t is A.DYN or t == v for t, v in zip(typed, built, strict=True))
+    return all(same(t, v) for t, v in zip(typed, built, strict=True))
 
 
 def buffer_extent(op: ir.Operation, layout: A.Layout | A.ComposedLayout) -> tuple[int, int]:
@@ -317,7 +369,7 @@ def alloc_shared(
     the buffer, so a negative stride's offsets land inside it: (64,64):(-64,1) is based 4032
     elements in, and its row 63 is the buffer's first."""
     t = tensor_type(op.results[0].type)
-    lay = flat_modes(op, t.layout)
+    sizes, strides = modes(t.layout)
     floor, span = buffer_extent(op, t.layout)  # static, and at most a swizzle composed
     name = ir.StringAttr(op.attributes["name"]).value
     nbytes = span * elem_bytes(t.elem)
@@ -335,7 +387,7 @@ def alloc_shared(
     if isinstance(t.layout, A.ComposedLayout):  # floor is a multiple of the swizzle's period
         swizzle, offset = t.layout.outer, t.layout.offset - floor
     ptr = shared_pointer(symbol)
-    return View(t.elem, "shared", ptr, offset, list(lay.shape), list(lay.stride), swizzle, [], span)
+    return View(t.elem, "shared", ptr, offset, sizes, strides, swizzle, [], span)
 
 
 def element_index(view: View, coords: list[Term], b: IndexBuilder) -> Term:
@@ -349,7 +401,7 @@ def element_index(view: View, coords: list[Term], b: IndexBuilder) -> Term:
     """
     index: Term = view.offset
     for c, d in zip(coords, view.stride, strict=True):
-        index = b.add(index, b.mul(c, d))
+        index = b.add(index, offset_along(d, c, b))
     sw = view.swizzle
     if sw is None or sw.bits == 0:
         return index
@@ -418,6 +470,8 @@ def row_step(view: View, rows: int) -> int | None:
     A swizzle only reads and writes bits below the top of its yyy field: a static step that
     is a multiple of that span is the same step before and after it (None: it is not).
     """
+    if isinstance(view.stride[0], Nest):
+        return None
     step = rows * view.stride[0]
     sw = view.swizzle
     if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:

@@ -43,6 +43,7 @@ from tilec.lowering import LoweringError, tile_epilogue, tile_roles
 from tilec.lowering.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
 from tilec.lowering.tile_fragments import Partition, combined_spread
 from tilec.lowering.tile_mma import MmaPartition, mma_partition
+from tilec.lowering.tile_modes import block_shape, typed_modes
 from tilec.lowering.tile_spreads import PLAIN, Part, Spread, single, tv_text
 from tilec.lowering.tile_views import elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
@@ -119,7 +120,7 @@ class Spreads:
             self.of[r] = spread_of_load(op, self.threads)
             return
         like = self.full(op, op.operands[1])
-        shape = tuple(A.flatten(A.shape(tensor_type(op.operands[0].type).layout)))
+        shape = block_shape(tensor_type(op.operands[0].type).layout)
         if isinstance(like, MmaPartition) and shape != like.block:
             raise LoweringError(op, f"loading a {shape} tile like a {like.block} fragment")
         if isinstance(like, Partition) and shape != like.shape:
@@ -129,7 +130,7 @@ class Spreads:
     def relayout(self, op: ir.Operation) -> None:
         """As a load of the buffer spreads it (with `like`: as `like` is), from a value of the
         buffer's shape."""
-        shape = tuple(A.flatten(A.shape(tensor_type(op.operands[1].type).layout)))
+        shape = block_shape(tensor_type(op.operands[1].type).layout)
         for value in [op.operands[0], *list(op.operands)[2:]]:
             if (block := block_of(self.full(op, value))) != shape:
                 what = "value" if value == op.operands[0] else "like"
@@ -226,7 +227,7 @@ def spread_of_load(op: ir.Operation, threads: int) -> Partition:
 def spread_of_tile(op: ir.Operation, tile: ir.Value, threads: int) -> Partition:
     """The spread a plain load of `tile` (a global or shared view) gives its elements."""
     src = tensor_type(tile.type)
-    shape = tuple(A.flatten(A.shape(src.layout)))
+    shape = block_shape(src.layout)
     if not all(isinstance(s, int) for s in shape):
         raise LoweringError(op, "a block-level access needs a static tile shape; tile first")
     return choose_partition(view_of(src), shape, threads)  # type: ignore[arg-type]
@@ -242,9 +243,9 @@ def block_of(part: Part) -> tuple[int, ...]:
 
 
 def view_of(src) -> SimpleNamespace:  # noqa: ANN001
-    """What choose_partition reads of a view (strides, element, swizzle), from its type."""
-    inner = src.layout.inner if isinstance(src.layout, A.ComposedLayout) else src.layout
-    stride = [d if isinstance(d, int) else None for d in A.flatten(inner.stride)]
+    """What choose_partition reads of a view (strides, element, swizzle), from its type: each
+    top-level mode's stride (tile_modes), DYN where it is known at run time."""
+    stride = [d for _, d in typed_modes(src.layout)]
     swizzle = src.layout.outer if isinstance(src.layout, A.ComposedLayout) else None
     return SimpleNamespace(stride=stride, elem=src.elem, swizzle=swizzle)
 
@@ -293,7 +294,7 @@ def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Part | None:
     if len(owner.operands) > source + 1:
         return None  # load(t, like = x), relayout(.., like = x): x's, found by `neighbours`
     src = tensor_type(owner.operands[source].type)
-    if tuple(A.flatten(A.shape(src.layout))) != shape:
+    if block_shape(src.layout) != shape:
         return None
     return spread_of_tile(owner.operation, owner.operands[source], threads)
 

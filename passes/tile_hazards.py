@@ -64,6 +64,7 @@ from tilec.lowering import LoweringError
 from tilec.lowering.tile_async import CP_ASYNC_BYTES, NARROW
 from tilec.lowering.tile_fragments import Partition
 from tilec.lowering.tile_mma import MmaPartition
+from tilec.lowering.tile_modes import typed_modes, unit
 from tilec.lowering.tile_views import elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_distribute import Spreads
@@ -247,13 +248,11 @@ class Kernel:
         if atom not in CP_ASYNC_BYTES or NARROW in op.attributes:
             return None
         src = tensor_type(op.operands[0].type)
-        lay = src.layout
-        inner = lay.inner if isinstance(lay, A.ComposedLayout) else lay
-        shape = tuple(A.flatten(inner.shape))
-        stride = tuple(A.flatten(inner.stride))
+        modes = typed_modes(src.layout)  # a nested mode is one mode, as the copy sees it
+        shape = tuple(size for size, _ in modes)
         if not all(isinstance(s, int) for s in shape):
             return None
-        m = next((k for k, d in enumerate(stride) if d == 1), len(shape) - 1)
+        m = next((k for k, (_, d) in enumerate(modes) if unit(d)), len(shape) - 1)
         vec = CP_ASYNC_BYTES[atom] // elem_bytes(src.elem)
         return Partition(shape, m, vec, self.threads)
 

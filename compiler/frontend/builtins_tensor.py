@@ -10,7 +10,15 @@ from tilec.frontend.atoms import ATOMS, WGMMA_N
 from tilec.frontend.builtin import Builtin, items, registrar, targ_atom, targ_type, tensor_arg
 from tilec.frontend.expr import ExprChecker
 from tilec.frontend.limits import check_copy
-from tilec.frontend.shapes import inner, int_tuple, mode_sizes, static_ints, top_modes, with_modes
+from tilec.frontend.shapes import (
+    inner,
+    int_tuple,
+    mode_sizes,
+    static_ints,
+    tile_layout,
+    top_modes,
+    with_modes,
+)
 from tilec.frontend.types import SCALAR_TYPES
 from tilec.frontend.values import (
     Alloc,
@@ -118,23 +126,13 @@ def local_tile(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) 
                 node.args[1].span,
             )
         try:
-            first, repeats = split_mode(m, size)
+            first, repeats = L.split_mode(m, size)
         except L.LayoutError as exc:
             return c.error(exc.message, node.span)
         tiled.append(first)
         if isinstance(crd, UnderscoreV):
             rest.append(repeats)
     return TensorV(t.elem, t.space, with_modes(t.layout, tiled + rest), t.alloc)
-
-
-def split_mode(m: L.Layout, n: int) -> tuple[L.Layout, L.Layout]:
-    """Mode `m` divided by `n`, as CuTe's logical_divide: its first n elements, and how those
-    repeat. A flat mode may have runtime entries and need not divide (a ragged global edge)."""
-    if isinstance(m.shape, tuple):
-        divided = L.logical_divide(m, n)
-        return divided[0], divided[1]
-    count = L.DYN if m.shape is L.DYN else -(-m.shape // n)
-    return L.Layout(n, m.stride), L.Layout(count, L.DYN if m.stride is L.DYN else m.stride * n)
 
 
 @builtin("partition", 2, 2)
@@ -154,7 +152,7 @@ def partition(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -
         if extent is not L.DYN and extent % p:
             return c.error(f"{p} threads do not divide the mode of size {extent}", node.span)
         try:
-            out.append(split_mode(m, p)[1])
+            out.append(L.split_mode(m, p)[1])
         except L.LayoutError as exc:
             return c.error(exc.message, node.span)
     return TensorV(t.elem, t.space, with_modes(t.layout, out), t.alloc)
@@ -218,7 +216,7 @@ def load(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
         return ErrorV() if mask is None else _spread_as(t, mask)
     if "like" in kw:
         return _load_like(c, node, t, kw["like"])
-    return TensorV(t.elem, "register", L.Layout(L.shape(t.layout)))
+    return TensorV(t.elem, "register", tile_layout(L.shape(t.layout)))
 
 
 def _mask(c: ExprChecker, node: ast.Call, t: TensorV, mask: V) -> TensorV | None:
@@ -291,7 +289,7 @@ def relayout(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) ->
     if "like" in kw:
         y = _load_like(c, node, s, kw["like"], "relayout")
         return y if isinstance(y, ErrorV) else _spread_as(x, y)
-    return TensorV(x.elem, "register", L.Layout(shape))
+    return TensorV(x.elem, "register", tile_layout(shape))
 
 
 def _same_size(c: ExprChecker, a: TensorV, b: TensorV, node: ast.Node) -> bool:

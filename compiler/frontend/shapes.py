@@ -71,6 +71,14 @@ def mode_sizes(shape: object) -> list[object]:
     return [L.product(m) for m in shape] if isinstance(shape, tuple) else [L.product(shape)]
 
 
+def tile_layout(shape: object) -> L.Layout:
+    """The register tile a view of `shape` loads into: compact, a nested mode one mode of its
+    size (a load of a `(128,(64,2))` shared tile is a 128 x 128 tile)."""
+    if isinstance(shape, tuple) and any(isinstance(m, tuple) for m in shape):
+        return L.Layout(tuple(mode_sizes(shape)))
+    return L.Layout(shape)
+
+
 def broadcastable(a: object, b: object) -> bool:
     """Whether shape `a` broadcasts to shape `b`: equal modes, or modes of size 1."""
     sa, sb = mode_sizes(a), mode_sizes(b)

@@ -27,6 +27,7 @@ from tilec.dialects.layout.core import (
     stride,
 )
 from tilec.dialects.layout.int_tuple import (
+    DYN,
     Coord,
     IntTuple,
     LayoutError,
@@ -55,6 +56,21 @@ def logical_divide(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:
         return _by_mode("logical_divide", x, tiler, logical_divide)
     t = _as_layout(tiler)
     return composition(x, make_layout(t, complement(t, size(x))))
+
+
+def split_mode(m: Layout, n: int) -> tuple[Layout, Layout]:
+    """Mode `m` divided by `n`, as logical_divide: its first n elements, and how those repeat
+    (a tensor's mode tiled by `local_tile`). A flat mode may have runtime (DYN) entries and
+    need not divide (a ragged global edge: ceil(extent / n) tiles); a nested one is divided
+    by the algebra, which must define it.
+
+        (64,2):(1,8192) by 32  ->  32:1 and (2,2):(32,8192)
+    """
+    if is_tuple(m.shape):
+        divided = logical_divide(m, n)
+        return divided[0], divided[1]
+    count = DYN if m.shape is DYN else -(-m.shape // n)
+    return Layout(n, m.stride), Layout(count, DYN if m.stride is DYN else m.stride * n)
 
 
 def logical_product(x: AnyLayout | LayoutLike, tiler: Tiler) -> AnyLayout:

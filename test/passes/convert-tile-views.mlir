@@ -52,3 +52,41 @@ func.func @views(%arg0: !llvm.ptr, %arg1: index, %arg2: index) attributes {tile.
   "tile.copy"(%7, %8) {atom = "auto"} : (!tile.tensor<f16, "shared", "Sw<2,3,3> o 0 o (32,64):(1,32)">, !tile.tensor<f16, "global", "(32,64):(1,?)">) -> ()
   return
 }
+
+// Nested modes (lowering/tile_modes.py): a mode's stride is `[[extents],[strides]]`, its
+// leaves. A global tensor's rows ((4,8):(1,256)) tiled by 16: (4,4):(1,256), at column tile
+// block.x: offset block.x * 32 * 4. The D = 128 shared tile of attention, its columns
+// (64,2):(1,8192): tiled by 32 with `_`, the tiles' mode (2,2):(32,8192) trails; a slice of it
+// at block.x splits the coordinate into digits (and, shift); tile (0,3) of it is at
+// 3 -> (1,1) -> 32 + 8192 = 8224.
+// CHECK-LABEL: func.func @nested(
+// CHECK: builtin.unrealized_conversion_cast {{.*}} to !tile.tensor<f16, "global", "((4,8),?):((1,256),4)"> {tile.view = {bounds = "[[0,32,0,_],[0,%1,1,_]]", offset = "0", shape = "[32,%1]", span = 0 : i64, stride = "[[[4,8],[1,256]],4]", swizzle = "_"}}
+// CHECK: %[[C:.*]] = arith.shli %block_id_x, %c5
+// CHECK: %[[O:.*]] = arith.shli %[[C]], %c2
+// CHECK: builtin.unrealized_conversion_cast %{{.*}}, %[[O]], %[[C]], %arg1 : {{.*}} to !tile.tensor<f16, "global", "((4,4),32):((1,256),4)"> {tile.view = {bounds = "[[0,32,0,_],[%2,%3,1,_]]", offset = "%1", shape = "[16,32]", span = 0 : i64, stride = "[[[4,4],[1,256]],4]", swizzle = "_"}}
+// CHECK: {tile.view = {bounds = "[]", offset = "0", shape = "[128,128]", span = 16384 : i64, stride = "[64,[[64,2],[1,8192]]]", swizzle = "[3,3,3]"}}
+// CHECK: {tile.view = {bounds = "[]", offset = "%1", shape = "[32,32,4]", span = 16384 : i64, stride = "[64,1,[[2,2],[32,8192]]]", swizzle = "[3,3,3]"}}
+// CHECK: %[[LOW:.*]] = arith.andi %block_id_x, %c1
+// CHECK: %[[D0:.*]] = arith.shli %[[LOW]], %c5
+// CHECK: %[[HIGH:.*]] = arith.shrui %block_id_x, %c1
+// CHECK: %[[D1:.*]] = arith.shli %[[HIGH]], %c13
+// CHECK: arith.addi %[[D0]], %[[D1]]
+// CHECK: {tile.view = {bounds = "[]", cut = "[%2,[_,_,%3]]", offset = "%1", shape = "[32,32]", span = 16384 : i64, stride = "[64,1]", swizzle = "[3,3,3]"}}
+// CHECK: {tile.view = {bounds = "[]", offset = "8224", shape = "[16,32]", span = 16384 : i64, stride = "[64,1]", swizzle = "[3,3,3]"}}
+
+// LOWERED-LABEL: func.func @nested(
+// LOWERED: llvm.load {{.*}} : !llvm.ptr<1> -> vector<4xf16>
+// LOWERED: llvm.store {{.*}} : f16, !llvm.ptr<3>
+// LOWERED-NOT: unrealized_conversion_cast
+// LOWERED: return
+func.func @nested(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg1) {name = "x"} : (!llvm.ptr, index) -> !tile.tensor<f16, "global", "((4,8),?):((1,256),4)">
+  %1 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %2 = "tile.local_tile"(%0, %1) {coord = "(0,?)", tile = array<i64: 16, 32>} : (!tile.tensor<f16, "global", "((4,8),?):((1,256),4)">, index) -> !tile.tensor<f16, "global", "((4,4),32):((1,256),4)">
+  %3 = "tile.alloc_shared"() {name = "s"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,(64,2)):(64,(1,8192))">
+  %4 = "tile.local_tile"(%3, %1) {coord = "(?,_)", tile = array<i64: 32, 32>} : (!tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,(64,2)):(64,(1,8192))">, index) -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (32,32,(2,2)):(64,1,(32,8192))">
+  %5 = "tile.slice"(%4, %1) {coord = "(_,_,?)"} : (!tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (32,32,(2,2)):(64,1,(32,8192))">, index) -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (32,32):(64,1)">
+  %6 = "tile.local_tile"(%3) {coord = "(0,3)", tile = array<i64: 16, 32>} : (!tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,(64,2)):(64,(1,8192))">) -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (16,32):(64,1)">
+  "tile.copy"(%2, %6) {atom = "auto"} : (!tile.tensor<f16, "global", "((4,4),32):((1,256),4)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (16,32):(64,1)">) -> ()
+  return
+}
