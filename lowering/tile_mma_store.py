@@ -18,6 +18,7 @@ from tilec.lowering.tile_fragments import (
     Evaluation,
     Frag,
     Partition,
+    Reduced,
     chunk_values,
     convert,
     fast_path,
@@ -106,3 +107,37 @@ def write_pair(
         if_else(True if mask is None else all_of(mask), [], both, each)
         return
     each()
+
+
+def store_reduced(op: ir.Operation, red: Reduced, view: View, tid: ir.Value) -> None:
+    """A row (mode 1) or column (mode 0) reduction of an accumulator, stored into a view of its
+    shape or of its shape without the size-1 mode (`store(m, local_tile(LSE, (BM,), ...))`).
+    Every lane of a row's quad, and every warp along the row, holds the row's value: the one at
+    column 0 writes it (lane t = 0 of the first warp along N), a column's at row 0 likewise;
+    each group (mi, h) is row g + 8h of m-atom mi, each (ni, e) column 2t + e of n-atom ni."""
+    part, mode = red.part, red.mode
+    assert isinstance(part, MmaPartition)
+    shape = [part.block[0], 1] if mode == 1 else [1, part.block[1]]
+    dst = list(view.static_shape(op))
+    drop = dst != shape
+    if drop and dst != [shape[1 - mode]]:
+        raise LoweringError(op, f"storing a {tuple(shape)} tile into a {tuple(view.shape)} view")
+    b = IndexBuilder()
+    at = PairCoords(part, tid, b)
+    first = at.n0 if mode == 1 else at.m0  # 0 on the writing lanes
+    writer = b.cmp("eq", first, 0)
+    tm = part.tiles[0]
+    for key in sorted(red.groups):
+        mi_or_ni, h_or_e = key
+        if mode == 1:
+            coords = [at(mi_or_ni, h_or_e)[0], 0]
+        else:
+            coords = [0, b.add(at(mi_or_ni * tm, 0)[1], h_or_e)]
+        if drop:
+            del coords[mode]
+        value = convert(red.groups[key], view.elem)
+
+        def put(coords: list[Term] = coords, value: ir.Value = value) -> None:
+            llvm.StoreOp(value, element_address(view, coords, b))
+
+        when(all_of([writer, in_bounds(view, coords, b)]), put)

@@ -38,6 +38,8 @@ VIEW_OPS = (
     "tile.make_tensor",
     "tile.local_tile",
     "tile.slice",
+    "tile.window",
+    "tile.read",
     "tile.permute",
     "tile.prepend",
     "tile.append",

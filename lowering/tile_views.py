@@ -240,6 +240,58 @@ def slice_at(view: View, coords: list[Term | None], b: IndexBuilder) -> View:
     )
 
 
+def window(op: ir.Operation, view: View, b: IndexBuilder) -> View:
+    """`tile.window`: modes cut to `lo..hi` (coordinates lo through hi, inclusive, as the
+    language's ranges are, seen as 0 .. hi - lo): the offset moves to lo, the extent is
+    hi - lo + 1, every bound along the mode sees lo more, and a global tensor's new extent
+    bounds it too (a packed sequence's rows end where it does)::
+
+        (?,?):(?,1) window (5..?,_)    bounds  0 + r < M  ->  5 + r < M,  0 + r < hi - 4
+    """
+    text = ir.StringAttr(op.attributes["window"]).value
+    items = [c.strip() for c in text.strip().strip("()").split(",")]
+    if len(items) != len(view.shape) or any(not window_entry(c) for c in items):
+        raise LoweringError(op, f"window '{text}' does not fit a rank-{len(view.shape)} tensor")
+    rest = iter(list(op.operands)[1:])
+    offset, shape, bounds = view.offset, list(view.shape), list(view.bounds)
+    for k, c in enumerate(items):
+        if c == "_":
+            continue
+        if isinstance(view.stride[k], Nest):
+            raise LoweringError(
+                op,
+                f"a window of mode {k}: a nested mode ({view.stride[k]}) "
+                "has no contiguous range of coordinates",
+            )
+        lo, hi = (next(rest) if x.strip() == "?" else int(x) for x in c.split(".."))
+        offset = b.add(offset, b.mul(lo, view.stride[k]))
+        shape[k] = b.add(b.sub(hi, lo), 1)
+        bounds = [shift_bound(x, k, lo, b) for x in bounds]
+        if view.space == "global":
+            bounds.append(Bound(0, shape[k], k))
+    if next(rest, None) is not None:
+        raise LoweringError(op, "more index operands than '?' entries in the window")
+    return replace(view, offset=offset, shape=shape, bounds=bounds)
+
+
+def window_entry(text: str) -> bool:
+    """Whether a window entry is `_` or `lo..hi`, each `?` or an integer."""
+    parts = text.split("..")
+    if text == "_":
+        return True
+    return len(parts) == 2 and all(
+        p.strip() == "?" or p.strip().lstrip("-").isdigit() for p in parts
+    )
+
+
+def shift_bound(x: Bound, mode: int, lo: Term, b: IndexBuilder) -> Bound:
+    """A bound seen from a window of `mode` starting at lo: coordinate c there is c + lo."""
+    origin = b.add(x.origin, lo) if x.mode == mode else x.origin
+    if x.outer is not None and x.outer[0] == mode:
+        origin = b.add(origin, b.mul(lo, x.outer[1]))
+    return replace(x, origin=origin)
+
+
 def passes_swizzle(view: View, mode: int) -> bool:
     """Whether moving along `mode` of a shared view leaves the swizzle's bits alone."""
     stride = view.stride[mode]  # a Nest is not an int: its steps are not one stride

@@ -83,7 +83,9 @@ class Memory(Rung):
             raise LoweringError(op, "storing a one-element register tensor is not lowered yet")
         if mask is not None and (isinstance(value, Reduced) or mask.part != value.part):
             raise LoweringError(op, MASK_SPREAD)
-        if isinstance(value, Reduced):
+        if isinstance(value, Reduced) and isinstance(value.part, tile_mma.MmaPartition):
+            tile_mma_store.store_reduced(op, value, dst, self.tid)
+        elif isinstance(value, Reduced):
             tile_memory.store_reduced(op, value, dst, self.tid)
         elif sm90_epilogue.TMA_STORE in op.attributes and mask is None:
             sm90_epilogue.store_tile(op, value, dst, self.first_tid, self.role)

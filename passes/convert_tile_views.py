@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import llvm
+from mlir.dialects import arith, llvm
 
-from tilec.lowering import DIMS, ID_OPS, IndexBuilder, tile_views
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError, tile_views
+from tilec.lowering.tile_access import if_else
 from tilec.lowering.tile_refusals import VIEW_OPS
 from tilec.lowering.tile_rungs import Rung, lower_kernel
 from tilec.lowering.tile_views import View
@@ -56,6 +57,10 @@ class Views(Rung):
             extent = view.shape[ir.IntegerAttr(op.attributes["mode"]).value]
             op.results[0].replace_all_uses_with(b.value(extent))
             return
+        if name == "tile.read":
+            element = read(op, self.view(op, op.operands[0]), b)
+            op.results[0].replace_all_uses_with(element)
+            return
         view = LOWERINGS[name](self, op, b)
         cut = None
         if name == "tile.slice":
@@ -71,6 +76,9 @@ class Views(Rung):
 
     def slice(self, op: ir.Operation, b: IndexBuilder) -> View:
         return tile_views.slice_view(op, self.view(op, op.operands[0]), b)
+
+    def window(self, op: ir.Operation, b: IndexBuilder) -> View:
+        return tile_views.window(op, self.view(op, op.operands[0]), b)
 
     def permute(self, op: ir.Operation, b: IndexBuilder) -> View:
         return tile_views.permute(op, self.view(op, op.operands[0]))
@@ -90,13 +98,47 @@ LOWERINGS: dict[str, Callable[[Views, ir.Operation, IndexBuilder], View]] = {
         "make_tensor",
         "local_tile",
         "slice",
+        "window",
         "permute",
         "prepend",
         "append",
         "alloc_shared",
     )
 }
-assert set(VIEW_OPS) == {*ID_OPS, "tile.size", *LOWERINGS}  # what convert-tile-to-gpu refuses
+assert set(VIEW_OPS) == {
+    *ID_OPS,
+    "tile.size",
+    "tile.read",
+    *LOWERINGS,
+}  # what convert-tile-to-gpu refuses
+
+
+def read(op: ir.Operation, view: View, b: IndexBuilder) -> ir.Value:
+    """`tile.read`: the element at the op's coordinate (every mode fixed) of a global integer
+    tensor, as an index; 0 where the coordinate lies outside the tensor, below 0 included (a
+    branch: the address may not be read there)."""
+    if view.space != "global" or not isinstance(view.elem, ir.IntegerType):
+        raise LoweringError(
+            op,
+            f"read takes an element of a global integer tensor, not of a "
+            f"{view.space} tensor of {view.elem}",
+        )
+    coord = ir.StringAttr(op.attributes["coord"]).value
+    items = tile_views.parse_coord(op, coord, len(view.shape))
+    if "_" in items:
+        raise LoweringError(op, f"read fixes every mode; '{coord}' keeps one")
+    coords = tile_views.coord_terms(op, items, list(op.operands)[1:])
+
+    def load() -> list[ir.Value]:
+        return [llvm.LoadOp(view.elem, tile_views.element_address(view, coords, b)).result]
+
+    zero = arith.ConstantOp(view.elem, 0).result
+    # unsigned: a coordinate below 0 (block.z - 1 at block 0) is outside too
+    inside = tile_views.all_of(
+        [b.cmp("ult", tile_views.position(x, coords, b), x.extent) for x in view.bounds]
+    )
+    (element,) = if_else(inside, [view.elem], load, lambda: [zero])
+    return arith.IndexCastOp(ir.IndexType.get(), element).result
 
 
 @register

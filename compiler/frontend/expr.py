@@ -10,7 +10,7 @@ from tilec.frontend import ast
 from tilec.frontend.limits import check_register
 from tilec.frontend.shapes import broadcastable, dyn, int_tuple, spread, top_modes, with_modes
 from tilec.frontend.stmt_check import StatementChecker
-from tilec.frontend.types import SCALAR_TYPES, is_float_type
+from tilec.frontend.types import SCALAR_TYPES, SIGNED_INTEGERS, is_float_type
 from tilec.frontend.values import (
     Alloc,
     BuiltinNamespaceV,
@@ -19,6 +19,7 @@ from tilec.frontend.values import (
     IntV,
     IterV,
     LayoutV,
+    RangeV,
     Scope,
     TensorV,
     TileCoordV,
@@ -177,9 +178,12 @@ class ExprChecker(StatementChecker):
 
     def index(self, node: ast.Index, scope: Scope) -> V:
         base = self.expr(node.value, scope)
-        coords = [self.expr(i, scope) for i in node.indices]
-        if isinstance(base, ErrorV):
-            return base
+        coords = [
+            self.slice_range(i, scope) if isinstance(i, ast.RangeLit) else self.expr(i, scope)
+            for i in node.indices
+        ]
+        if isinstance(base, ErrorV) or any(isinstance(c, ErrorV) for c in coords):
+            return ErrorV()
         if not isinstance(base, TensorV):
             return self.error(f"only a tensor can be sliced, not a {base.describe()}", node.span)
         modes = top_modes(base.layout)
@@ -191,13 +195,54 @@ class ExprChecker(StatementChecker):
         for c, m, i in zip(coords, modes, node.indices, strict=True):
             if isinstance(c, UnderscoreV):
                 kept.append(m)
-            elif not isinstance(c, (IntV, ErrorV)):
+            elif isinstance(c, RangeV):
+                cut = self.cut_mode(base, m, c, i)
+                if cut is None:
+                    return ErrorV()
+                kept.append(cut)
+            elif not isinstance(c, IntV):
                 return self.error(
-                    f"a slice coordinate is an integer or '_', not a {c.describe()}", i.span
+                    f"a slice coordinate is an integer, a range lo .. hi or '_', not a "
+                    f"{c.describe()}",
+                    i.span,
                 )
         if not kept:
-            return self.error("slicing every mode leaves no tensor: keep one with '_'", node.span)
+            return read_element(self, node, base, coords, modes)
         return TensorV(base.elem, base.space, with_modes(base.layout, kept), base.alloc)
+
+    def slice_range(self, node: ast.RangeLit, scope: Scope) -> V:
+        """`lo .. hi` in a slice: both integers, static or runtime (a window of the mode)."""
+        lo, hi = self.expr(node.lo, scope), self.expr(node.hi, scope)
+        if isinstance(lo, ErrorV) or isinstance(hi, ErrorV):
+            return ErrorV()
+        if not (isinstance(lo, IntV) and isinstance(hi, IntV)):
+            return self.error("a range lo .. hi in a slice takes integers", node.span)
+        v = RangeV(lo, hi)
+        self.values[id(node)] = v
+        return v
+
+    def cut_mode(self, base: TensorV, m: L.Layout, r: RangeV, node: ast.Node) -> L.Layout | None:
+        """Mode m of `base` cut to coordinates r.lo through r.hi (inclusive): its extent
+        hi - lo + 1 (`?` unless both are static), its stride as it was."""
+        if isinstance(m.shape, tuple):
+            self.error(
+                f"a range of a nested mode ({m}) is not a layout: slice a flat mode", node.span
+            )
+            return None
+        static = r.lo.static and r.hi.static
+        if base.space != "global" and not static:
+            self.error(f"a range of a {base.space} tensor must be static", node.span)
+            return None
+        extent = r.hi.value - r.lo.value + 1 if static else L.DYN
+        outside = static and m.shape is not L.DYN and r.hi.value >= m.shape
+        if static and (extent < 1 or r.lo.value < 0 or outside):
+            self.error(
+                f"range {r.lo.value} .. {r.hi.value} is not inside the mode of extent "
+                f"{L.tuple_str(m.shape)}",
+                node.span,
+            )
+            return None
+        return L.Layout(extent, m.stride)
 
     def unary(self, node: ast.Unary, scope: Scope) -> V:
         v = self.expr(node.operand, scope)
@@ -322,7 +367,10 @@ class ExprChecker(StatementChecker):
                     n.span,
                 )
         elem = result_elem(operands)
-        return TensorV(elem, "register", result.layout, None, result.block_shape, result.mma)
+        # Math on fresh fragments alone (`max(l, 1.0)` of a running sum) is spread as they are:
+        # as what they meet.
+        fresh = all(t.fresh and t.mma is None for t in tensors)
+        return TensorV(elem, "register", result.layout, None, result.block_shape, result.mma, fresh)
 
     def cast(self, node: ast.Cast, scope: Scope) -> V:
         v = self.expr(node.value, scope)
@@ -343,6 +391,31 @@ class ExprChecker(StatementChecker):
 
 
 # Helpers on values ------------------------------------------------------------------------------
+
+
+def read_element(
+    c: ExprChecker, node: ast.Index, t: TensorV, coords: list[V], modes: list[L.Layout]
+) -> V:
+    """`t[i, j]` with every mode fixed: the element of a global tensor of signed integers, a
+    runtime integer of the body (`cu_seqlens[block.z]`); 0 outside the tensor."""
+    if c.header:
+        return c.error("a tensor's element is read in the kernel body, not in a clause", node.span)
+    if t.space != "global" or t.elem not in SIGNED_INTEGERS:
+        return c.error(
+            f"indexing every mode reads an element of a global tensor of "
+            f"{'/'.join(SIGNED_INTEGERS)}, not of a {t.space} tensor of {t.elem}: keep a mode "
+            "with '_' for a view",
+            node.span,
+        )
+    for x, m, i in zip(coords, modes, node.indices, strict=True):
+        extent = L.size(m)
+        if (
+            isinstance(x, IntV)
+            and x.static
+            and (x.value < 0 or extent is not L.DYN and x.value >= extent)
+        ):
+            return c.error(f"coordinate {x.value} is outside the mode of extent {extent}", i.span)
+    return IntV(None, "read")
 
 
 def result_elem(operands: list[V]) -> str:

@@ -10,6 +10,7 @@ from tilec.frontend import ast
 from tilec.frontend.irgen_expr import ExprGen, constant_attr, elem, i64, tensor_type
 from tilec.frontend.sema import Checked, CheckedKernel
 from tilec.frontend.shapes import static_ints
+from tilec.frontend.types import SIGNED_INTEGERS
 from tilec.frontend.values import FloatV, IntV, IterV, LayoutV, TensorV, TupleV
 
 
@@ -85,6 +86,12 @@ class KernelGen(ExprGen):
         with ir.InsertionPoint(block):
             for name, arg in zip(names, block.arguments, strict=True):
                 self.bind(name, arg)
+            for a in node.args:
+                if not a.is_tensor and self.values_of_arg(a) in SIGNED_INTEGERS:
+                    # an integer scalar is a runtime integer (index) of the body
+                    loc = self.loc(a.span)
+                    cast = arith.IndexCastOp(ir.IndexType.get(), self.lookup(a.name), loc=loc)
+                    self.bind(a.name, cast.result)
             for a in node.args:
                 if a.is_tensor:
                     self.make_tensor(a)

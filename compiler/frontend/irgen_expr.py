@@ -13,6 +13,7 @@ from tilec.diagnostics import Span
 from tilec.dialects.tile.types import MmaType, TensorType
 from tilec.frontend import ast
 from tilec.frontend.expr import result_elem
+from tilec.frontend.irgen_index import IndexGen
 from tilec.frontend.irgen_layout import LayoutGen, chosen
 from tilec.frontend.shapes import int_tuple
 from tilec.frontend.types import SCALAR_TYPES, is_float_type
@@ -24,7 +25,6 @@ from tilec.frontend.values import (
     SwizzleV,
     TensorV,
     TupleV,
-    UnderscoreV,
     V,
 )
 
@@ -51,7 +51,7 @@ REDUCE = {"reduce_max": "max", "reduce_min": "min", "reduce_sum": "sum"}
 CLUSTER_REDUCE = {"cluster_max": "max", "cluster_min": "min", "cluster_sum": "sum"}
 
 
-class ExprGen(LayoutGen):
+class ExprGen(IndexGen, LayoutGen):
     """Mixed into KernelGen: needs `values`, `op`, `const`, `lookup`, `loc`, `tensor_type`."""
 
     values: dict[int, V]
@@ -97,6 +97,8 @@ class ExprGen(LayoutGen):
             return self.int_call(node)
         if isinstance(node, ast.Cast):
             return self.expr(node.value)
+        if isinstance(node, ast.Index):
+            return self.read(node)
         raise AssertionError(f"no runtime value for {type(node).__name__}")
 
     def attr_index(self, node: ast.Attr) -> ir.Value:
@@ -180,19 +182,7 @@ class ExprGen(LayoutGen):
             return self.lookup(node.id)
         result_type = self.result_type(v)
         if isinstance(node, ast.Index):
-            coord = self.coord_spec(self.values[id(x)] for x in node.indices)
-            operands = [
-                self.expr(x)
-                for x in node.indices
-                if isinstance(self.values[id(x)], IntV) and not self.values[id(x)].static
-            ]
-            return self.op(
-                "tile.slice",
-                node.span,
-                [self.expr(node.value), *operands],
-                [result_type],
-                {"coord": ir.StringAttr.get(coord)},
-            ).result
+            return self.index_view(node, result_type)
         if isinstance(node, ast.Binary) and node.op in PREDICATES:
             return self.compare(node, v)
         if isinstance(node, ast.Binary):
@@ -249,17 +239,6 @@ class ExprGen(LayoutGen):
             return value
         converted = TensorV(result.elem, "register", v.layout, None, v.block_shape, v.mma)
         return self.op("tile.convert", node.span, [value], [tensor_type(converted)]).result
-
-    def coord_spec(self, coords: object) -> str:
-        parts = []
-        for c in coords:
-            if isinstance(c, UnderscoreV):
-                parts.append("_")
-            elif isinstance(c, IntV) and c.static:
-                parts.append(str(c.value))
-            else:
-                parts.append("?")
-        return "(" + ",".join(parts) + ")"
 
     def tuple_values(self, node: ast.Node) -> list[ir.Value | None]:
         """Index values of a tuple's runtime top-level items (a literal, a let-bound name or one

@@ -13,7 +13,7 @@ from tilec.frontend.contract import Promise, check_contract
 from tilec.frontend.expr import ExprChecker
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.shapes import negative_stride
-from tilec.frontend.types import SCALAR_TYPES
+from tilec.frontend.types import SCALAR_TYPES, SIGNED_INTEGERS
 from tilec.frontend.values import (
     Alloc,
     ErrorV,
@@ -240,6 +240,10 @@ class KernelChecker(Clauses):
 
     def arg(self, a: ast.Arg) -> None:
         elem = self.elem_type(a.elem)
+        if not a.is_tensor and elem in SIGNED_INTEGERS:
+            # a runtime integer, in the body and in grid(...): `n: i32`, `max_q: i32`
+            self.define(a.name, IntV(None, a.name), a.span, a)
+            return
         if not a.is_tensor:
             self.define(a.name, FloatV(None, elem or "f32"), a.span, a)
             return

@@ -23,5 +23,9 @@ SCALAR_TYPES: dict[str, tuple[str, int]] = {
 }
 
 
+# The scalar arguments that are runtime integers of the kernel (indices, sizes, loop bounds).
+SIGNED_INTEGERS = ("i8", "i16", "i32", "i64")
+
+
 def is_float_type(name: str) -> bool:
     return name in ("f16", "bf16", "f32", "f64", "tf32", "e4m3", "e5m2")

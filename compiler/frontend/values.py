@@ -53,6 +53,15 @@ class UnderscoreV(V):
 
 
 @dataclass
+class RangeV(V):
+    """`lo .. hi` as a slice coordinate: the mode keeps coordinates lo through hi."""
+
+    lo: IntV
+    hi: IntV
+    kind = "range"
+
+
+@dataclass
 class TupleV(V):
     items: list[V]
     kind = "tuple"

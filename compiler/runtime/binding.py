@@ -77,6 +77,15 @@ def _bind_symbol(
         symbols[sym], origin[sym] = value, where
 
 
+def launch_symbols(m: Manifest) -> set[str]:
+    """The integer scalars a launch formula of `m` reads (grid, block, shared memory,
+    requirements, variants' conditions): a call's signature holds their values."""
+    formulas = [*m.grid, *m.block, m.dynamic_smem, *(w for v in m.variants for w in v.when)]
+    formulas += [f for r in m.requires for f in (r.value, r.at_most)]
+    named = set().union(*(symbols_of(f) for f in formulas))
+    return {p.name for p in m.params if isinstance(p, ScalarParam) and p.name in named}
+
+
 def scalar_value(p: ScalarParam, value: Any) -> ctypes._SimpleCData:
     where = f"argument {p.name!r}"
     is_int = isinstance(value, int | np.integer) and not isinstance(value, bool)
@@ -235,6 +244,8 @@ def bind(
     for p, value in zip(expected, args, strict=True):
         if isinstance(p, ScalarParam):
             scalars[p.name] = scalar_value(p, value)
+            if p.integer:  # a launch formula may name it: grid(cdiv(max_q, BM))
+                _bind_symbol(symbols, origin, p.name, int(value), f"argument {p.name!r}")
             continue
         view = as_view(value, p.name)
         views[p.name] = view

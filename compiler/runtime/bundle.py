@@ -129,12 +129,14 @@ class Manifest:
         return [p for p in self.params if isinstance(p, TensorParam)]
 
     def symbols(self) -> set[str]:
-        """Every name a formula may use: constants, shape and stride symbols, size parameters."""
+        """Every name a formula may use: constants, shape and stride symbols, size parameters,
+        integer scalars."""
         names = set(self.constants)
         for tensor in self.tensors():
             names |= {d for d in tensor.shape if isinstance(d, str) and d.isidentifier()}
             names |= stride_symbols(tensor)
         names |= {p.name for p in self.params if isinstance(p, SizeParam)}
+        names |= {p.name for p in self.params if isinstance(p, ScalarParam) and p.integer}
         return names
 
     def to_json(self) -> dict[str, Any]:

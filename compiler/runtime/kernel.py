@@ -13,6 +13,7 @@ from tilec.runtime.binding import (
     Binding,
     bind,
     check_disjoint,
+    launch_symbols,
     scalar_value,
     user_params,
     written_spans,
@@ -166,6 +167,9 @@ class Kernel:
         self._modules: dict[tuple[int, str], Any] = {}
         self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
         self._params = user_params(manifest)
+        # Integer scalars a launch formula reads (grid(cdiv(max_q, BM))): their values are part
+        # of a call's signature, as shapes are.
+        self._keyed = launch_symbols(manifest)
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
@@ -257,7 +261,7 @@ class Kernel:
         alive: list[Any] = []
         for p, value in zip(self._params, args, strict=True):
             if isinstance(p, ScalarParam):
-                key.append(type(value))
+                key.append((type(value), value) if p.name in self._keyed else type(value))
                 ptrs.append(0)
                 continue
             if _torch_tensor(value):

@@ -66,6 +66,12 @@ class ScalarParam:
     dtype: str
     kind: str = field(default="scalar", init=False)
 
+    @property
+    def integer(self) -> bool:
+        """A signed integer: a runtime integer of the kernel, which launch formulas may read
+        (`grid(cdiv(max_q, 128))`)."""
+        return self.dtype in ("i8", "i16", "i32", "i64")
+
 
 # Symbols a grid formula may name that the device gives at launch, not the arguments.
 DEVICE_SYMBOLS = frozenset({"num_sms"})

@@ -136,6 +136,31 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
 
+  // window(src, bounds...) {window}: the same tensor with some modes cut to a range: an entry
+  // `lo..hi` (each `?`, the next index operand, or an integer) keeps coordinates lo through hi
+  // of its mode (inclusive) as 0 .. hi - lo (its extent hi - lo + 1, bounded there too); `_`
+  // keeps a mode.
+  irdl.operation @window {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %window = irdl.base "#builtin.string"
+    %r = irdl.base @tile::@tensor
+    irdl.operands(src: %t, bounds: variadic %index)
+    irdl.attributes {"window" = %window}
+    irdl.results(result: %r)
+  }
+
+  // read(src, coords...) {coord}: the element of a global integer tensor at `coord` (`?` per
+  // index operand, integers static; every mode fixed), as an index; 0 outside the tensor.
+  irdl.operation @read {
+    %t = irdl.base @tile::@tensor
+    %index = irdl.is index
+    %coord = irdl.base "#builtin.string"
+    irdl.operands(src: %t, coords: variadic %index)
+    irdl.attributes {"coord" = %coord}
+    irdl.results(result: %index)
+  }
+
   // permute(src) {perm}: reorder the top-level modes.
   irdl.operation @permute {
     %t = irdl.base @tile::@tensor

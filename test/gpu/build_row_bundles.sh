@@ -4,9 +4,9 @@
 # build/rows (or $1): examples/softmax.tile and layernorm.tile at several tile widths (COLS)
 # and split over clusters (on sm_90a), examples/softmax_persistent.tile and
 # layernorm_persistent.tile (sm_90a), test/gpu/scores_softmax.tile,
-# test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile, and
-# examples/attention.tile for test_attention.py, test/gpu/var_gemm.tile for test_var_gemm.py,
-# test/gpu/rank1_rows.tile for test_rank1_rows.py.
+# test/gpu/masks.tile, test/gpu/pipelined_rows.tile, examples/attention_step.tile,
+# test/gpu/var_gemm.tile for test_var_gemm.py, test/gpu/rank1_rows.tile for test_rank1_rows.py
+# (examples/attention.tile's bundles: test/gpu/build_attention_bundles.sh).
 set -euo pipefail
 out=${1:-build/rows}
 arch=${ARCH:-sm_90a}
@@ -60,18 +60,8 @@ one examples/attention_step.tile attention_step attention_default
 one examples/attention_step.tile attention_step attention_wm2 -D WM=2
 one examples/attention_step.tile attention_step attention_n128 -D BN=128
 one examples/attention_step.tile attention_step attention_bf16 -D T=bf16
-# examples/attention.tile: FlashAttention-2's loop over K/V tiles (m, l and o loop-carried).
-one examples/attention.tile attention flash_default
-one examples/attention.tile attention flash_s1 -D STAGES=1
-one examples/attention.tile attention flash_s3 -D STAGES=3
-one examples/attention.tile attention flash_m64 -D BM=64
-one examples/attention.tile attention flash_m64n128 -D BM=64 -D BN=128
-one examples/attention.tile attention flash_w8 -D WM=8
-one examples/attention.tile attention flash_causal -D CAUSAL=1
-one examples/attention.tile attention flash_causal_m64 -D CAUSAL=1 -D BM=64
 # test/gpu/var_gemm.tile: a K loop carrying a var beside the accumulator (test_var_gemm.py).
 one test/gpu/var_gemm.tile var_gemm var_gemm
-one examples/attention.tile attention flash_bf16 -D T=bf16
 # test/gpu/rank1_rows.tile: rank-1 weights and biases as rows, prepend(W, 1) (test_rank1_rows.py).
 one test/gpu/rank1_rows.tile rank1_norm rank1_norm
 one test/gpu/rank1_rows.tile rank1_scale rank1_scale

@@ -18,7 +18,7 @@ import tarfile
 from pathlib import Path
 
 ARCHIVE = Path("build/tier.tar.xz")
-FOLDERS = ("sm90", "examples", "gemm", "bundles", "variants", "rows", "splitk")
+FOLDERS = ("sm90", "examples", "gemm", "bundles", "variants", "rows", "splitk", "attention")
 
 
 def pack(folders: list[str]) -> None:

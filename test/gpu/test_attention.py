@@ -1,12 +1,19 @@
-"""GPU tier: examples/attention.tile, FlashAttention-2's forward loop (S = Q Kᵀ per K/V tile,
-the running row max m and row sum l and the output accumulator o carried by the loop, P V with
-P from registers), against float64 torch on random ragged shapes with NaN-poisoned outputs;
-the `causal` bundles against a top-left causal mask (query rows above M = N included).
-Bundles: test/gpu/build_row_bundles.sh (build/rows/flash_*)."""
+"""GPU tier: examples/attention.tile (FlashAttention-2's loop on mma.sync) and
+examples/attention_varlen.tile (packed variable-length sequences) against
+torch.nn.functional.scaled_dot_product_attention computed in float64, on fresh random data:
+every head dim built (64, 96, 128, 256), f16 and bf16, no mask, top-left causal (torch's
+is_causal) and bottom-right causal (FlashAttention's), M != N and shapes no tile divides,
+(B, H, S, D) and (B, S, H, D) tensors (strides), grouped-query and multi-query heads, and the
+row log-sum-exp. Outputs (O and LSE) are poisoned with NaN before each launch.
+
+Bundles: test/gpu/build_attention_bundles.sh (build/attention, or $TILEC_ATTENTION_BUNDLES).
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -17,52 +24,191 @@ if not torch.cuda.is_available():
 
 from tilec.runtime import load  # noqa: E402  (after the skips)
 
-ROWS = Path(os.environ.get("TILEC_ROW_BUNDLES", Path(__file__).resolve().parents[2] / "build/rows"))
-BUNDLES = sorted(p.name for p in ROWS.glob("flash_*") if (p / "manifest.json").is_file())
-if not BUNDLES:
-    pytest.skip(f"no attention bundles in {ROWS}", allow_module_level=True)
-D = 64
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLES = Path(os.environ.get("TILEC_ATTENTION_BUNDLES", ROOT / "build/attention"))
+if not (BUNDLES / "d64_f16_c0" / "manifest.json").is_file():
+    pytest.skip(f"no attention bundles in {BUNDLES}", allow_module_level=True)
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+TOLERANCE = {"f16": 4e-3, "bf16": 2.5e-2}  # relative (Frobenius) error of O
+LSE_TOLERANCE = 2e-3  # absolute: the scores are the inputs' own, only the sums differ
+_KERNELS: dict[str, object] = {}
 
 
-def attention(bundle: str, m: int, n: int, sharp: float, heads: int = 1) -> float:
-    """The kernel's relative error against float64; `sharp` scales the scores (large ones
-    need the running max: exp of an unshifted score overflows)."""
-    kernel = load(ROWS / bundle)
-    dtype = torch.bfloat16 if "bf16" in bundle else torch.float16
-    g = torch.Generator(device="cuda").manual_seed(m * 1000 + n)
-    q, k, v = (torch.randn(heads, r, D, device="cuda", generator=g).to(dtype) for r in (m, n, n))
-    o = torch.full((heads, m, D), float("nan"), device="cuda", dtype=dtype)
-    scale = sharp * D**-0.5
-    kernel(q, k, v, o, scale)
-    torch.cuda.synchronize()
-    scores = scale * (q.double() @ k.double().transpose(1, 2))
-    if "causal" in bundle:  # key column c <= query row r (top-left, as torch's is_causal)
-        seen = torch.ones(m, n, device="cuda", dtype=torch.bool).tril()
-        scores = scores.masked_fill(~seen, float("-inf"))
-    p = torch.softmax(scores, dim=2)
-    ref = p @ v.double()
+def kernel(name: str) -> object:
+    if name not in _KERNELS:
+        _KERNELS[name] = load(BUNDLES / name)
+    return _KERNELS[name]
+
+
+def parts(name: str) -> tuple[int, str, int]:
+    """(D, dtype, CAUSAL) of a bundle named d<D>_<T>_c<C>[...] or varlen_d<D>_<T>_c<C>."""
+    fields = name.removeprefix("varlen_").split("_")
+    return int(fields[0][1:]), fields[1], int(fields[2][1:])
+
+
+def generator(*case: object) -> torch.Generator:
+    """A generator seeded by the case (fresh data per case, the same on every run)."""
+    return torch.Generator(device="cuda").manual_seed(zlib.crc32(repr(case).encode()))
+
+
+def visible(m: int, n: int, causal: int) -> torch.Tensor:
+    """Which key each query sees: everything, c <= r (top-left) or c <= r + n - m."""
+    rows = torch.arange(m, device="cuda")[:, None]
+    cols = torch.arange(n, device="cuda")[None, :]
+    if causal == 0:
+        return torch.ones(m, n, dtype=torch.bool, device="cuda")
+    return cols <= rows + (0 if causal == 1 else n - m)
+
+
+def reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(O, LSE) in float64 for (B, H, M, D) q and (B, HK, N, D) k, v: SDPA with the mask,
+    kv head h // (H / HK) for query head h; rows that see no key are 0 with LSE -inf."""
+    q, k, v = (x.double() for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = (x.repeat_interleave(group, dim=1) for x in (k, v))
+    seen = visible(q.shape[2], k.shape[2], causal)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=seen, scale=scale)
+    scores = (scale * q @ k.transpose(2, 3)).masked_fill(~seen, -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)
+    empty = ~seen.any(dim=1)  # rows above a bottom-right diagonal (M > N): no key
+    out[:, :, empty] = 0.0
+    return out, lse
+
+
+def check(o: torch.Tensor, lse: torch.Tensor, ref: tuple, dtype: str) -> None:
+    ref_o, ref_lse = ref
     assert not torch.isnan(o).any(), "unwritten or NaN outputs"
-    return ((o.double() - ref).norm() / ref.norm()).item()
+    assert not torch.isnan(lse).any(), "unwritten or NaN log-sum-exp"
+    scale = ref_o.norm().item() or 1.0
+    err = (o.double() - ref_o).norm().item() / scale
+    assert err < TOLERANCE[dtype], err
+    finite = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), finite), "LSE is -inf exactly where a row sees no key"
+    gap = (lse.double() - ref_lse)[finite].abs().max().item() if finite.any() else 0.0
+    assert gap < LSE_TOLERANCE, gap
 
 
-@pytest.mark.parametrize("bundle", BUNDLES)
+def run(
+    name: str,
+    b: int,
+    h: int,
+    hk: int,
+    m: int,
+    n: int,
+    sharp: float = 1.0,
+    bshd: bool = False,
+) -> None:
+    """One launch of bundle `name` on fresh randn q, k, v of (B, H, M, D) and (B, HK, N, D)
+    (or (B, S, H, D) ones passed transposed), checked against float64."""
+    d, dtype, causal = parts(name)
+    g = generator(name, b, h, hk, m, n, bshd)
+
+    def rand(heads: int, rows: int) -> torch.Tensor:
+        shape = (b, rows, heads, d) if bshd else (b, heads, rows, d)
+        x = torch.randn(shape, device="cuda", generator=g).to(DTYPES[dtype])
+        return x.transpose(1, 2) if bshd else x
+
+    q, k, v = rand(h, m), rand(hk, n), rand(hk, n)
+    o = torch.full_like(rand(h, m), math.nan)
+    lse = torch.full((b, h, m), math.nan, device="cuda")
+    scale = sharp / math.sqrt(d)
+    kernel(name)(q, k, v, o, lse, scale)
+    torch.cuda.synchronize()
+    check(o, lse, reference(q, k, v, causal, scale), dtype)
+
+
+DENSE = sorted(p.name for p in BUNDLES.glob("d*") if (p / "manifest.json").is_file())
+SHAPES = [  # (B, H, HK, M, N): ragged, M != N both ways, one row, tile multiples (MASK = 0)
+    (1, 2, 2, 100, 37),
+    (2, 3, 3, 300, 700),
+    (1, 1, 1, 1, 1),
+    (1, 2, 2, 65, 129),
+    (2, 2, 2, 256, 512),
+    (1, 1, 1, 200, 64),
+]
+
+
+@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_attention(name: str, shape: tuple[int, ...]) -> None:
+    run(name, *shape)
+
+
+@pytest.mark.parametrize("name", ["d64_f16_c0", "d128_f16_c1", "d64_bf16_c1", "d128_f16_c2"])
+def test_bshd_layout(name: str) -> None:
+    """(B, S, H, D) tensors passed as q.transpose(1, 2): the strides carry the layout."""
+    run(name, 2, 4, 4, 150, 333, bshd=True)
+
+
+@pytest.mark.parametrize("name", ["d64_f16_c0", "d128_f16_c1", "d96_f16_c0", "d128_bf16_c0"])
+@pytest.mark.parametrize("hk", [2, 1])
+def test_grouped_and_multi_query(name: str, hk: int) -> None:
+    """8 query heads over 2 kv heads (groups of 4) and over 1 (multi-query)."""
+    run(name, 2, 8, hk, 190, 270)
+
+
+@pytest.mark.parametrize("name", ["d64_f16_c0", "d256_f16_c1", "d128_bf16_c0"])
+def test_sharp_scores(name: str) -> None:
+    """Scores up to ~100: each new tile's max rescales l and o; the LSE still matches."""
+    run(name, 1, 2, 2, 96, 700, sharp=25.0)
+
+
+@pytest.mark.parametrize("name", ["d64_f16_c0", "d128_f16_c1"])
+def test_long_rows(name: str) -> None:
+    """A few thousand keys (the unmasked variant's many tiles, N % BN == 0), and one past."""
+    run(name, 1, 2, 2, 130, 4096)
+    run(name, 1, 2, 2, 130, 4097)
+
+
+VARLEN = sorted(p.name for p in BUNDLES.glob("varlen_*") if (p / "manifest.json").is_file())
+
+
+def cumulative(lengths: list[int]) -> torch.Tensor:
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return torch.tensor(out, dtype=torch.int32, device="cuda")
+
+
+@pytest.mark.parametrize("name", VARLEN)
 @pytest.mark.parametrize(
-    ("m", "n"), [(64, 64), (1, 1), (100, 37), (300, 200), (65, 129), (128, 1000), (64, 4097)]
+    ("q_lens", "k_lens"),
+    [
+        ([100, 1, 257, 64], [37, 300, 129, 64]),
+        ([513, 5], [513, 700]),
+        ([30, 0, 70], [0, 50, 200]),  # an empty query sequence, and keys none of a row sees
+    ],
 )
-def test_attention(bundle: str, m: int, n: int) -> None:
-    err = attention(bundle, m, n, 1.0)
-    assert err < (2e-2 if "bf16" in bundle else 3e-3), err
+def test_varlen(name: str, q_lens: list[int], k_lens: list[int]) -> None:
+    """Packed sequences (flash_attn_varlen_func's interface), each against its own float64
+    reference; O's and LSE's rows of every sequence checked."""
+    d, dtype, causal = parts(name)
+    h, hk = 4, 2
+    g = generator(name, *q_lens, *k_lens)
+    tq, tk = sum(q_lens), sum(k_lens)
+    q, k, v = (
+        torch.randn(t, heads, d, device="cuda", generator=g).to(DTYPES[dtype])
+        for t, heads in ((tq, h), (tk, hk), (tk, hk))
+    )
+    o = torch.full_like(q, math.nan)
+    lse = torch.full((h, tq), math.nan, device="cuda")
+    cu_q, cu_k = cumulative(q_lens), cumulative(k_lens)
+    scale = 1.0 / math.sqrt(d)
+    kernel(name)(q, k, v, o, lse, cu_q, cu_k, max(q_lens), scale)
+    torch.cuda.synchronize()
+    for b, (m, n) in enumerate(zip(q_lens, k_lens, strict=True)):
+        if m == 0:
+            continue
+        q0, k0 = int(cu_q[b]), int(cu_k[b])
+        part = (x[None].transpose(1, 2) for x in (q[q0 : q0 + m], k[k0 : k0 + n], v[k0 : k0 + n]))
+        ref_o, ref_lse = reference(*part, causal, scale) if n else empty(m, h, d)
+        mine = o[q0 : q0 + m][None].transpose(1, 2)
+        check(mine, lse[:, q0 : q0 + m][None], (ref_o, ref_lse), dtype)
 
 
-@pytest.mark.parametrize("bundle", BUNDLES)
-def test_attention_heads(bundle: str) -> None:
-    """Several heads (block.y): each reads and writes its own slices."""
-    err = attention(bundle, 130, 300, 1.0, heads=5)
-    assert err < (2e-2 if "bf16" in bundle else 3e-3), err
-
-
-@pytest.mark.parametrize("bundle", BUNDLES)
-def test_attention_sharp_scores(bundle: str) -> None:
-    """Scores up to ~100: each new tile's max rescales l and o (exp(m_old - m_new))."""
-    err = attention(bundle, 96, 700, 25.0)
-    assert err < (3e-2 if "bf16" in bundle else 5e-3), err
+def empty(m: int, h: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A sequence without keys: every row's output is 0 and its LSE -inf."""
+    zeros = torch.zeros(1, h, m, d, dtype=torch.float64, device="cuda")
+    return zeros, torch.full((1, h, m), -math.inf, dtype=torch.float64, device="cuda")

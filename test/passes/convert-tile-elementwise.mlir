@@ -52,3 +52,38 @@ func.func @rows(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index) attributes {ti
   "tile.store"(%8, %9) : (!tile.tensor<f16, "register", "(4,256):(1,4)">, !tile.tensor<f16, "global", "(4,256):(?,1)">) -> ()
   return
 }
+
+// Float comparisons are ordered (a NaN compares false), `!=` unordered (NaN != NaN holds):
+// oeq, une, oge, then selects (where(x == -inf, 0, where(x != x, 1, where(x >= 2, x, 3)))).
+// CHECK-LABEL: func.func @fcmp(
+// CHECK-COUNT-8: arith.cmpf oeq, %{{.*}}, %cst : f32
+// CHECK-COUNT-8: arith.cmpf une
+// CHECK-COUNT-8: arith.cmpf oge
+// CHECK-COUNT-24: arith.select
+
+// LOWERED-LABEL: func.func @fcmp(
+// LOWERED: arith.cmpf oeq
+// LOWERED-NOT: "tile.
+// LOWERED: return
+func.func @fcmp(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg3, %arg3) {name = "X"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg2, %arg3, %arg3) {name = "Y"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %2 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %3 = "tile.local_tile"(%0, %2) {coord = "(?,0)", tile = array<i64: 4, 256>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index) -> !tile.tensor<f32, "global", "(4,256):(?,1)">
+  %4 = "tile.load"(%3) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "(4,256):(?,1)">) -> !tile.tensor<f32, "register", "(4,256):(1,4)">
+  %cst = arith.constant 0xFF800000 : f32
+  %5 = "tile.compare"(%4, %cst) {pred = "eq"} : (!tile.tensor<f32, "register", "(4,256):(1,4)">, f32) -> !tile.tensor<i1, "register", "(4,256):(1,4)">
+  %cst_0 = arith.constant 0.000000e+00 : f32
+  %6 = "tile.compare"(%4, %4) {pred = "ne"} : (!tile.tensor<f32, "register", "(4,256):(1,4)">, !tile.tensor<f32, "register", "(4,256):(1,4)">) -> !tile.tensor<i1, "register", "(4,256):(1,4)">
+  %cst_1 = arith.constant 1.000000e+00 : f32
+  %cst_2 = arith.constant 2.000000e+00 : f32
+  %7 = "tile.compare"(%4, %cst_2) {pred = "ge"} : (!tile.tensor<f32, "register", "(4,256):(1,4)">, f32) -> !tile.tensor<i1, "register", "(4,256):(1,4)">
+  %cst_3 = arith.constant 3.000000e+00 : f32
+  %8 = "tile.select"(%7, %4, %cst_3) : (!tile.tensor<i1, "register", "(4,256):(1,4)">, !tile.tensor<f32, "register", "(4,256):(1,4)">, f32) -> !tile.tensor<f32, "register", "(4,256):(1,4)">
+  %9 = "tile.select"(%6, %cst_1, %8) : (!tile.tensor<i1, "register", "(4,256):(1,4)">, f32, !tile.tensor<f32, "register", "(4,256):(1,4)">) -> !tile.tensor<f32, "register", "(4,256):(1,4)">
+  %10 = "tile.select"(%5, %cst_0, %9) : (!tile.tensor<i1, "register", "(4,256):(1,4)">, f32, !tile.tensor<f32, "register", "(4,256):(1,4)">) -> !tile.tensor<f32, "register", "(4,256):(1,4)">
+  %11 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %12 = "tile.local_tile"(%1, %11) {coord = "(?,0)", tile = array<i64: 4, 256>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index) -> !tile.tensor<f32, "global", "(4,256):(?,1)">
+  "tile.store"(%10, %12) : (!tile.tensor<f32, "register", "(4,256):(1,4)">, !tile.tensor<f32, "global", "(4,256):(?,1)">) -> ()
+  return
+}

@@ -90,3 +90,39 @@ func.func @nested(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.
   "tile.copy"(%2, %6) {atom = "auto"} : (!tile.tensor<f16, "global", "((4,4),32):((1,256),4)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (16,32):(64,1)">) -> ()
   return
 }
+
+// tile.read: the element of a global integer tensor, as an index, under a test that the
+// coordinate lies inside it (unsigned: below 0 is outside), 0 otherwise. tile.window: rows
+// lo .. hi (inclusive) of x: the offset moves to lo * stride, the extent is hi - lo + 1, the
+// old bound sees lo more and the new extent bounds the mode too; tiles of it carry both.
+// CHECK-LABEL: func.func @windows(
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %block_id_z, %arg4 : index
+// CHECK: %[[E:.*]] = scf.if %[[IN]] -> (i32) {
+// CHECK: llvm.load {{.*}} : !llvm.ptr<1> -> i32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %c0_i32 : i32
+// CHECK: %[[LO:.*]] = arith.index_cast %[[E]] : i32 to index
+// CHECK: %[[HI:.*]] = arith.index_cast {{.*}} : i32 to index
+// CHECK: %[[OFF:.*]] = arith.muli %[[LO]], %arg3 : index
+// CHECK: %[[D:.*]] = arith.subi %[[HI]], %[[LO]] : index
+// CHECK: %[[N:.*]] = arith.addi %[[D]], %c1 : index
+// CHECK: builtin.unrealized_conversion_cast %{{.*}}, %[[OFF]], %[[N]], %arg3, %[[LO]], %arg2 : {{.*}} {tile.view = {bounds = "[[%4,%5,0,_],[0,64,1,_],[0,%2,0,_]]", offset = "%1", shape = "[%2,64]", span = 0 : i64, stride = "[%3,1]", swizzle = "_"}}
+// CHECK: {tile.view = {bounds = "[[%3,%4,0,_],[0,64,1,_],[%5,%6,0,_]]", offset = "%1", shape = "[32,64]", span = 0 : i64, stride = "[%2,1]", swizzle = "_"}}
+// CHECK: {tile.view = {bounds = "[[0,%1,0,_],[8,64,1,_],[0,8,1,_]]", offset = "8", shape = "[%1,8]", span = 0 : i64, stride = "[%2,1]", swizzle = "_"}}
+
+// LOWERED-LABEL: func.func @windows(
+// LOWERED: llvm.load {{.*}} : !llvm.ptr<1> -> i32
+// LOWERED-NOT: "tile.
+// LOWERED: return
+func.func @windows(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: index, %arg3: index, %arg4: index) attributes {tile.kernel, tile.threads = array<i64: 128, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg2, %arg3) {name = "x"} : (!llvm.ptr, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %1 = "tile.make_tensor"(%arg1, %arg4) {name = "cu"} : (!llvm.ptr, index) -> !tile.tensor<i32, "global", "(?):(1)">
+  %2 = "tile.block_id"() {dim = 2 : i64} : () -> index
+  %3 = "tile.read"(%1, %2) {coord = "(?)"} : (!tile.tensor<i32, "global", "(?):(1)">, index) -> index
+  %4 = "tile.read"(%1) {coord = "(0)"} : (!tile.tensor<i32, "global", "(?):(1)">) -> index
+  %5 = "tile.window"(%0, %3, %4) {window = "(?..?,_)"} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %6 = "tile.block_id"() {dim = 0 : i64} : () -> index
+  %7 = "tile.local_tile"(%5, %6) {coord = "(?,0)", tile = array<i64: 32, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(32,64):(?,1)">
+  %8 = "tile.window"(%0) {window = "(_,8..15)"} : (!tile.tensor<f16, "global", "(?,64):(?,1)">) -> !tile.tensor<f16, "global", "(?,8):(?,1)">
+  return
+}

@@ -124,7 +124,7 @@ def test_example_mutations(ctx: object, path: Path) -> None:
 
 
 def test_examples_compile_unchanged(ctx: object) -> None:
-    assert len(EXAMPLES) == 16
+    assert len(EXAMPLES) == 17
     for path in EXAMPLES:
         module = irgen(check(parse_source(path.read_text(), str(path)), {}), ctx)
         with ctx:
@@ -299,5 +299,29 @@ def test_cluster_fuzz(ctx: object, clause: list[str], body: list[str]) -> None:
         "  let t = load(local_tile(x, 256, cluster.rank))\n"
         f"  let u = {' '.join(body) or 't'}\n"
         "  store(t, local_tile(x, 256, 0))\n}\n"
+    )
+    compile_or_diagnose(text, ctx)
+
+
+INDEX_PIECES = [
+    *("X[", "cu[", "F[", "sh[", "]", "..", " .. ", ",", "_", "q0", "n", "block.z", "0", "1"),
+    *("-1", "63", "64", "99999999999999999999", "s", "(", ")", "+", "- 1", "X", "2.5", "\n"),
+    *("cu[block.z + 1]", "load(", "local_tile(", "(BM, 64)", "(block.x, 0)", "{"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(INDEX_PIECES), max_size=12))
+def test_index_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any indexing: reads of an element (`cu[block.z]`), ranges (`X[q0 .. q1 - 1, h, _]`),
+    integer scalars, mixed with anything: a kernel or located errors, never a traceback."""
+    text = (
+        "kernel k<BM: int = 64>(X: f16[(T, H, 64):(st, sh, 1)], cu: i32[B1], F: f32[N], n: i32,\n"
+        "    s: f32) grid(cdiv(n, BM), H, B1 - 1) threads(128) target(sm_80)\n{\n"
+        "  let q0 = cu[block.z]\n"
+        "  let sh = shared<f16>((64, 64))\n"
+        f"  let v = {' '.join(pieces) or 'q0'}\n"
+        "  let x = load(local_tile(X[q0 .. q0 + n - 1, block.y, _], (BM, 64), (block.x, 0)))\n"
+        "  store(x, local_tile(X[0 .. BM - 1, 0, _], (BM, 64), (0, 0)))\n}\n"
     )
     compile_or_diagnose(text, ctx)

@@ -28,7 +28,7 @@ from tilec.runtime import (
     write_bundle,
 )
 from tilec.runtime.binding import bind, tma_encode_args
-from tilec.runtime.bundle import VariantRef
+from tilec.runtime.bundle import VariantRef, validate
 from tilec.runtime.tensors import as_view
 
 rng = np.random.default_rng(1234)
@@ -664,6 +664,25 @@ def test_a_new_signature_binds_again(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="argument 'alpha': 500 does not fit in i8"):
         small(*gemm_args()[:3], 500)  # the planned path still checks each scalar
     assert small.plans == 1 and len(seen.calls) == 3
+
+
+def test_an_integer_scalar_sizes_the_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed integer scalar is a launch symbol (`grid(cdiv(rows, BM), ...)`): its value
+    is part of a call's signature, so each value launches its own grid; a float one is not."""
+    from tilec.runtime import Kernel
+
+    seen = Launches(monkeypatch)
+    params = (*planned_manifest().params, ScalarParam("rows", "i32"))
+    m = gemm_manifest(tma=(), params=params, grid=("cdiv(rows, BM)", "cdiv(N, BN)", 1))
+    assert "rows" in m.symbols() and "alpha" not in m.symbols()
+    assert bind(m, (*gemm_args(), 1000)).grid == (8, 4, 1)
+    k = Kernel(m, "ptx")
+    for rows in (1000, 1000, 129, 0):
+        k(*gemm_args(), rows)
+    assert [c[0] for c in seen.calls] == [(8, 4, 1), (8, 4, 1), (2, 4, 1)]  # no blocks: none
+    assert k.plans == 3 and seen.calls[-1][4][-1] == 129
+    with pytest.raises(ManifestError, match=r"unknown symbols \['alpha'\]"):
+        validate(gemm_manifest(tma=(), params=params, grid=("cdiv(alpha, BM)", 1, 1)))
 
 
 def test_a_repeated_call_reuses_its_packed_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
