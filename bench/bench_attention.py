@@ -1,74 +1,99 @@
-"""Attention forward (examples/attention.tile, FlashAttention-2's loop on mma.sync) beside
-torch's scaled_dot_product_attention (FlashAttention's kernels where torch picks them) on the
-same randn tensors, in one run: TFLOP/s (4·H·M·N·D per call, half that for the `causal`
-bundles, which SDPA runs with is_causal) and the ratio.
+"""Attention forward (examples/attention.tile, FlashAttention-2's loop on mma.sync, sm_80 PTX)
+beside PyTorch's flash (FlashAttention-2) and cuDNN backends of scaled_dot_product_attention,
+on the same randn (B, H, S, D) tensors, in one run: TFLOP/s = 4·B·H·S_q·S_kv·D per call
+(half that for the causal bundles, which SDPA runs with is_causal) and tilec's ratio to each.
 
-Bundles: test/gpu/build_row_bundles.sh (build/rows/flash_*). Each case checks the bundle
-against SDPA before timing it; rounds interleave the two, each a median of CUDA-event timings
-of back-to-back launches (tilec.runtime.measure.time_ms).
+Bundles: test/gpu/build_attention_bundles.sh (build/attention/d<D>_<T>_c<CAUSAL>). Each case
+checks tilec's output against the flash backend's before timing; rounds interleave the three
+implementations, each a median of CUDA-event timings of back-to-back launches
+(tilec.runtime.measure.time_ms), and the table gives the median over rounds.
 
-    python bench/bench_attention.py [--rows build/rows] [--bundles flash_default,flash_s1]
+    python bench/bench_attention.py [--dir build/attention] [--bundles d64_f16_c0,d128_f16_c1]
+        [--shapes 4x32x4096,2x16x8192,16x32x1024] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tilec.runtime import load
 from tilec.runtime.measure import time_ms
 
-D = 64
-REPEATS = 5
-# (heads, M = N): batch x heads folded into one mode.
-SHAPES = [(16, 1024), (32, 2048), (16, 4096), (8, 8192)]
+BUNDLES = [f"d{d}_{t}_c{c}" for d in (64, 128) for c in (0, 1) for t in ("f16", "bf16")]
+SHAPES = "4x32x4096,2x16x8192,16x32x1024"  # B x H x S (S_q = S_kv)
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+BACKENDS = {"FA2": SDPBackend.FLASH_ATTENTION, "cuDNN": SDPBackend.CUDNN_ATTENTION}
 
 
-def case(kernel, name: str, heads: int, n: int) -> tuple[float, float]:  # noqa: ANN001
-    """(tilec ms, SDPA ms), medians over interleaved rounds."""
-    dtype = torch.bfloat16 if "bf16" in name else torch.float16
-    q, k, v = (torch.randn(heads, n, D, device="cuda", dtype=dtype) for _ in range(3))
-    o = torch.full_like(q, float("nan"))
-    scale = D**-0.5
-    ours = lambda: kernel(q, k, v, o, scale)  # noqa: E731
-    causal = "causal" in name
-    theirs = lambda: F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)  # noqa: E731
-    ours()
-    ref = theirs()[0]
+def sdpa(
+    backend: SDPBackend, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> Callable[[], torch.Tensor]:
+    def run() -> torch.Tensor:
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return run
+
+
+def case(bundle: Path, b: int, h: int, s: int, rounds: int) -> dict[str, float]:
+    """Median ms per call of tilec and each SDPA backend, over interleaved rounds."""
+    name = bundle.name
+    d, dtype, causal = int(name.split("_")[0][1:]), DTYPES[name.split("_")[1]], "_c1" in name
+    kernel = load(bundle)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype) for _ in range(3))
+    o = torch.full_like(q, math.nan)
+    lse = torch.full((b, h, s), math.nan, device="cuda")
+    scale = d**-0.5
+    runs: dict[str, Callable[[], object]] = {
+        "tilec": lambda: kernel(q, k, v, o, lse, scale),
+        **{n: sdpa(backend, q, k, v, causal) for n, backend in BACKENDS.items()},
+    }
+    runs["tilec"]()
+    ref = runs["FA2"]()
     err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
     if not err < 2e-2:
-        raise AssertionError(f"{name} {heads}x{n}: relative error {err:.3g} against SDPA")
-    t_ours, t_theirs = [], []
-    for _ in range(REPEATS):
-        t_ours.append(time_ms(ours))
-        t_theirs.append(time_ms(theirs))
-    return statistics.median(t_ours), statistics.median(t_theirs)
+        raise AssertionError(f"{name} {b}x{h}x{s}: relative error {err:.3g} against FA2")
+    times: dict[str, list[float]] = {n: [] for n in runs}
+    for _ in range(rounds):
+        for n, fn in runs.items():
+            times[n].append(time_ms(fn, warmup=2, iters=5, inner=5))
+    return {n: statistics.median(t) for n, t in times.items()}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=Path, default=Path("build/rows"))
-    ap.add_argument("--bundles", default="flash_default,flash_m64,flash_causal,flash_causal_m64")
-    args = ap.parse_args()
-    print(f"# attention forward, D = {D}, {datetime.date.today()}, {torch.cuda.get_device_name()}")
-    print("| bundle | heads x M=N | tilec TFLOP/s | SDPA TFLOP/s | tilec / SDPA |")
-    print("| --- | --- | ---: | ---: | ---: |")
+def main(args: argparse.Namespace) -> None:
+    print(
+        f"# attention forward, sm_80 PTX, {datetime.date.today()}, "
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+    )
+    print("| bundle | B x H x S | tilec TFLOP/s | FA2 | cuDNN | tilec / FA2 | tilec / cuDNN |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for name in args.bundles.split(","):
-        kernel = load(args.rows / f"{name}_sm90a")
-        for heads, n in SHAPES:
-            ours, theirs = case(kernel, name, heads, n)
-            flops = 4 * heads * n * n * D // (2 if "causal" in name else 1)
+        for shape in args.shapes.split(","):
+            b, h, s = map(int, shape.split("x"))
+            ms = case(Path(args.dir) / name, b, h, s, args.rounds)
+            d = int(name.split("_")[0][1:])
+            flops = 4 * b * h * s * s * d // (2 if "_c1" in name else 1)
+            tf = {n: flops / t / 1e9 for n, t in ms.items()}
             print(
-                f"| {name} | {heads}x{n} | {flops / ours / 1e9:.0f} | "
-                f"{flops / theirs / 1e9:.0f} | {theirs / ours:.2f} |",
+                f"| {name} | {shape} | {tf['tilec']:.0f} | {tf['FA2']:.0f} | {tf['cuDNN']:.0f} "
+                f"| {ms['FA2'] / ms['tilec']:.2f} | {ms['cuDNN'] / ms['tilec']:.2f} |",
                 flush=True,
             )
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", default="build/attention")
+    ap.add_argument("--bundles", default=",".join(BUNDLES))
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--rounds", type=int, default=3)
+    main(ap.parse_args())
