@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from mlir import ir
+from test_shared_extent import shared_base
 
 from tilec import binding
 from tilec import layout as L
@@ -71,16 +72,6 @@ def ops_named(module: ir.Operation, name: str) -> list[ir.Operation]:
     return out
 
 
-def shared_buffer(v: ir.Value) -> str | None:
-    """The shared buffer a pointer is cut from (through getelementptrs), None for global."""
-    op = v.owner
-    while isinstance(op, ir.Operation | ir.OpView) and op.name == "llvm.getelementptr":
-        op = op.operands[0].owner
-    if isinstance(op, ir.Operation | ir.OpView) and op.name == "llvm.mlir.addressof":
-        return ir.FlatSymbolRefAttr(op.attributes["global_name"]).value
-    return None
-
-
 def evaluators(module: ir.Operation) -> list[Evaluator]:
     """One evaluator per thread, the kernel's pointer arguments based GLOBAL apart."""
     func = ops_named(module, "func.func")[0]
@@ -105,7 +96,7 @@ def check_copies(module: ir.Operation, tiles: dict[int, tuple], shared: dict[str
     for ev in evaluators(module):
         for op in copies:
             dst, src = op.operands[0], op.operands[1]
-            buffer = shared_buffer(dst)
+            buffer = shared_base(dst)
             assert buffer is not None
             arg, byte = divmod(ev.value(src), GLOBAL)
             name, layout, shape, elem = tiles[arg]
@@ -154,7 +145,7 @@ def check_ldmatrix(module: ir.Operation, shared: dict[str, object], d: int) -> N
     for t, ev in enumerate(evaluators(module)):
         warp, lane = divmod(t, 32)
         for op in loads:
-            name = buffer_named(shared_buffer(op.operands[0]), shared)
+            name = buffer_named(shared_base(op.operands[0]), shared)
             byte = ev.value(op.operands[0])
             r, c = inverse(shared[name], (64, d))[byte // 2]
             operand = {"sQ": "a", "sK": "b", "sV": "v"}[name]
