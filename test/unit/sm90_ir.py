@@ -1,0 +1,328 @@
+"""Test helpers for the SM90 path: compile a build once, read what its source declares (the
+`tile` stage), and run the kernel of its `gpu` stage on concrete launch values: every thread
+of a block at once, scf.if and scf.for followed as the threads would follow them, each op of
+interest handed to a visitor that can evaluate its operands for the threads that run it.
+
+Values are `tilec.bank_lanes.BlockLanes` lanes (a numpy vector over the block's threads, an int
+where they agree) seeded with the launch: the kernel's arguments, block and cluster indices.
+Nothing here knows how the SM90 lowering is written; it reads the IR's ops only."""
+
+from __future__ import annotations
+
+import functools
+from collections import ChainMap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from mlir import ir
+
+from tilec import binding
+from tilec import layout as L
+from tilec.bank_lanes import BlockLanes, Lanes
+from tilec.bank_ops import Expr, expr_of
+from tilec.build import tma_descriptors
+from tilec.dialects.tile.types import MmaType, TensorType, view_root
+from tilec.driver import CompileOptions, compile_file
+from tilec.runtime.params import TmaDescriptor
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+WARPGROUP = 128
+REMOTE = 1 << 30  # a shared address in another block of the cluster: REMOTE + rank << 24 + addr
+MAX_DEPTH = 400
+POINTER = 1 << 40  # kernel tensor k (in argument order) starts at (k + 1) << 40
+
+
+def name_of(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["name"]).value
+
+
+@dataclass(frozen=True)
+class Source:
+    """What the source declares, read off the `tile` stage (before any lowering): the shared
+    buffers' layouts, which tensor each copy<tma> fills which buffer from and in which
+    local_tile shape, the gemm's operand buffers, the MMA's tiling over warp groups and the
+    accumulator's block shape."""
+
+    buffers: dict[str, L.Layout | L.ComposedLayout]
+    elem_bytes: dict[str, int]
+    fills: dict[str, str]  # tensor -> buffer
+    tiles: dict[str, tuple[int, ...]]  # tensor -> local_tile shape of its copy
+    operands: tuple[str, str]  # gemm(mma, A buffer, B buffer, acc)
+    tiling: tuple[int, int]  # warp groups along m, n
+    block: tuple[int, int]  # the accumulator, BM x BN
+    atom: tuple[int, int, int]  # wgmma m, n, k
+
+    @staticmethod
+    def read(module: ir.Module) -> Source:
+        ops: list[ir.Operation] = []
+        binding.walk(module.operation, ops.append)
+        buffers, elem_bytes, fills, tiles = {}, {}, {}, {}
+        operands, tiling, block, atom = ("", ""), (0, 0), (0, 0), (0, 0, 0)
+        for op in ops:
+            if op.name == "tile.alloc_shared":
+                t = TensorType.of(op.results[0].type)
+                buffers[name_of(op)] = t.layout_value()
+                elem_bytes[name_of(op)] = {"f16": 2, "bf16": 2, "f32": 4}[t.elem]
+            elif op.name == "tile.copy" and ir.StringAttr(op.attributes["atom"]).value == "tma":
+                tensor = name_of(view_root(op.operands[0]))
+                fills[tensor] = name_of(view_root(op.operands[1]))
+                tiles[tensor] = tuple(ir.DenseI64ArrayAttr(op.operands[0].owner.attributes["tile"]))
+            elif op.name == "tile.gemm":
+                operands = tuple(name_of(view_root(v)) for v in op.operands[1:3])
+            elif op.name == "tile.tiled_mma":
+                mma = MmaType.of(op.results[0].type)
+                tiling = tuple(L.parse_int_tuple(mma.tiling))[:2]
+                m, n, k = mma.atom.split("_")[1].split(".")[0].split("x")
+                atom = (int(m), int(n), int(k))
+            elif op.name == "tile.fragment":
+                block = tuple(ir.DenseI64ArrayAttr(op.attributes["block_shape"]))
+        return Source(buffers, elem_bytes, fills, tiles, operands, tiling, block, atom)
+
+    def buffer_of(self, tensor: str) -> str:
+        return self.fills[tensor]
+
+    def loaded_into(self, buffer: str) -> str:
+        return next(t for t, b in self.fills.items() if b == buffer)
+
+
+@dataclass
+class Build:
+    """One compiled build: its `gpu` stage kernel, the tensor maps it takes (in argument
+    order, as the runtime reads them), its parameters and what its source declares."""
+
+    module: ir.Module
+    kernel: ir.Operation
+    maps: tuple[TmaDescriptor, ...]
+    params: dict[str, str]
+    source: Source
+    tables: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def table(self, buffer: str) -> np.ndarray:
+        """[rows, cols]: the byte offset the source's layout gives each element of `buffer`."""
+        if buffer not in self.tables:
+            layout, eb = self.source.buffers[buffer], self.source.elem_bytes[buffer]
+            rows, cols = L.size(layout, 0), L.size(layout, 1)
+            offsets = [[layout(r, c) * eb for c in range(cols)] for r in range(rows)]
+            self.tables[buffer] = np.array(offsets, dtype=np.int64)
+        return self.tables[buffer]
+
+    @property
+    def threads(self) -> int:
+        return int(list(ir.DenseI32ArrayAttr(self.kernel.attributes["known_block_size"]))[0])
+
+    def arguments(self) -> dict[str, ir.Value]:
+        """The kernel's named arguments, then its trailing tensor maps by map name."""
+        args = list(self.kernel.regions[0].blocks[0].arguments)
+        names = [ir.StringAttr(a).value for a in self.kernel.attributes["tile.arg_names"]]
+        named = dict(zip(names, args, strict=False))
+        named.update({m.name: a for m, a in zip(self.maps, args[-len(self.maps) :], strict=True)})
+        return named
+
+    def map_of(self, descriptor: ir.Value) -> TmaDescriptor:
+        args = list(self.kernel.regions[0].blocks[0].arguments)
+        return self.maps[args.index(descriptor) - (len(args) - len(self.maps))]
+
+
+@functools.cache
+def _compiled(example: str, defines: tuple[tuple[str, str], ...]) -> Build:
+    path = str(EXAMPLES / f"{example}.tile")
+    gpu = compile_file(path, CompileOptions(emit="gpu", params=dict(defines))).value
+    tile = compile_file(path, CompileOptions(emit="tile", params=dict(defines))).value
+    kernels: list[ir.Operation] = []
+    binding.walk(gpu.operation, lambda o: kernels.append(o) if o.name == "gpu.func" else None)
+    (kernel,) = kernels
+    params = {a.name: str(a.attr).split(":")[0].strip() for a in kernel.attributes["tile.params"]}
+    maps = tma_descriptors(gpu)[ir.StringAttr(kernel.attributes["sym_name"]).value]
+    return Build(gpu, kernel, maps, params, Source.read(tile))
+
+
+def build(example: str, **defines: int | str) -> Build:
+    """The build of `examples/<example>.tile` with `-D` defines, compiled once per process."""
+    return _compiled(example, tuple(sorted((k, str(v)) for k, v in defines.items())))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Concrete launch values: the sizes, `grid` blocks, which block runs, and which of the
+    optional tensor maps the runtime made (the others are null pointers)."""
+
+    sizes: dict[str, int]
+    grid: int
+    block: int = 0
+    cluster: int = 1
+    unmade: frozenset[str] = frozenset()
+
+    def seeds(self, b: Build) -> dict[ir.Value, int]:
+        args = b.arguments()
+        seeds: dict[ir.Value, int] = {}
+        tensors = [n for n in args if n not in self.sizes and not n.startswith("tma_")]
+        for k, name in enumerate(tensors):
+            seeds[args[name]] = (k + 1) * POINTER
+        for name, value in self.sizes.items():
+            seeds[args[name]] = value
+        for k, m in enumerate(b.maps):
+            seeds[args[m.name]] = 0 if m.name in self.unmade else (k + 1) << 44
+
+        rank = self.block % self.cluster
+        values = {
+            "gpu.block_id": self.block,
+            "gpu.grid_dim": self.grid,
+            "nvvm.read.ptx.sreg.cluster.ctarank": rank,
+        }
+
+        def visit(op: ir.Operation) -> None:
+            if op.name in values:
+                seeds[op.results[0]] = values[op.name]
+
+        binding.walk(b.kernel, visit)
+        return seeds
+
+
+class SeededLanes(BlockLanes):
+    """BlockLanes for threads `tid` (a vector, or an int: one thread, exact Python ints), the
+    launch's values as constants; `gpu.shuffle` (idx, from a lane the op names) reads that
+    lane of the warp; `nvvm.mapa` a shared address in block `rank` of the cluster."""
+
+    def __init__(self, tid: np.ndarray | int, seeds: dict[ir.Value, int]) -> None:
+        super().__init__((1, 1, 1), 1, MAX_DEPTH)
+        self.tid = (tid, 0, 0)
+        self.seeds = seeds
+
+    def expr(self, v: ir.Value) -> Expr:
+        e = self.exprs.get(v)
+        if e is None:
+            e = Expr("const", data=self.seeds[v]) if v in self.seeds else expr_of(v)
+            if e.kind == "unknown" and not isinstance(v, ir.BlockArgument):
+                e = special(ir.OpResult(v).owner)
+            self.exprs[v] = e
+        return e
+
+    def _eval(self, e: Expr, v: ir.Value, ivs: dict, memo: dict) -> Lanes:
+        if e.kind == "nvvm.mapa":
+            address, rank = (self.value(x, ivs, memo) for x in e.args)
+            return REMOTE + (rank << 24) + address
+        if e.kind == "gpu.shuffle":
+            assert e.data.endswith("idx>"), e.data
+            x = self.value(e.args[0], ivs, memo)
+            lane = self.value(e.args[1], ivs, memo)
+            tid = self.tid[0]
+            source = tid - tid % 32 + lane
+            if isinstance(tid, int):  # one thread: the source lane's value, evaluated alone
+                return SeededLanes(int(source), self.seeds).value(e.args[0], ivs, {})
+            return np.asarray(x)[source] if not isinstance(x, int) else x
+        return super()._eval(e, v, ivs, memo)
+
+
+def special(op: ir.Operation) -> Expr:
+    """What `bank_ops.expr_of` leaves unknown and these kernels compute."""
+    if op.name == "arith.constant" and isinstance(op.attributes["value"], ir.BoolAttr):
+        return Expr("const", data=int(ir.BoolAttr(op.attributes["value"]).value))
+    if op.name == "arith.ceildivui":  # unsigned operands: as ceildivsi
+        return Expr("binary", tuple(op.operands), "ceildivsi")
+    if op.name == "nvvm.mapa":
+        return Expr(op.name, tuple(op.operands))
+    if op.name == "gpu.shuffle":
+        return Expr(op.name, tuple(op.operands), str(op.attributes["mode"]))
+    return Expr()
+
+
+@dataclass
+class At:
+    """An op reached while running the kernel: the threads that run it and their values."""
+
+    op: ir.Operation
+    threads: np.ndarray  # thread indices
+    run: Run
+    ivs: dict[ir.Value, int]
+    memo: ChainMap
+    loops: tuple[int, ...]  # the enclosing scf.for ivs' values, outermost first
+
+    def values(self, v: ir.Value) -> np.ndarray:
+        """`v` for each thread in `threads`."""
+        x = self.run.lanes.value(v, self.ivs, self.memo)
+        return np.broadcast_to(np.asarray(x, dtype=np.int64), (self.run.size,))[self.threads]
+
+    def value(self, v: ir.Value) -> int:
+        """`v`, the same for every thread that runs the op (checked)."""
+        x = self.values(v)
+        assert (x == x[0]).all(), (self.op.name, v, x)
+        return int(x[0])
+
+    def exact(self, v: ir.Value, tid: int) -> int:
+        """`v` for thread `tid` in exact integers (a matrix descriptor's 64 bits)."""
+        return SeededLanes(tid, self.run.seeds).value(v, self.ivs, {})
+
+
+@dataclass
+class Run:
+    """Runs `build`'s kernel for one block of `launch`: `visit(At)` for every op `wanted`
+    picks, in program order (each thread's ops in its own order)."""
+
+    build: Build
+    launch: Launch
+    wanted: Callable[[ir.Operation], bool]
+    visit: Callable[[At], None]
+    seeds: dict[ir.Value, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.seeds = self.launch.seeds(self.build)
+        self.size = self.build.threads
+        self.lanes = SeededLanes(np.arange(self.size, dtype=np.int64), self.seeds)
+
+    def __call__(self) -> None:
+        everyone = np.ones(self.size, dtype=bool)
+        self.block(self.build.kernel.regions[0].blocks[0], everyone, {}, ChainMap(), ())
+
+    def block(
+        self, block: ir.Block, mask: np.ndarray, ivs: dict, memo: ChainMap, loops: tuple
+    ) -> None:
+        for o in block.operations:
+            op = o.operation
+            if op.name == "scf.if":
+                self.branch(op, mask, ivs, memo, loops)
+            elif op.name == "scf.for":
+                self.loop(op, mask, ivs, memo, loops)
+            elif op.name in ("scf.while", "scf.execute_region", "scf.parallel"):
+                raise AssertionError(f"{op.name} is not followed by this runner")
+            elif self.wanted(op):
+                self.visit(At(op, np.flatnonzero(mask), self, ivs, memo, loops))
+
+    def branch(self, op: ir.Operation, mask: np.ndarray, ivs: dict, memo: ChainMap, loops) -> None:
+        cond = np.broadcast_to(np.asarray(self.lanes.value(op.operands[0], ivs, memo)), mask.shape)
+        taken = mask & (cond != 0)
+        if taken.any():
+            self.block(op.regions[0].blocks[0], taken, ivs, memo, loops)
+        other = mask & (cond == 0)
+        if other.any() and len(op.regions[1].blocks):
+            self.block(op.regions[1].blocks[0], other, ivs, memo, loops)
+
+    def loop(self, op: ir.Operation, mask: np.ndarray, ivs: dict, memo: ChainMap, loops) -> None:
+        at = At(op, np.flatnonzero(mask), self, ivs, memo, loops)
+        lb, ub, step = (at.value(v) for v in list(op.operands)[:3])
+        body = op.regions[0].blocks[0]
+        for i in range(lb, ub, step):
+            inner = {**ivs, body.arguments[0]: i}
+            self.block(body, mask, inner, memo.new_child(), (*loops, i))
+
+
+def collect(
+    b: Build, launch: Launch, wanted: Callable[[ir.Operation], bool], keep: Callable[[At], object]
+) -> list:
+    """`keep(at)` of every wanted op the block runs, in program order."""
+    found: list = []
+    Run(b, launch, wanted, lambda at: found.append(keep(at)))()
+    return found
+
+
+def launches(b: Build) -> list[Launch]:
+    """The blocks of one cluster on a small problem: two output tiles a block (along n), each
+    K loop STAGES + 3 k-tiles long (the ring wraps), whole tiles (one cluster of blocks)."""
+    p = {k: int(v) for k, v in b.params.items() if v.lstrip("-").isdigit()}
+    cluster = p.get("CM", 1)
+    m, n = p["BM"] * cluster, 2 * p["BN"]
+    if p.get("SW"):  # C^T = B A^T: B's rows along wgmma's m, C's rows along its n
+        m, n = p["BN"], 2 * p["BM"] * cluster
+    sizes = {"M": m, "N": n, "K": p["BK"] * (p["STAGES"] + 3)}
+    return [Launch(sizes, cluster, c, cluster) for c in range(cluster)]
