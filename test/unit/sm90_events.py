@@ -5,7 +5,7 @@ group), with the values of the enclosing loops' induction variables it ran under
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from mlir import ir
@@ -168,9 +168,9 @@ def read(b: Build, at: At, g: int, where: np.ndarray) -> list[Event]:
     return []
 
 
-def cluster_events(b: Build) -> list[list[Event]]:
-    """The events of each block of one cluster (`sm90_ir.launches`)."""
-    return [events(b, launch) for launch in launches(b)]
+def cluster_events(b: Build, sizes: dict[str, int] | None = None) -> list[list[Event]]:
+    """The events of each block of one cluster (`sm90_ir.launches`, with other `sizes`)."""
+    return [events(b, replace(x, sizes=sizes or x.sizes)) for x in launches(b)]
 
 
 def slots(b: Build, blocks: list[list[Event]]) -> dict[tuple[str, int], int]:

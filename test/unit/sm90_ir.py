@@ -22,9 +22,10 @@ from tilec import binding
 from tilec import layout as L
 from tilec.bank_lanes import BlockLanes, Lanes
 from tilec.bank_ops import Expr, expr_of
-from tilec.build import tma_descriptors
+from tilec.build import KernelInfo, kernels_of, tma_descriptors
 from tilec.dialects.tile.types import MmaType, TensorType, view_root
 from tilec.driver import CompileOptions, compile_file
+from tilec.runtime.formula import evaluate
 from tilec.runtime.params import TmaDescriptor
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -97,6 +98,7 @@ class Build:
     maps: tuple[TmaDescriptor, ...]
     params: dict[str, str]
     source: Source
+    info: KernelInfo
     tables: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, buffer: str) -> np.ndarray:
@@ -120,6 +122,15 @@ class Build:
         named.update({m.name: a for m, a in zip(self.maps, args[-len(self.maps) :], strict=True)})
         return named
 
+    def view(self, tensor: str, sizes: dict[str, int]) -> tuple[tuple, tuple, str]:
+        """(shape, strides in elements, dtype) of a kernel tensor as the manifest gives them."""
+        p = next(p for p in self.info.params if p.name == tensor)
+        symbols = {**self.info.constants, **sizes}
+        shape = tuple(evaluate(d, symbols) for d in p.shape)
+        if p.strides is None:
+            return shape, tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape))), p.dtype
+        return shape, tuple(evaluate(d, symbols) for d in p.strides), p.dtype
+
     def map_of(self, descriptor: ir.Value) -> TmaDescriptor:
         args = list(self.kernel.regions[0].blocks[0].arguments)
         return self.maps[args.index(descriptor) - (len(args) - len(self.maps))]
@@ -135,7 +146,8 @@ def _compiled(example: str, defines: tuple[tuple[str, str], ...]) -> Build:
     (kernel,) = kernels
     params = {a.name: str(a.attr).split(":")[0].strip() for a in kernel.attributes["tile.params"]}
     maps = tma_descriptors(gpu)[ir.StringAttr(kernel.attributes["sym_name"]).value]
-    return Build(gpu, kernel, maps, params, Source.read(tile))
+    (info,) = kernels_of(tile)
+    return Build(gpu, kernel, maps, params, Source.read(tile), info)
 
 
 def build(example: str, **defines: int | str) -> Build:
@@ -157,11 +169,11 @@ class Launch:
     def seeds(self, b: Build) -> dict[ir.Value, int]:
         args = b.arguments()
         seeds: dict[ir.Value, int] = {}
-        tensors = [n for n in args if n not in self.sizes and not n.startswith("tma_")]
-        for k, name in enumerate(tensors):
-            seeds[args[name]] = (k + 1) * POINTER
-        for name, value in self.sizes.items():
-            seeds[args[name]] = value
+        for k, p in enumerate(b.info.params):
+            if p.kind == "tensor":
+                seeds[args[p.name]] = (k + 1) * POINTER
+            elif p.kind == "size":
+                seeds[args[p.name]] = self.sizes[p.name]
         for k, m in enumerate(b.maps):
             seeds[args[m.name]] = 0 if m.name in self.unmade else (k + 1) << 44
 
@@ -252,7 +264,25 @@ class At:
 
     def exact(self, v: ir.Value, tid: int) -> int:
         """`v` for thread `tid` in exact integers (a matrix descriptor's 64 bits)."""
-        return SeededLanes(tid, self.run.seeds).value(v, self.ivs, {})
+        return self.run.thread(tid).value(v, self.ivs, Keyed(self.memo, tid))
+
+
+@dataclass
+class Keyed:
+    """One thread's entries in a block's memo (keys (tid, value)): they live as long as the
+    loop iteration's values do."""
+
+    memo: ChainMap
+    tid: int
+
+    def __contains__(self, v: ir.Value) -> bool:
+        return (self.tid, v) in self.memo
+
+    def __getitem__(self, v: ir.Value) -> Lanes:
+        return self.memo[self.tid, v]
+
+    def __setitem__(self, v: ir.Value, x: Lanes) -> None:
+        self.memo[self.tid, v] = x
 
 
 @dataclass
@@ -270,6 +300,13 @@ class Run:
         self.seeds = self.launch.seeds(self.build)
         self.size = self.build.threads
         self.lanes = SeededLanes(np.arange(self.size, dtype=np.int64), self.seeds)
+        self.threads: dict[int, SeededLanes] = {}
+
+    def thread(self, tid: int) -> SeededLanes:
+        """The evaluator of thread `tid` alone, in exact Python integers."""
+        if tid not in self.threads:
+            self.threads[tid] = SeededLanes(tid, self.seeds)
+        return self.threads[tid]
 
     def __call__(self) -> None:
         everyone = np.ones(self.size, dtype=bool)
@@ -326,3 +363,28 @@ def launches(b: Build) -> list[Launch]:
         m, n = p["BN"], 2 * p["BM"] * cluster
     sizes = {"M": m, "N": n, "K": p["BK"] * (p["STAGES"] + 3)}
     return [Launch(sizes, cluster, c, cluster) for c in range(cluster)]
+
+
+# The builds the SM90 tests share (each compiled once per process), by a short name.
+BUILDS: dict[str, tuple[str, dict[str, int | str]]] = {
+    "BK=64": ("gemm_sm90", {}),
+    "BK=32": ("gemm_sm90", {"BK": 32}),
+    "BK=16": ("gemm_sm90", {"BK": 16, "STAGES": 8}),
+    "MN": ("gemm_sm90", {"MA": 1, "MB": 1}),
+    "MN,BK=32": ("gemm_sm90", {"MA": 1, "MB": 1, "BK": 32}),
+    "PP": ("gemm_sm90", {"PP": 1, "BN": 128, "STAGES": 5}),
+    "PP,MA,BK=16": ("gemm_sm90", {"MA": 1, "PP": 1, "BN": 128, "BK": 16, "STAGES": 7}),
+    "CM=2": ("gemm_sm90", {"CM": 2}),
+    "CM=2,MB": ("gemm_sm90", {"CM": 2, "MB": 1}),
+    "SW,BN=16": ("gemm_sm90", {"SW": 1, "BN": 16, "STAGES": 8}),
+    "SW,PP": ("gemm_sm90", {"SW": 1, "PP": 1, "BM": 64, "BN": 128, "STAGES": 6}),
+    "O=f32": ("gemm_sm90", {"O": "f32"}),
+    "batched": ("gemm_sm90_batched", {}),
+    "bias_act": ("gemm_sm90_bias_act", {}),
+    "bias_act,PP": ("gemm_sm90_bias_act", {"PP": 1, "BN": 128}),
+}
+
+
+def named(key: str) -> Build:
+    example, defines = BUILDS[key]
+    return build(example, **defines)

@@ -1,0 +1,138 @@
+"""The mbarrier ring of the SM90 kernels, run: every block of small persistent launches (whole
+tiles, a split tail, stream-K; trip counts that are no multiple of STAGES, rings of 4 to 8
+stages wrapping many times) has its producer and consumer warp groups' events read off the
+`gpu` stage for its launch values (stage and phase parity as the IR computes them) and run on
+a model of the hardware (`sm90_machine`) under three schedules: producers as far ahead as the
+ring lets them, consumers first, and random. Nothing may deadlock, every wgmma must read the
+bytes its own (unit, k) iteration's TMA loads wrote, landed, and no TMA load may overwrite
+bytes a wgmma still reads. Over all blocks, the producers load every (tile, k) of the problem
+exactly once."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from sm90_events import Load, events
+from sm90_ir import Build, Launch, named
+from sm90_machine import Hazard, Machine
+from sm90_model import TensorMap
+
+# (build, M, N, K in k-tiles, blocks): whole tiles (3 k-tiles, several a block), a split tail
+# (two tiles over four blocks: each split in two along K) and stream-K (ten tiles over four
+# blocks: whole tiles, then the last wave's k-tiles shared out).
+CASES = [
+    ("BK=64", 3 * 128, 3 * 256, 7, 4),
+    ("BK=64", 128, 2 * 256, 37, 4),
+    ("BK=64", 5 * 128, 2 * 256, 37, 4),
+    ("BK=16", 2 * 128, 2 * 256, 11, 3),
+    ("PP", 3 * 128, 3 * 128, 9, 4),
+    ("PP,MA,BK=16", 128, 2 * 128, 37, 4),
+    ("CM=2", 4 * 128, 3 * 256, 7, 4),
+    ("SW,BN=16", 16, 5 * 128, 10, 2),
+    ("SW,PP", 100, 4 * 64, 13, 2),
+]
+
+
+def case_id(case: tuple) -> str:
+    key, m, n, k, blocks = case
+    return f"{key}:{m}x{n}x{k}kt/{blocks}"
+
+
+def maps(b: Build, sizes: dict[str, int]) -> dict[str, TensorMap]:
+    found = {}
+    for d in b.maps:
+        if d.tensor in b.source.fills:
+            found[d.name] = TensorMap.of(d, *b.view(d.tensor, sizes), sizes)
+    return found
+
+
+@pytest.fixture(scope="module", params=CASES, ids=case_id)
+def launched(request: pytest.FixtureRequest) -> tuple[Build, dict, list[list]]:
+    key, m, n, kt, grid = request.param
+    b = named(key)
+    sizes = {"M": m, "N": n, "K": kt * int(b.params["BK"])}
+    cluster = int(b.params.get("CM", 1))
+    blocks = [events(b, Launch(sizes, grid, c, cluster)) for c in range(grid)]
+    return b, sizes, blocks
+
+
+@pytest.mark.parametrize("policy", ["producer", "consumer", "random"])
+def test_the_ring_runs_without_hazards(launched: tuple, policy: str) -> None:
+    b, sizes, blocks = launched
+    cluster = int(b.params.get("CM", 1))
+    stages = int(b.params["STAGES"])
+    for first in range(0, len(blocks), cluster):
+        mine = blocks[first : first + cluster]
+        machine = Machine.of(b, maps(b, sizes), mine)
+        machine.run(policy, seed=first)
+        loads = sum(isinstance(e, Load) for evs in mine for e in evs)
+        assert machine.reads and loads, "the block ran its main loops"
+    iterations = max(len({e.loops for e in evs if isinstance(e, Load)}) for evs in blocks)
+    assert iterations > 2 * stages, "a block's ring wraps more than twice"
+
+
+def test_every_tile_and_k_is_loaded_once(launched: tuple) -> None:
+    """The persistent schedule as the IR computes it (units of whole tiles, split tails,
+    stream-K segments): over all blocks, each (output tile, k) of the problem is loaded once,
+    A's and B's tiles in the same iteration of a producer."""
+    b, sizes, blocks = launched
+    encoded = maps(b, sizes)
+    seen: Counter = Counter()
+    for evs in blocks:
+        iterations: dict[tuple, dict[str, tuple]] = {}
+        for e in evs:
+            if isinstance(e, Load):
+                tile = tile_of(b, encoded[e.map.name], e)
+                found = iterations.setdefault(e.loops, {}).setdefault(e.map.tensor, tile)
+                assert found == tile, ("one tile a tensor an iteration", e.loops, found, tile)
+        for loops, tiles in iterations.items():
+            assert set(tiles) == set(b.source.fills), loops
+            ks = {t[-1] for t in tiles.values()}
+            assert len(ks) == 1, ("A and B at one k", loops, tiles)
+            seen[tuple(sorted((n, t) for n, t in tiles.items()))] += 1
+    extents = []
+    for tensor in sorted(b.source.fills):
+        shape, _, _ = b.view(tensor, sizes)
+        rows, cols = b.source.tiles[tensor]
+        extents.append((*shape[:-2], -(-shape[-2] // rows)))
+        kt = -(-shape[-1] // cols)
+    want = 1
+    for e in extents:
+        want *= math.prod(e)
+    assert len(seen) == want * kt and set(seen.values()) == {1}, (len(seen), want * kt)
+
+
+def tile_of(b: Build, m: TensorMap, e: Load) -> tuple[int, ...]:
+    """(outer modes..., tile index along the rows, k-tile) of the local_tile a load is part
+    of (a multicast share or an MN-major chunk of it)."""
+    index = [0] * len(m.modes)
+    for d, mode in enumerate(m.modes):
+        index[mode] = e.coords[d]
+    rows, cols = b.source.tiles[e.map.tensor]
+    return (*index[:-2], index[-2] // rows, index[-1] // cols)
+
+
+def test_a_wrong_phase_is_caught() -> None:
+    """The machine can fail: the consumers' waits on the full barriers with the parity
+    flipped pass on stale stages at once (a wrong read), the producer's on the empty ones
+    deadlock or overwrite."""
+    b = named("BK=64")
+    sizes = {"M": 128, "N": 256, "K": 9 * 64}
+    evs = events(b, Launch(sizes, 1))
+    full = {e.barrier for e in evs if isinstance(e, Load)}
+    for side in (lambda e: e.barrier in full, lambda e: e.barrier not in full):
+        flipped = [flip(e) if is_wait(e) and side(e) else e for e in evs]
+        with pytest.raises(Hazard):
+            Machine.of(b, maps(b, sizes), [flipped]).run("producer")
+
+
+def is_wait(e: object) -> bool:
+    return type(e).__name__ == "Wait"
+
+
+def flip(e: object) -> object:
+    from dataclasses import replace
+
+    return replace(e, parity=1 - e.parity)
