@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from mlir import ir
 from sm90_ir import WARPGROUP, At, Build, Launch, Run, launches
+from sm90_model import Descriptor, TensorMap, Wgmma
 
 from tilec.bank_ops import PASS_THROUGH
 from tilec.runtime.params import TmaDescriptor
@@ -183,4 +184,72 @@ def slots(b: Build, blocks: list[list[Event]]) -> dict[tuple[str, int], int]:
             if isinstance(e, Load):
                 key = (b.source.buffer_of(e.map.tensor), e.barrier)
                 found[key] = min(found.get(key, e.dst), e.dst)
+    return found
+
+
+def operand_origin(b: Build, buffer: str, slot: int, desc: int, shape: tuple[int, int],
+                   mn_major: bool) -> tuple[int, int]:  # fmt: skip
+    """(row, col) of `buffer` where the wgmma operand `desc` starts, checked element by
+    element: the descriptor's byte for operand element (r, k) is slot + layout(row + r, col + k)."""
+    table = b.table(buffer)
+    eb = b.source.elem_bytes[buffer]
+    got = Descriptor.decode(desc).addresses(*shape, eb, mn_major)
+    hits = np.argwhere(table == got[0, 0] - slot)
+    assert len(hits) == 1, (buffer, hex(desc), got[0, 0] - slot)
+    r, c = (int(x) for x in hits[0])
+    rows, cols = table.shape
+    assert r + shape[0] <= rows and c + shape[1] <= cols, (buffer, r, c, shape)
+    want = slot + table[r : r + shape[0], c : c + shape[1]]
+    wrong = np.argwhere(got != want)
+    assert not wrong.size, (buffer, hex(desc), (r, c), wrong[:4].tolist(), got[tuple(wrong[0])])
+    return r, c
+
+
+def tile_of(b: Build, m: TensorMap, e: Load) -> tuple[int, ...]:
+    """(outer modes..., tile index along the rows, k-tile) of the local_tile a load is part
+    of (a multicast share or an MN-major chunk of it)."""
+    index = [0] * len(m.modes)
+    for d, mode in enumerate(m.modes):
+        index[mode] = e.coords[d]
+    rows, cols = b.source.tiles[e.map.tensor]
+    return (*index[:-2], index[-2] // rows, index[-1] // cols)
+
+
+def tensor_maps(b: Build, sizes: dict[str, int]) -> dict[str, TensorMap]:
+    """Each TMA-loaded tensor's map as the runtime encodes it for `sizes`, by map name."""
+    found = {}
+    for d in b.maps:
+        if d.tensor in b.source.fills:
+            found[d.name] = TensorMap.of(d, *b.view(d.tensor, sizes), sizes)
+    return found
+
+
+@dataclass(frozen=True)
+class Operands:
+    """Where one wgmma's operands start in their buffers (rows, k), the stage it read."""
+
+    block: int
+    mma: Mma
+    a: tuple[int, int]
+    b: tuple[int, int]
+    stage: int
+
+
+def operands(b: Build, blocks: list[list[Event]]) -> list[Operands]:
+    """Every wgmma of the blocks, its descriptors checked against the layouts of the stage
+    its group last waited for (`operand_origin`)."""
+    a_buf, b_buf = b.source.operands
+    at = slots(b, blocks)
+    full = {barrier for _, barrier in at}
+    found = []
+    for block, evs in enumerate(blocks):
+        waited: dict[int, int] = {}
+        for e in evs:
+            if isinstance(e, Wait) and e.barrier in full:
+                waited[e.group] = e.barrier
+            if isinstance(e, Mma):
+                w, stage = Wgmma.of(e.op), waited[e.group]
+                a = operand_origin(b, a_buf, at[a_buf, stage], e.a, (w.m, w.k), w.a_mn_major)
+                o = operand_origin(b, b_buf, at[b_buf, stage], e.b, (w.n, w.k), w.b_mn_major)
+                found.append(Operands(block, e, a, o, stage))
     return found

@@ -99,16 +99,10 @@ class Build:
     params: dict[str, str]
     source: Source
     info: KernelInfo
-    tables: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, buffer: str) -> np.ndarray:
         """[rows, cols]: the byte offset the source's layout gives each element of `buffer`."""
-        if buffer not in self.tables:
-            layout, eb = self.source.buffers[buffer], self.source.elem_bytes[buffer]
-            rows, cols = L.size(layout, 0), L.size(layout, 1)
-            offsets = [[layout(r, c) * eb for c in range(cols)] for r in range(rows)]
-            self.tables[buffer] = np.array(offsets, dtype=np.int64)
-        return self.tables[buffer]
+        return layout_table(self.source.buffers[buffer]) * self.source.elem_bytes[buffer]
 
     @property
     def threads(self) -> int:
@@ -134,6 +128,24 @@ class Build:
     def map_of(self, descriptor: ir.Value) -> TmaDescriptor:
         args = list(self.kernel.regions[0].blocks[0].arguments)
         return self.maps[args.index(descriptor) - (len(args) - len(self.maps))]
+
+
+@functools.cache
+def layout_table(layout: L.Layout | L.ComposedLayout) -> np.ndarray:
+    """[rows, cols]: layout(row, col). A layout is the sum of its modes' images, and a
+    composed one outer(offset + inner): the algebra is called once per row and per column
+    (then checked against the algebra on a diagonal)."""
+    inner, outer, offset = layout, None, 0
+    if isinstance(layout, L.ComposedLayout):
+        inner, outer, offset = layout.inner, layout.outer, layout.offset
+    rows, cols = L.size(layout, 0), L.size(layout, 1)
+    down = np.array([inner(r, 0) for r in range(rows)], dtype=np.int64)
+    across = np.array([inner(0, c) for c in range(cols)], dtype=np.int64)
+    table = offset + down[:, None] + across[None, :]
+    table = table if outer is None else outer(table)
+    for r in range(rows):
+        assert table[r, r * 7 % cols] == layout(r, r * 7 % cols)
+    return table
 
 
 @functools.cache
@@ -355,13 +367,17 @@ def collect(
 
 def launches(b: Build) -> list[Launch]:
     """The blocks of one cluster on a small problem: two output tiles a block (along n), each
-    K loop STAGES + 3 k-tiles long (the ring wraps), whole tiles (one cluster of blocks)."""
+    K loop STAGES + 3 k-tiles long (the ring wraps), whole tiles (one cluster of blocks); a
+    batched GEMM's batch of 3."""
     p = {k: int(v) for k, v in b.params.items() if v.lstrip("-").isdigit()}
     cluster = p.get("CM", 1)
     m, n = p["BM"] * cluster, 2 * p["BN"]
     if p.get("SW"):  # C^T = B A^T: B's rows along wgmma's m, C's rows along its n
         m, n = p["BN"], 2 * p["BM"] * cluster
-    sizes = {"M": m, "N": n, "K": p["BK"] * (p["STAGES"] + 3)}
+    k = p["BK"] * (p["STAGES"] + 3)
+    sizes = {"M": m, "N": n, "K": k}
+    if "L" in {x.name for x in b.info.params}:  # the batched GEMM: 3 batches, row-major
+        sizes.update(L=3, sa=m * k, lda=k, sb=n * k, ldb=k, sc=m * n, ldc=n)
     return [Launch(sizes, cluster, c, cluster) for c in range(cluster)]
 
 

@@ -5,6 +5,7 @@ descriptor denotes, and which (row, column) each register of wgmma's D fragment 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -134,9 +135,14 @@ class Wgmma:
         return Wgmma(m, n, k, a, b)
 
 
+@functools.cache
 def d_fragment(n: int) -> np.ndarray:
     """[128 threads, n / 2 registers] -> (row, column) in the 64 x n tile of wgmma's D, as
-    `tilec.dialects.tile.atoms.wgmma_c` (which test_tile_mma checks against the PTX ISA)."""
+    `tilec.dialects.tile.atoms.wgmma_c` (which test_tile_mma checks against the PTX ISA): a
+    layout's image is the sum of its thread mode's and its value mode's."""
     tv = wgmma_c(n)
-    index = np.array([[tv(t, v) for v in range(n // 2)] for t in range(128)])
+    threads = np.array([tv(t, 0) for t in range(128)])
+    values = np.array([tv(0, v) for v in range(n // 2)])
+    index = threads[:, None] + values[None, :]
+    assert index[5, n // 2 - 1] == tv(5, n // 2 - 1)
     return np.stack([index % 64, index // 64], axis=-1)

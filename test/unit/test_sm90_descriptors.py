@@ -10,34 +10,15 @@ step before it along k."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from sm90_events import Mma, Wait, cluster_events, slots
+from sm90_events import cluster_events, operands
 from sm90_ir import Build, named
-from sm90_model import Descriptor, Wgmma
+from sm90_model import Wgmma
 
 from tilec.binding import op_id
 
 BUILDS = ["BK=64", "BK=32", "BK=16", "MN", "MN,BK=32", "PP,MA,BK=16", "PP", "CM=2", "SW,BN=16"]
 BUILDS += ["SW,PP"]
-
-
-def operand_origin(b: Build, buffer: str, slot: int, desc: int, shape: tuple[int, int],
-                   mn_major: bool) -> tuple[int, int]:  # fmt: skip
-    """(row, col) of `buffer` where the wgmma operand `desc` starts, checked element by
-    element: the descriptor's byte for operand element (r, k) is slot + layout(row + r, col + k)."""
-    table = b.table(buffer)
-    eb = b.source.elem_bytes[buffer]
-    got = Descriptor.decode(desc).addresses(*shape, eb, mn_major)
-    hits = np.argwhere(table == got[0, 0] - slot)
-    assert len(hits) == 1, (buffer, hex(desc), got[0, 0] - slot)
-    r, c = (int(x) for x in hits[0])
-    rows, cols = table.shape
-    assert r + shape[0] <= rows and c + shape[1] <= cols, (buffer, r, c, shape)
-    want = slot + table[r : r + shape[0], c : c + shape[1]]
-    wrong = np.argwhere(got != want)
-    assert not wrong.size, (buffer, hex(desc), (r, c), wrong[:4].tolist(), got[tuple(wrong[0])])
-    return r, c
 
 
 def expected_steps(b: Build, place: int, groups: int, bk: int) -> set[tuple[int, int, int]]:
@@ -66,38 +47,23 @@ def compiled(request: pytest.FixtureRequest) -> tuple[Build, list]:
 
 def test_every_wgmma_reads_the_algebra(compiled: tuple[Build, list]) -> None:
     b, blocks = compiled
-    a_buf, b_buf = b.source.operands
-    at = slots(b, blocks)
-    full = {barrier for _, barrier in at}
-    bk = b.table(a_buf).shape[1]
-    stages_seen: set[int] = set()
-    checked = 0
-    for evs in blocks:
-        groups = sorted({e.group for e in evs if isinstance(e, Mma)})
-        waited: dict[int, int] = {}
-        steps: dict[tuple[int, tuple], dict[int, tuple]] = {}
-        for e in evs:
-            if isinstance(e, Wait) and e.barrier in full:
-                waited[e.group] = e.barrier
-            if not isinstance(e, Mma):
-                continue
-            w = Wgmma.of(e.op)
-            assert (w.m, w.n, w.k) == b.source.atom
-            stage = waited[e.group]
-            stages_seen.add(stage)
-            ra, ka = operand_origin(b, a_buf, at[a_buf, stage], e.a, (w.m, w.k), w.a_mn_major)
-            rb, kb = operand_origin(b, b_buf, at[b_buf, stage], e.b, (w.n, w.k), w.b_mn_major)
-            assert ka == kb, ("A and B at different k", ka, kb)
-            step = steps.setdefault((e.group, e.loops), {})
-            step[op_id(e.op)] = (ra, rb, ka, e.op)
-            checked += 1
-        for (g, loops), done in steps.items():
-            want = expected_steps(b, groups.index(g), len(groups), bk)
-            got = [(ra, rb, k) for ra, rb, k, _ in done.values()]
-            assert sorted(got) == sorted(want), (g, loops, sorted(got), sorted(want))
-            check_chains(done)
-    assert len(stages_seen) == int(b.params["STAGES"])  # the K loops went through every stage
-    assert checked >= int(b.params["STAGES"]) + 1
+    found = operands(b, blocks)  # checks each element's byte against the layouts
+    bk = b.table(b.source.operands[0]).shape[1]
+    steps: dict[tuple, dict[int, tuple]] = {}
+    for o in found:
+        w = Wgmma.of(o.mma.op)
+        assert (w.m, w.n, w.k) == b.source.atom
+        assert o.a[1] == o.b[1], ("A and B at different k", o.a, o.b)
+        step = steps.setdefault((o.block, o.mma.group, o.mma.loops), {})
+        step[op_id(o.mma.op)] = (o.a[0], o.b[0], o.a[1], o.mma.op)
+    for (block, g, loops), done in steps.items():
+        groups = sorted({o.mma.group for o in found if o.block == block})
+        want = expected_steps(b, groups.index(g), len(groups), bk)
+        got = [(ra, rb, k) for ra, rb, k, _ in done.values()]
+        assert sorted(got) == sorted(want), (g, loops, sorted(got), sorted(want))
+        check_chains(done)
+    assert len({o.stage for o in found}) == int(b.params["STAGES"])  # through every stage
+    assert len({o.mma.loops for o in found}) >= int(b.params["STAGES"]) + 1
 
 
 def check_chains(done: dict[int, tuple]) -> None:

@@ -14,10 +14,9 @@ import math
 from collections import Counter
 
 import pytest
-from sm90_events import Load, events
+from sm90_events import Load, events, tensor_maps, tile_of
 from sm90_ir import Build, Launch, named
 from sm90_machine import Hazard, Machine
-from sm90_model import TensorMap
 
 # (build, M, N, K in k-tiles, blocks): whole tiles (3 k-tiles, several a block), a split tail
 # (two tiles over four blocks: each split in two along K) and stream-K (ten tiles over four
@@ -40,14 +39,6 @@ def case_id(case: tuple) -> str:
     return f"{key}:{m}x{n}x{k}kt/{blocks}"
 
 
-def maps(b: Build, sizes: dict[str, int]) -> dict[str, TensorMap]:
-    found = {}
-    for d in b.maps:
-        if d.tensor in b.source.fills:
-            found[d.name] = TensorMap.of(d, *b.view(d.tensor, sizes), sizes)
-    return found
-
-
 @pytest.fixture(scope="module", params=CASES, ids=case_id)
 def launched(request: pytest.FixtureRequest) -> tuple[Build, dict, list[list]]:
     key, m, n, kt, grid = request.param
@@ -65,7 +56,7 @@ def test_the_ring_runs_without_hazards(launched: tuple, policy: str) -> None:
     stages = int(b.params["STAGES"])
     for first in range(0, len(blocks), cluster):
         mine = blocks[first : first + cluster]
-        machine = Machine.of(b, maps(b, sizes), mine)
+        machine = Machine.of(b, tensor_maps(b, sizes), mine)
         machine.run(policy, seed=first)
         loads = sum(isinstance(e, Load) for evs in mine for e in evs)
         assert machine.reads and loads, "the block ran its main loops"
@@ -78,7 +69,7 @@ def test_every_tile_and_k_is_loaded_once(launched: tuple) -> None:
     stream-K segments): over all blocks, each (output tile, k) of the problem is loaded once,
     A's and B's tiles in the same iteration of a producer."""
     b, sizes, blocks = launched
-    encoded = maps(b, sizes)
+    encoded = tensor_maps(b, sizes)
     seen: Counter = Counter()
     for evs in blocks:
         iterations: dict[tuple, dict[str, tuple]] = {}
@@ -104,16 +95,6 @@ def test_every_tile_and_k_is_loaded_once(launched: tuple) -> None:
     assert len(seen) == want * kt and set(seen.values()) == {1}, (len(seen), want * kt)
 
 
-def tile_of(b: Build, m: TensorMap, e: Load) -> tuple[int, ...]:
-    """(outer modes..., tile index along the rows, k-tile) of the local_tile a load is part
-    of (a multicast share or an MN-major chunk of it)."""
-    index = [0] * len(m.modes)
-    for d, mode in enumerate(m.modes):
-        index[mode] = e.coords[d]
-    rows, cols = b.source.tiles[e.map.tensor]
-    return (*index[:-2], index[-2] // rows, index[-1] // cols)
-
-
 def test_a_wrong_phase_is_caught() -> None:
     """The machine can fail: the consumers' waits on the full barriers with the parity
     flipped pass on stale stages at once (a wrong read), the producer's on the empty ones
@@ -125,7 +106,7 @@ def test_a_wrong_phase_is_caught() -> None:
     for side in (lambda e: e.barrier in full, lambda e: e.barrier not in full):
         flipped = [flip(e) if is_wait(e) and side(e) else e for e in evs]
         with pytest.raises(Hazard):
-            Machine.of(b, maps(b, sizes), [flipped]).run("producer")
+            Machine.of(b, tensor_maps(b, sizes), [flipped]).run("producer")
 
 
 def is_wait(e: object) -> bool:

@@ -14,9 +14,8 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from sm90_events import Arrive, Init, Load, cluster_events, slots
+from sm90_events import Arrive, Init, Load, cluster_events, slots, tensor_maps
 from sm90_ir import REMOTE, Build, launches, named
-from sm90_model import TensorMap
 
 from tilec import layout as L
 
@@ -24,30 +23,11 @@ BUILDS = ["BK=64", "BK=32", "BK=16", "MN", "PP,MA,BK=16", "CM=2", "CM=2,MB", "SW
 BUILDS += ["batched", "bias_act,PP"]
 
 
-def sizes_for(b: Build) -> dict[str, int]:
-    """The example's sizes on `launches`' problem (the batched one: 3 batches, row-major)."""
-    sizes = dict(launches(b)[0].sizes)
-    if "L" in {p.name for p in b.info.params}:
-        m, n, k = sizes["M"], sizes["N"], sizes["K"]
-        sizes.update(L=3, sa=m * k, lda=k, sb=n * k, ldb=k, sc=m * n, ldc=n)
-    return sizes
-
-
 @pytest.fixture(scope="module", params=BUILDS)
 def compiled(request: pytest.FixtureRequest) -> tuple[Build, dict[str, int], list]:
     b = named(request.param)
-    sizes = sizes_for(b)
+    sizes = launches(b)[0].sizes
     return b, sizes, cluster_events(b, sizes)
-
-
-def maps(b: Build, sizes: dict[str, int]) -> dict[str, TensorMap]:
-    """Each loaded tensor's map as the runtime encodes it for these sizes."""
-    found = {}
-    for d in b.maps:
-        if d.tensor in b.source.fills:
-            shape, strides, dtype = b.view(d.tensor, sizes)
-            found[d.name] = TensorMap.of(d, shape, strides, dtype, sizes)
-    return found
 
 
 def stage_contents(b: Build, blocks: list) -> dict[tuple, list[Load]]:
@@ -65,7 +45,7 @@ def stage_contents(b: Build, blocks: list) -> dict[tuple, list[Load]]:
 
 def test_every_box_fills_its_tile_on_the_algebra(compiled: tuple) -> None:
     b, sizes, blocks = compiled
-    encoded = maps(b, sizes)
+    encoded = tensor_maps(b, sizes)
     at = slots(b, blocks)
     tiles: dict[tuple, set] = defaultdict(set)  # (block, unit, tensor) -> tile origins
     for (block, loops, barrier), loads in stage_contents(b, blocks).items():
@@ -110,7 +90,7 @@ def check_tile(b: Build, tensor: str, index: np.ndarray, address: np.ndarray, sl
 
 def test_expect_tx_is_the_bytes_of_the_boxes(compiled: tuple) -> None:
     b, sizes, blocks = compiled
-    encoded = maps(b, sizes)
+    encoded = tensor_maps(b, sizes)
     contents = stage_contents(b, blocks)
     announced = 0
     for block, evs in enumerate(blocks):

@@ -1,0 +1,285 @@
+"""The SM90 epilogue, end to end for every consumer thread: each accumulator element a thread
+holds (wgmma's D fragment, `atoms.wgmma_c`, of the wgmma whose descriptors say which rows of
+sA and sB it multiplied, which the producer loaded from which rows of A and B) must reach
+C[i][j] of C = A·Bᵀ. Through shared chunks and TMA stores: every byte of a chunk written
+once before the store that reads it, read back by the TMA store box that covers it (the map
+as the runtime encodes it, the box as the hardware reads it, swizzled) into the right element
+of C; through the fallback (no map: the chunk copied out element by element) and the direct
+stores from registers (an f32 C, a swapped build's Cᵀ) likewise. Every element of C the
+block's tiles cover is written once, none outside C, and the chunks lie beside the ring."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+from mlir import ir
+from sm90_events import Init, Load, cluster_events, operands, slots, tensor_maps, tile_of
+from sm90_ir import POINTER, WARPGROUP, At, Build, Run, launches, named
+from sm90_model import TensorMap, Wgmma, d_fragment
+
+from tilec.bank_ops import type_bytes
+from tilec.binding import op_id
+
+SHARED, GLOBAL = "!llvm.ptr<3>", "!llvm.ptr<1>"
+TMA_STORE = "nvvm.cp.async.bulk.tensor.global.shared.cta"
+CASES = [  # (build, whether the runtime makes C's tensor map)
+    ("BK=64", True),
+    ("BK=64", False),
+    ("PP", True),
+    ("PP", False),
+    ("CM=2", True),
+    ("MN", True),
+    ("O=f32", True),
+    ("SW,BN=16", True),
+    ("SW,PP", True),
+    ("batched", True),
+    ("bias_act", True),
+    ("bias_act,PP", False),
+]
+
+
+def accumulator_of(v: ir.Value) -> ir.Operation | None:
+    """The last wgmma of the chain an accumulator struct comes from (through loops' results
+    and iter_args, branches, and partial sums inserted into it); None for another struct."""
+    while True:
+        if isinstance(v, ir.BlockArgument):
+            loop = v.owner.owner
+            if loop.name != "scf.for":
+                return None
+            v = loop.operands[3 + v.arg_number - 1]  # the iter_arg's initial value
+            continue
+        op = ir.OpResult(v).owner
+        if op.name == "nvvm.wgmma.mma_async":
+            return op
+        if op.name in ("scf.for", "scf.if"):
+            yields = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
+            found = [accumulator_of(y.operands[v.result_number]) for y in yields]
+            assert len({op_id(f) for f in found if f is not None}) == 1, "one accumulator"
+            return found[0]
+        if op.name != "llvm.insertvalue":
+            return None
+        v = op.operands[0]  # partial sums added into the accumulator
+
+
+def registers(v: ir.Value, memo: dict[ir.Value, frozenset]) -> frozenset[tuple[int, int]]:
+    """The accumulator registers (op_id of its wgmma, position) a scalar is computed from."""
+    if v in memo:
+        return memo[v]
+    found: frozenset = frozenset()
+    if not isinstance(v, ir.BlockArgument):
+        op = ir.OpResult(v).owner
+        acc = accumulator_of(op.operands[0]) if op.name == "llvm.extractvalue" else None
+        if acc is not None:
+            position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
+            found = frozenset({(op_id(acc), position)})
+        elif op.name != "llvm.load":
+            found = frozenset().union(*(registers(x, memo) for x in op.operands))
+    memo[v] = found
+    return found
+
+
+def lanes_of(v: ir.Value) -> list[ir.Value]:
+    """The scalars of a stored value, lane by lane."""
+    if not isinstance(v.type, ir.VectorType):
+        return [v]
+    lanes: dict[int, ir.Value] = {}
+    while not isinstance(v, ir.BlockArgument):
+        op = ir.OpResult(v).owner
+        if op.name != "llvm.insertelement":
+            break
+        op = op.opview
+        position = ir.OpResult(op.position).owner.attributes["value"]
+        lanes.setdefault(ir.IntegerAttr(position).value, op.value)
+        v = op.vector
+    return [lanes[k] for k in range(ir.VectorType(v.type).shape[0])]
+
+
+@dataclass
+class Epilogue:
+    """One block's consumers' stores, followed byte by byte in program order: `smem` holds,
+    per shared byte, 1 + the padded linear index of the C element written there (0: none)."""
+
+    b: Build
+    rows: dict[tuple[int, int], tuple[int, int]]  # (wgmma, group) -> (sA, sB) rows of its D
+    tiles: dict[int, dict[str, tuple]]  # unit -> tensor -> (outer..., tile along its rows)
+    c: TensorMap  # C's map (its dims, innermost first, give the tensor's shape)
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    ring: list[tuple[int, int]]  # shared spans of the ring's slots and barriers
+    base: int
+    smem: np.ndarray = field(default_factory=lambda: np.zeros(1 << 18, dtype=np.int64))
+    loaded: dict[int, np.ndarray] = field(default_factory=dict)
+    written: Counter = field(default_factory=Counter)
+    memo: dict[ir.Value, frozenset] = field(default_factory=dict)
+
+    def code(self, index: np.ndarray) -> np.ndarray:
+        flat = np.zeros(len(index), dtype=np.int64)
+        for mode, extent in enumerate(self.shape):
+            flat = flat * (extent + 512) + index[:, mode]
+        return flat + 1
+
+    def c_index(self, unit: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """C's index of the D element (sA row x, sB row y) of `unit`: sA holds A's rows (B's
+        in a swapped build), C = A·Bᵀ."""
+        tiles, source = self.tiles[unit], self.b.source
+        first = {t: tiles[t][-1] * source.tiles[t][0] for t in tiles}
+        swapped = source.loaded_into(source.operands[0]) != "A"
+        i, j = (y, x) if swapped else (x, y)
+        outer = np.tile(np.array(tiles["A"][:-1], dtype=np.int64), (len(x), 1))
+        return np.column_stack([outer, i + first["A"], j + first["B"]])
+
+    def held(self, at: At, v: ir.Value) -> np.ndarray:
+        """[threads, lanes]: the code of the C element each lane of `v` holds per thread."""
+        columns = []
+        for lane in lanes_of(v):
+            owner = None if isinstance(lane, ir.BlockArgument) else ir.OpResult(lane).owner
+            if owner is not None and owner.name == "llvm.load":  # a copy of shared bytes
+                columns.append(self.loaded[op_id(owner)][at.threads])
+                continue
+            (found,) = registers(lane, self.memo)
+            codes = np.zeros(len(at.threads), dtype=np.int64)
+            for g in np.unique(at.threads // WARPGROUP):
+                mine = at.threads // WARPGROUP == g
+                ra, rb, n = self.rows[found[0], int(g)]
+                rc = d_fragment(n)[at.threads[mine] % WARPGROUP, found[1]]
+                codes[mine] = self.code(self.c_index(at.loops[0], rc[:, 0] + ra, rc[:, 1] + rb))
+            columns.append(codes)
+        return np.stack(columns, axis=1)
+
+    def visit(self, at: At) -> None:
+        op = at.op
+        if op.name == TMA_STORE:
+            self.tma_store(at)
+        elif op.name == "llvm.store" and str(op.operands[1].type) == SHARED:
+            self.shared_store(at)
+        elif op.name == "llvm.store" and str(op.operands[1].type) == GLOBAL:
+            self.global_store(at)
+        elif op.name == "llvm.load" and str(op.operands[0].type) == SHARED:
+            self.shared_load(at)
+
+    def shared_store(self, at: At) -> None:
+        value = at.op.operands[0]
+        codes = self.held(at, value)
+        eb = type_bytes(value.type) // codes.shape[1]
+        idx = element_bytes(at.values(at.op.operands[1]), codes.shape[1], eb)
+        for lo, hi in self.ring:
+            assert not ((idx >= lo) & (idx < hi)).any(), ("a chunk byte in the ring", lo, hi)
+        assert np.unique(idx).size == idx.size, "two threads write one byte"
+        assert (self.smem[idx] == 0).all(), "a chunk byte written twice before it is stored"
+        self.smem[idx] = codes[:, :, None]
+
+    def shared_load(self, at: At) -> None:
+        eb = type_bytes(at.op.results[0].type)
+        idx = element_bytes(at.values(at.op.operands[0]), 1, eb)[:, 0]
+        got = self.smem[idx]
+        assert (got[:, 0] != 0).all() and (got == got[:, :1]).all(), "reads unwritten bytes"
+        full = np.zeros(at.run.size, dtype=np.int64)
+        full[at.threads] = got[:, 0]
+        self.loaded[op_id(at.op)] = full
+        self.smem[idx] = 0
+
+    def global_store(self, at: At) -> None:
+        value = at.op.operands[0]
+        codes = self.held(at, value)
+        eb = type_bytes(value.type) // codes.shape[1]
+        address = at.values(at.op.operands[1])
+        for lane in range(codes.shape[1]):
+            offset = address + lane * eb - self.base
+            assert (offset % eb == 0).all()
+            index = unravel(offset // eb, self.shape, self.strides)
+            assert ((index >= 0) & (index < self.shape)).all(), "a store outside C"
+            want = self.code(index)
+            wrong = np.flatnonzero(codes[:, lane] != want)
+            assert not wrong.size, ("stored to the wrong element of C", index[wrong[0]])
+            self.written.update(want.tolist())
+
+    def tma_store(self, at: At) -> None:
+        op = at.op.opview
+        sources = at.values(op.srcMem)
+        coords = np.stack([at.values(c) for c in op.coordinates], axis=1)
+        for src, at_c in zip(sources, coords, strict=True):
+            index, address = self.c.writes(at_c.tolist(), int(src))
+            got = self.smem[element_bytes(address, 1, self.c.elem)[:, 0]]
+            assert (got[:, 0] != 0).all() and (got == got[:, :1]).all(), "box bytes unwritten"
+            inside = ((index >= 0) & (index < self.shape)).all(axis=1)
+            want = self.code(index[inside])
+            wrong = np.flatnonzero(got[inside, 0] != want)
+            assert not wrong.size, ("the box stores an element elsewhere", index[inside][wrong[0]])
+            self.written.update(want.tolist())
+            self.smem[element_bytes(address, 1, self.c.elem)[:, 0]] = 0
+
+    def expected(self) -> set[int]:
+        """Every element of C the block's tiles cover."""
+        found: set[int] = set()
+        for unit in self.tiles:
+            source = self.b.source
+            x = np.arange(source.tiles[source.loaded_into(source.operands[0])][0])
+            y = np.arange(source.tiles[source.loaded_into(source.operands[1])][0])
+            xx, yy = (g.reshape(-1) for g in np.meshgrid(x, y, indexing="ij"))
+            index = self.c_index(unit, xx, yy)
+            inside = ((index >= 0) & (index < self.shape)).all(axis=1)
+            found.update(self.code(index[inside]).tolist())
+        return found
+
+
+def wanted(op: ir.Operation) -> bool:
+    return op.name in ("llvm.store", "llvm.load", TMA_STORE)
+
+
+def element_bytes(address: np.ndarray, lanes: int, eb: int) -> np.ndarray:
+    """[threads, lanes, eb]: the bytes of each lane's element."""
+    return address[:, None, None] + (np.arange(lanes) * eb)[None, :, None] + np.arange(eb)
+
+
+def unravel(linear: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+    """[n, rank]: the index of each element offset of a tensor (strides in elements)."""
+    index = np.zeros((len(linear), len(shape)), dtype=np.int64)
+    rest = linear.copy()
+    for mode in sorted(range(len(shape)), key=lambda m: -strides[m]):
+        index[:, mode], rest = rest // strides[mode], rest % strides[mode]
+    return index
+
+
+def ring_spans(b: Build, blocks: list) -> list[tuple[int, int]]:
+    spans = [(e.barrier, e.barrier + 8) for e in blocks[0] if isinstance(e, Init)]
+    for (buffer, _), start in slots(b, blocks).items():
+        spans.append((start, start + int(b.table(buffer).max()) + b.source.elem_bytes[buffer]))
+    return spans
+
+
+@pytest.mark.parametrize(
+    ("key", "made"), CASES, ids=[f"{k}-{'tma' if m else 'copy'}" for k, m in CASES]
+)
+def test_every_accumulator_element_reaches_its_element_of_c(key: str, made: bool) -> None:
+    b = named(key)
+    blocks = cluster_events(b)
+    rows = {
+        (op_id(o.mma.op), o.mma.group): (o.a[0], o.b[0], Wgmma.of(o.mma.op).n)
+        for o in operands(b, blocks)
+    }
+    (c_map,) = [d for d in b.maps if d.tensor == "C"] or [None]
+    sizes = launches(b)[0].sizes
+    shape, strides, dtype = b.view("C", sizes)
+    names = [p.name for p in b.info.params]
+    stored = 0
+    for launch, evs in zip(launches(b), blocks, strict=True):
+        maps = tensor_maps(b, sizes)
+        tiles: dict[int, dict[str, tuple]] = {}
+        for e in evs:
+            if isinstance(e, Load):
+                tiles.setdefault(e.loops[0], {})[e.map.tensor] = tile_of(b, maps[e.map.name], e)[
+                    :-1
+                ]
+        c = TensorMap.of(c_map, shape, strides, dtype, sizes) if c_map is not None else None
+        epilogue = Epilogue(b, rows, tiles, c, shape, strides, ring_spans(b, blocks),
+                            (names.index("C") + 1) * POINTER)  # fmt: skip
+        unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()
+        Run(b, replace(launch, unmade=unmade), wanted, epilogue.visit)()
+        assert not epilogue.smem.any(), "chunk bytes written and never stored"
+        assert set(epilogue.written.values()) == {1}, "an element of C stored twice"
+        assert set(epilogue.written) == epilogue.expected()
+        stored += len(epilogue.written)
+    assert stored >= 2 * b.source.block[0] * b.source.block[1]  # two whole tiles a block
