@@ -263,6 +263,121 @@ MUTANTS = [
         '        peers = b.select(b.both(tail, b.cmp("eq", part, 0)), b.add(self.s, -1), 1)',
         "split tail: the owner waits for one peer fewer (well-typed)",
     ),
+    # --- SM90 campaign (issue 43): the semantic CPU tests of the SM90 path ---
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "unit = arith.XOrIOp(b.value(phase), b.value(j)).result",
+        "unit = arith.AddIOp(b.value(phase), b.value(j)).result",
+        "SM90 epilogue: chunk swizzle phase + j for phase ^ j",
+    ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "swizzled = arith.XOrIOp(b.value(unit), b.value(b.rem(row, 8))).result",
+        "swizzled = arith.AddIOp(b.value(unit), b.value(b.rem(row, 8))).result",
+        "SM90 epilogue fallback: copy-out swizzle + for ^",
+    ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "    unit_byte = b.mul(b.rem(lane, 4), 4)",
+        "    unit_byte = b.mul(b.rem(lane, 4), 2)",
+        "SM90 epilogue: a lane's byte in its 16-byte unit for 1-byte pairs",
+    ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "for c in (at[1], at[0], *reversed(self.outer))]",
+        "for c in (at[0], at[1], *reversed(self.outer))]",
+        "SM90 epilogue: TMA store coordinates (row, column) for (column, row)",
+    ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "slot = b.add(b.mul(self.group, BUFFERS * CHUNK_BYTES), (q % BUFFERS) * CHUNK_BYTES)",
+        "slot = b.add(b.mul(self.group, CHUNK_BYTES), (q % BUFFERS) * CHUNK_BYTES)",
+        "SM90 epilogue: the groups' chunk buffers one chunk apart (overlapping)",
+    ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        "row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))",
+        "row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 8)), b.div(lane, 4))",
+        "SM90 direct store: a warp's rows 8 apart for 16",
+    ),
+    Mutant(
+        "lowering/sm90_ring.py",
+        "        self.wait(self.full, stage, parity, b)",
+        "        self.wait(self.full, stage, arith.XOrIOp(parity, constant(ir.IntegerType.get_signless(32), 1)).result, b)",
+        "mbarrier ring: consumers wait on the full barrier with the phase flipped",
+    ),
+    Mutant(
+        "passes/convert_tile_sm90.py",
+        "self.loop_bytes[key] = self.loop_bytes.get(key, 0) + rows.bytes",
+        "self.loop_bytes[key] = rows.bytes",
+        "expect-tx: the stage's bytes of its last box only",
+    ),
+    Mutant(
+        "passes/convert_tile_sm90.py",
+        "box = [share.rows if m == mn_mode else e for m, e in enumerate(box)]",
+        "box = [rows.rows if m == mn_mode else e for m, e in enumerate(box)]",
+        "TMA box: a multicast box the whole tile, not the block's share",
+    ),
+    Mutant(
+        "passes/convert_tile_sm90.py",
+        "at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]",
+        "at = [b.add(x, c * rows.width // 2) if m == mn_mode else x for m, x in enumerate(coords)]",
+        "TMA load: MN-major chunks half a chunk apart in the tensor",
+    ),
+    Mutant(
+        "lowering/sm90_cluster.py",
+        "return Share(part, chunks, b.mul(r, part), first_byte, mask)",
+        "return Share(part, chunks, r, first_byte, mask)",
+        "multicast: a block's share starts at row rank, not rank x share",
+    ),
+    Mutant(
+        "lowering/sm90_cluster.py",
+        "(1 << cluster) - 1).result",
+        "(1 << cluster) - 2).result",
+        "multicast: the mask leaves block 0 out",
+    ),
+    Mutant(
+        "lowering/sm90_wgmma.py",
+        "leading = rows.chunk_bytes >> 4 if rows.mn_major else 1",
+        "leading = rows.bytes >> 4 if rows.mn_major else 1",
+        "wgmma descriptor: MN-major leading byte offset the whole tile, not a chunk",
+    ),
+    Mutant(
+        "lowering/sm90_tma.py",
+        "return elems * (self.swizzle if self.mn_major else self.elem_bytes)",
+        "return elems * self.elem_bytes",
+        "wgmma k-step: MN-major operands advanced as K-major ones",
+    ),
+    Mutant(
+        "lowering/sm90_consumer.py",
+        "a_rows, b_rows = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)",
+        "a_rows, b_rows = b.mul(b.div(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)",
+        "wgmma: a consumer group's A rows from div for rem (both groups on rows 0..63)",
+    ),
+    Mutant(
+        "lowering/sm90_consumer.py",
+        "        nvvm.WgmmaWaitGroupSyncOp(1)",
+        "        nvvm.WgmmaWaitGroupSyncOp(2)",
+        "wgmma: two groups left in flight when the stage before is released",
+    ),
+    Mutant(
+        "lowering/sm90_consumer.py",
+        "self.release_if(later, arith.SubIOp(b.value(counter), b.value(1)).result)",
+        "self.release_if(later, b.value(counter))",
+        "mbarrier ring: the consumers release the stage they just issued",
+    ),
+    Mutant(
+        "lowering/sm90_split.py",
+        "start = b.add(b.mul(self.dp, kt), done)",
+        "start = b.mul(self.dp, kt)",
+        "stream-K: a segment's ring count forgets the block's segments before it",
+    ),
+    Mutant(
+        "lowering/sm90_pingpong.py",
+        "other = arith.SubIOp(b.value(self.first + 1), group).result",
+        "other = arith.AddIOp(b.value(self.first), group).result",
+        "ping-pong: a group hands the turn to itself",
+    ),
 ]
 
 

@@ -253,3 +253,21 @@ def operands(b: Build, blocks: list[list[Event]]) -> list[Operands]:
                 o = operand_origin(b, b_buf, at[b_buf, stage], e.b, (w.n, w.k), w.b_mn_major)
                 found.append(Operands(block, e, a, o, stage))
     return found
+
+
+def unit_tiles(b: Build, maps: dict[str, TensorMap], evs: list[Event]) -> dict[int, dict]:
+    """unit (the persistent loop's index) -> tensor -> its tile there (`tile_of`, without k),
+    from the producer's loads."""
+    found: dict[int, dict[str, tuple]] = {}
+    for e in evs:
+        if isinstance(e, Load):
+            found.setdefault(e.loops[0], {})[e.map.tensor] = tile_of(b, maps[e.map.name], e)[:-1]
+    return found
+
+
+def ring_spans(b: Build, blocks: list[list[Event]]) -> list[tuple[int, int]]:
+    """The shared bytes [start, end) of every (buffer, stage) slot and every barrier."""
+    spans = [(e.barrier, e.barrier + 8) for e in blocks[0] if isinstance(e, Init)]
+    for (buffer, _), start in slots(b, blocks).items():
+        spans.append((start, start + int(b.table(buffer).max()) + b.source.elem_bytes[buffer]))
+    return sorted(spans)

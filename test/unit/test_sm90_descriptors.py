@@ -17,8 +17,18 @@ from sm90_model import Wgmma
 
 from tilec.binding import op_id
 
-BUILDS = ["BK=64", "BK=32", "BK=16", "MN", "MN,BK=32", "PP,MA,BK=16", "PP", "CM=2", "SW,BN=16"]
-BUILDS += ["SW,PP"]
+BUILDS = [
+    "BK=64",
+    "BK=32",
+    "BK=16",
+    "MN",
+    "MN,BK=32",
+    "PP,MA,BK=16",
+    "PP",
+    "CM=2",
+    "SW,BN=16",
+    "SW,PP",
+]
 
 
 def expected_steps(b: Build, place: int, groups: int, bk: int) -> set[tuple[int, int, int]]:

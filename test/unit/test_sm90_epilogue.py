@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 from mlir import ir
-from sm90_events import Init, Load, cluster_events, operands, slots, tensor_maps, tile_of
+from sm90_events import cluster_events, operands, ring_spans, tensor_maps, unit_tiles
 from sm90_ir import POINTER, WARPGROUP, At, Build, Run, launches, named
 from sm90_model import TensorMap, Wgmma, d_fragment
 
@@ -243,13 +243,6 @@ def unravel(linear: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
     return index
 
 
-def ring_spans(b: Build, blocks: list) -> list[tuple[int, int]]:
-    spans = [(e.barrier, e.barrier + 8) for e in blocks[0] if isinstance(e, Init)]
-    for (buffer, _), start in slots(b, blocks).items():
-        spans.append((start, start + int(b.table(buffer).max()) + b.source.elem_bytes[buffer]))
-    return spans
-
-
 @pytest.mark.parametrize(
     ("key", "made"), CASES, ids=[f"{k}-{'tma' if m else 'copy'}" for k, m in CASES]
 )
@@ -265,15 +258,9 @@ def test_every_accumulator_element_reaches_its_element_of_c(key: str, made: bool
     shape, strides, dtype = b.view("C", sizes)
     names = [p.name for p in b.info.params]
     stored = 0
+    c = TensorMap.of(c_map, shape, strides, dtype, sizes) if c_map is not None else None
     for launch, evs in zip(launches(b), blocks, strict=True):
-        maps = tensor_maps(b, sizes)
-        tiles: dict[int, dict[str, tuple]] = {}
-        for e in evs:
-            if isinstance(e, Load):
-                tiles.setdefault(e.loops[0], {})[e.map.tensor] = tile_of(b, maps[e.map.name], e)[
-                    :-1
-                ]
-        c = TensorMap.of(c_map, shape, strides, dtype, sizes) if c_map is not None else None
+        tiles = unit_tiles(b, tensor_maps(b, sizes), evs)
         epilogue = Epilogue(b, rows, tiles, c, shape, strides, ring_spans(b, blocks),
                             (names.index("C") + 1) * POINTER)  # fmt: skip
         unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()

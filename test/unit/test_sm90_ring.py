@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 import pytest
-from sm90_events import Load, events, tensor_maps, tile_of
+from sm90_events import Load, Wait, events, tensor_maps, tile_of
 from sm90_ir import Build, Launch, named
 from sm90_machine import Hazard, Machine
 
@@ -96,24 +97,19 @@ def test_every_tile_and_k_is_loaded_once(launched: tuple) -> None:
 
 
 def test_a_wrong_phase_is_caught() -> None:
-    """The machine can fail: the consumers' waits on the full barriers with the parity
-    flipped pass on stale stages at once (a wrong read), the producer's on the empty ones
-    deadlock or overwrite."""
+    """The machine can fail: with the parity of the consumers' waits on the full barriers
+    flipped, they pass at once on stages not loaded yet; with the producer's on the empty
+    ones flipped, it waits for a phase no one completes, or overwrites."""
     b = named("BK=64")
     sizes = {"M": 128, "N": 256, "K": 9 * 64}
     evs = events(b, Launch(sizes, 1))
     full = {e.barrier for e in evs if isinstance(e, Load)}
-    for side in (lambda e: e.barrier in full, lambda e: e.barrier not in full):
-        flipped = [flip(e) if is_wait(e) and side(e) else e for e in evs]
+    for consumers in (True, False):
+        flipped = [
+            replace(e, parity=1 - e.parity)
+            if isinstance(e, Wait) and (e.barrier in full) == consumers
+            else e
+            for e in evs
+        ]
         with pytest.raises(Hazard):
             Machine.of(b, tensor_maps(b, sizes), [flipped]).run("producer")
-
-
-def is_wait(e: object) -> bool:
-    return type(e).__name__ == "Wait"
-
-
-def flip(e: object) -> object:
-    from dataclasses import replace
-
-    return replace(e, parity=1 - e.parity)

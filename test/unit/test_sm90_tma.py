@@ -14,13 +14,23 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from sm90_events import Arrive, Init, Load, cluster_events, slots, tensor_maps
+from sm90_events import Arrive, Init, Load, cluster_events, ring_spans, slots, tensor_maps
 from sm90_ir import REMOTE, Build, launches, named
 
 from tilec import layout as L
 
-BUILDS = ["BK=64", "BK=32", "BK=16", "MN", "PP,MA,BK=16", "CM=2", "CM=2,MB", "SW,BN=16"]
-BUILDS += ["batched", "bias_act,PP"]
+BUILDS = [
+    "BK=64",
+    "BK=32",
+    "BK=16",
+    "MN",
+    "PP,MA,BK=16",
+    "CM=2",
+    "CM=2,MB",
+    "SW,BN=16",
+    "batched",
+    "bias_act,PP",
+]
 
 
 @pytest.fixture(scope="module", params=BUILDS)
@@ -113,16 +123,14 @@ def test_expect_tx_is_the_bytes_of_the_boxes(compiled: tuple) -> None:
 def test_stages_and_barriers_do_not_overlap(compiled: tuple) -> None:
     """Each (buffer, stage) slot, each barrier, owns its bytes; the slots are aligned to the
     swizzle's repeat (8 rows of its width), which TMA and wgmma anchor at the address."""
-    b, sizes, blocks = compiled
-    spans = []
+    b, _, blocks = compiled
     for (buffer, _), start in slots(b, blocks).items():
         layout = b.source.buffers[buffer]
         assert isinstance(layout, L.ComposedLayout) and isinstance(layout.outer, L.Swizzle)
         assert start % (8 * 16 << layout.outer.bits) == 0, (buffer, start)
-        spans.append((start, start + int(b.table(buffer).max()) + b.source.elem_bytes[buffer]))
     inits = [e for e in blocks[0] if isinstance(e, Init)]
     assert len({e.barrier for e in inits}) == len(inits) == 2 * int(b.params["STAGES"])
-    spans += [(e.barrier, e.barrier + 8) for e in inits]
-    spans.sort()
+    spans = ring_spans(b, blocks)
+    assert len(spans) == len(inits) + len(b.source.fills) * int(b.params["STAGES"])
     for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert end <= start, spans
