@@ -100,6 +100,9 @@ WANTED = {
     "nvvm.wgmma.commit.group.sync.aligned",
     "nvvm.wgmma.wait.group.sync.aligned",
     "llvm.call_intrinsic",
+    "nvvm.barrier",
+    "nvvm.barrier.arrive",
+    "gpu.barrier",
 }
 
 
@@ -162,8 +165,14 @@ def read(b: Build, at: At, g: int, where: np.ndarray) -> list[Event]:
         return [Commit(g)]
     if name == "nvvm.wgmma.wait.group.sync.aligned":
         return [WaitGroup(g, ir.IntegerAttr(op.attributes["group"]).value)]
+    if name == "gpu.barrier":  # bar.sync 0: the whole block
+        return [NamedBarrier(g, 0, b.threads, where.size, True)]
+    if name in ("nvvm.barrier", "nvvm.barrier.arrive"):  # bar.sync / bar.arrive
+        ident = 0 if op.barrierId is None else one(op.barrierId)
+        count = b.threads if op.numberOfThreads is None else one(op.numberOfThreads)
+        return [NamedBarrier(g, ident, count, where.size, name == "nvvm.barrier")]
     intrinsic = str(op.attributes["intrin"])
-    if intrinsic.startswith(NAMED_BARRIER):
+    if intrinsic.startswith(NAMED_BARRIER):  # the same, called as the LLVM intrinsic
         ident, count = (one(v) for v in op.operands[:2])
         return [NamedBarrier(g, ident, count, where.size, ".sync." in intrinsic)]
     return []

@@ -125,6 +125,10 @@ class Build:
             return shape, tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape))), p.dtype
         return shape, tuple(evaluate(d, symbols) for d in p.strides), p.dtype
 
+    def pointer(self, tensor: str) -> int:
+        """The address `Launch` gives kernel tensor `tensor`."""
+        return ([p.name for p in self.info.params].index(tensor) + 1) * POINTER
+
     def map_of(self, descriptor: ir.Value) -> TmaDescriptor:
         args = list(self.kernel.regions[0].blocks[0].arguments)
         return self.maps[args.index(descriptor) - (len(args) - len(self.maps))]
@@ -181,9 +185,9 @@ class Launch:
     def seeds(self, b: Build) -> dict[ir.Value, int]:
         args = b.arguments()
         seeds: dict[ir.Value, int] = {}
-        for k, p in enumerate(b.info.params):
+        for p in b.info.params:
             if p.kind == "tensor":
-                seeds[args[p.name]] = (k + 1) * POINTER
+                seeds[args[p.name]] = b.pointer(p.name)
             elif p.kind == "size":
                 seeds[args[p.name]] = self.sizes[p.name]
         for k, m in enumerate(b.maps):

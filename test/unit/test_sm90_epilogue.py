@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from mlir import ir
 from sm90_events import cluster_events, operands, ring_spans, tensor_maps, unit_tiles
-from sm90_ir import POINTER, WARPGROUP, At, Build, Run, launches, named
+from sm90_ir import WARPGROUP, At, Build, Run, launches, named
 from sm90_model import TensorMap, Wgmma, d_fragment
 
 from tilec.bank_ops import type_bytes
@@ -25,19 +25,23 @@ from tilec.binding import op_id
 
 SHARED, GLOBAL = "!llvm.ptr<3>", "!llvm.ptr<1>"
 TMA_STORE = "nvvm.cp.async.bulk.tensor.global.shared.cta"
-CASES = [  # (build, whether the runtime makes C's tensor map)
-    ("BK=64", True),
-    ("BK=64", False),
-    ("PP", True),
-    ("PP", False),
-    ("CM=2", True),
-    ("MN", True),
-    ("O=f32", True),
-    ("SW,BN=16", True),
-    ("SW,PP", True),
-    ("batched", True),
-    ("bias_act", True),
-    ("bias_act,PP", False),
+# (build, whether the runtime makes C's tensor map, rows and columns C lacks of whole tiles)
+CASES = [
+    ("BK=64", True, 0, 0),
+    ("BK=64", False, 0, 0),
+    ("BK=64", True, 40, 24),
+    ("BK=64", False, 40, 25),
+    ("PP", True, 0, 0),
+    ("PP", False, 0, 0),
+    ("CM=2", True, 0, 0),
+    ("MN", True, 24, 8),
+    ("O=f32", True, 0, 0),
+    ("O=f32", True, 7, 9),
+    ("SW,BN=16", True, 3, 40),
+    ("SW,PP", True, 0, 0),
+    ("batched", True, 0, 0),
+    ("bias_act", True, 0, 0),
+    ("bias_act,PP", False, 8, 3),
 ]
 
 
@@ -243,30 +247,34 @@ def unravel(linear: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
     return index
 
 
-@pytest.mark.parametrize(
-    ("key", "made"), CASES, ids=[f"{k}-{'tma' if m else 'copy'}" for k, m in CASES]
-)
-def test_every_accumulator_element_reaches_its_element_of_c(key: str, made: bool) -> None:
+def case_id(case: tuple) -> str:
+    key, made, rows, cols = case
+    return f"{key}-{'tma' if made else 'copy'}" + (f"-ragged{rows},{cols}" if rows or cols else "")
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_every_accumulator_element_reaches_its_element_of_c(case: tuple) -> None:
+    key, made, short_m, short_n = case
     b = named(key)
-    blocks = cluster_events(b)
+    sizes = dict(launches(b)[0].sizes)
+    sizes.update(M=sizes["M"] - short_m, N=sizes["N"] - short_n)
+    blocks = cluster_events(b, sizes)
     rows = {
         (op_id(o.mma.op), o.mma.group): (o.a[0], o.b[0], Wgmma.of(o.mma.op).n)
         for o in operands(b, blocks)
     }
     (c_map,) = [d for d in b.maps if d.tensor == "C"] or [None]
-    sizes = launches(b)[0].sizes
     shape, strides, dtype = b.view("C", sizes)
-    names = [p.name for p in b.info.params]
+    c = TensorMap.of(c_map, shape, strides, dtype, sizes) if made and c_map else None
     stored = 0
-    c = TensorMap.of(c_map, shape, strides, dtype, sizes) if c_map is not None else None
     for launch, evs in zip(launches(b), blocks, strict=True):
         tiles = unit_tiles(b, tensor_maps(b, sizes), evs)
-        epilogue = Epilogue(b, rows, tiles, c, shape, strides, ring_spans(b, blocks),
-                            (names.index("C") + 1) * POINTER)  # fmt: skip
+        spans = ring_spans(b, blocks)
+        epilogue = Epilogue(b, rows, tiles, c, shape, strides, spans, b.pointer("C"))
         unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()
-        Run(b, replace(launch, unmade=unmade), wanted, epilogue.visit)()
+        Run(b, replace(launch, sizes=sizes, unmade=unmade), wanted, epilogue.visit)()
         assert not epilogue.smem.any(), "chunk bytes written and never stored"
         assert set(epilogue.written.values()) == {1}, "an element of C stored twice"
         assert set(epilogue.written) == epilogue.expected()
         stored += len(epilogue.written)
-    assert stored >= 2 * b.source.block[0] * b.source.block[1]  # two whole tiles a block
+    assert stored >= 2 * (b.source.block[0] - 64) * (b.source.block[1] - 64)

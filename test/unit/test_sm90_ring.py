@@ -19,19 +19,17 @@ from sm90_events import Load, Wait, events, tensor_maps, tile_of
 from sm90_ir import Build, Launch, named
 from sm90_machine import Hazard, Machine
 
-# (build, M, N, K in k-tiles, blocks): whole tiles (3 k-tiles, several a block), a split tail
-# (two tiles over four blocks: each split in two along K) and stream-K (ten tiles over four
-# blocks: whole tiles, then the last wave's k-tiles shared out).
+# (build, M, N, K in k-tiles, blocks); the plans the launches get (sm90_split.Plan):
 CASES = [
-    ("BK=64", 3 * 128, 3 * 256, 7, 4),
-    ("BK=64", 128, 2 * 256, 37, 4),
-    ("BK=64", 5 * 128, 2 * 256, 37, 4),
-    ("BK=16", 2 * 128, 2 * 256, 11, 3),
-    ("PP", 3 * 128, 3 * 128, 9, 4),
-    ("PP,MA,BK=16", 128, 2 * 128, 37, 4),
-    ("CM=2", 4 * 128, 3 * 256, 7, 4),
-    ("SW,BN=16", 16, 5 * 128, 10, 2),
-    ("SW,PP", 100, 4 * 64, 13, 2),
+    ("BK=64", 3 * 128, 3 * 256, 7, 4),  # whole tiles, 2 or 3 a block; S = 4
+    ("BK=64", 128, 2 * 256, 37, 4),  # a split tail: 2 tiles over 4 blocks, halves along K
+    ("BK=64", 5 * 128, 2 * 256, 37, 4),  # stream-K: whole tiles, then the last two waves' k
+    ("BK=16", 2 * 128, 2 * 256, 11, 3),  # S = 8
+    ("PP", 3 * 128, 3 * 128, 9, 4),  # ping-pong turns, S = 5
+    ("PP,MA,BK=16", 128, 2 * 128, 37, 4),  # ping-pong with a split tail, S = 7
+    ("CM=2", 3 * 128, 3 * 256, 7, 4),  # clusters of 2, an odd number of rows of tiles
+    ("SW,BN=16", 16, 5 * 128, 10, 2),  # swapped, S = 8
+    ("SW,PP", 100, 4 * 64, 13, 2),  # swapped ping-pong, S = 6
 ]
 
 
@@ -84,16 +82,18 @@ def test_every_tile_and_k_is_loaded_once(launched: tuple) -> None:
             ks = {t[-1] for t in tiles.values()}
             assert len(ks) == 1, ("A and B at one k", loops, tiles)
             seen[tuple(sorted((n, t) for n, t in tiles.items()))] += 1
-    extents = []
-    for tensor in sorted(b.source.fills):
+    # Every (A's row tile, B's row tile, k) inside the problem once; a cluster may also run
+    # tiles wholly outside it (its last row of clusters past M: loads zero-filled, stores
+    # clipped).
+    extents = {}
+    for tensor in b.source.fills:
         shape, _, _ = b.view(tensor, sizes)
+        assert len(shape) == 2, "an unbatched GEMM"
         rows, cols = b.source.tiles[tensor]
-        extents.append((*shape[:-2], -(-shape[-2] // rows)))
-        kt = -(-shape[-1] // cols)
-    want = 1
-    for e in extents:
-        want *= math.prod(e)
-    assert len(seen) == want * kt and set(seen.values()) == {1}, (len(seen), want * kt)
+        extents[tensor] = (-(-shape[0] // rows), -(-shape[1] // cols))
+    inside = [n for key, n in seen.items() if all(t[0] < extents[name][0] for name, t in key)]
+    want = math.prod(rows for rows, _ in extents.values()) * extents["A"][1]
+    assert len(inside) == want and set(inside) == {1}, (len(inside), want, Counter(inside))
 
 
 def test_a_wrong_phase_is_caught() -> None:
