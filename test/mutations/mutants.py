@@ -378,6 +378,12 @@ MUTANTS = [
         "other = arith.AddIOp(b.value(self.first), group).result",
         "ping-pong: a group hands the turn to itself",
     ),
+    Mutant(
+        "lowering/sm90_epilogue.py",
+        '{"group": "1 : i32", "read": "unit"}',
+        '{"group": "2 : i32", "read": "unit"}',
+        "SM90 epilogue: a chunk buffer rewritten while its last TMA store may still read it",
+    ),
 ]
 
 

@@ -25,6 +25,7 @@ from tilec.binding import op_id
 
 SHARED, GLOBAL = "!llvm.ptr<3>", "!llvm.ptr<1>"
 TMA_STORE = "nvvm.cp.async.bulk.tensor.global.shared.cta"
+COMMIT, WAIT_GROUP = "nvvm.cp.async.bulk.commit.group", "nvvm.cp.async.bulk.wait_group"
 # (build, whether the runtime makes C's tensor map, rows and columns C lacks of whole tiles)
 CASES = [
     ("BK=64", True, 0, 0),
@@ -116,6 +117,9 @@ class Epilogue:
     base: int
     smem: np.ndarray = field(default_factory=lambda: np.zeros(1 << 18, dtype=np.int64))
     loaded: dict[int, np.ndarray] = field(default_factory=dict)
+    # per issuing thread: its bulk async-groups (the last one open), each the shared bytes
+    # its TMA stores still read
+    reading: dict[int, list[list[np.ndarray]]] = field(default_factory=dict)
     written: Counter = field(default_factory=Counter)
     memo: dict[ir.Value, frozenset] = field(default_factory=dict)
 
@@ -157,6 +161,8 @@ class Epilogue:
         op = at.op
         if op.name == TMA_STORE:
             self.tma_store(at)
+        elif op.name in (COMMIT, WAIT_GROUP):
+            self.bulk_group(at)
         elif op.name == "llvm.store" and str(op.operands[1].type) == SHARED:
             self.shared_store(at)
         elif op.name == "llvm.store" and str(op.operands[1].type) == GLOBAL:
@@ -173,6 +179,8 @@ class Epilogue:
             assert not ((idx >= lo) & (idx < hi)).any(), ("a chunk byte in the ring", lo, hi)
         assert np.unique(idx).size == idx.size, "two threads write one byte"
         assert (self.smem[idx] == 0).all(), "a chunk byte written twice before it is stored"
+        busy = [a for t in self.reading.values() for group in t for a in group]
+        assert not busy or not np.isin(idx, np.concatenate(busy)).any(), "a TMA store reads it"
         self.smem[idx] = codes[:, :, None]
 
     def shared_load(self, at: At) -> None:
@@ -204,7 +212,7 @@ class Epilogue:
         op = at.op.opview
         sources = at.values(op.srcMem)
         coords = np.stack([at.values(c) for c in op.coordinates], axis=1)
-        for src, at_c in zip(sources, coords, strict=True):
+        for thread, src, at_c in zip(at.threads, sources, coords, strict=True):
             index, address = self.c.writes(at_c.tolist(), int(src))
             got = self.smem[element_bytes(address, 1, self.c.elem)[:, 0]]
             assert (got[:, 0] != 0).all() and (got == got[:, :1]).all(), "box bytes unwritten"
@@ -213,7 +221,22 @@ class Epilogue:
             wrong = np.flatnonzero(got[inside, 0] != want)
             assert not wrong.size, ("the box stores an element elsewhere", index[inside][wrong[0]])
             self.written.update(want.tolist())
-            self.smem[element_bytes(address, 1, self.c.elem)[:, 0]] = 0
+            read = element_bytes(address, 1, self.c.elem)[:, 0].reshape(-1)
+            self.smem[read] = 0
+            self.reading.setdefault(int(thread), [[]])[-1].append(read)
+
+    def bulk_group(self, at: At) -> None:
+        """A thread's bulk async-groups: commit closes the open one; wait_group N leaves the
+        N newest reading (the shared bytes of the older ones are free again)."""
+        for thread in at.threads.tolist():
+            groups = self.reading.setdefault(thread, [[]])
+            if at.op.name == COMMIT:
+                groups.append([])
+                continue
+            pending = ir.IntegerAttr(at.op.attributes["group"]).value
+            committed, current = groups[:-1], groups[-1]
+            kept = committed[len(committed) - pending :] if pending else []
+            self.reading[thread] = [*kept, current]
 
     def expected(self) -> set[int]:
         """Every element of C the block's tiles cover."""
@@ -230,7 +253,7 @@ class Epilogue:
 
 
 def wanted(op: ir.Operation) -> bool:
-    return op.name in ("llvm.store", "llvm.load", TMA_STORE)
+    return op.name in ("llvm.store", "llvm.load", TMA_STORE, COMMIT, WAIT_GROUP)
 
 
 def element_bytes(address: np.ndarray, lanes: int, eb: int) -> np.ndarray:
