@@ -5,8 +5,9 @@ C[i][j] of C = A·Bᵀ. Through shared chunks and TMA stores: every byte of a ch
 once before the store that reads it, read back by the TMA store box that covers it (the map
 as the runtime encodes it, the box as the hardware reads it, swizzled) into the right element
 of C; through the fallback (no map: the chunk copied out element by element) and the direct
-stores from registers (an f32 C, a swapped build's Cᵀ) likewise. Every element of C the
-block's tiles cover is written once, none outside C, and the chunks lie beside the ring."""
+stores from registers (an f32 C, a swapped build's Cᵀ) likewise; on ragged tiles too. Every
+element of C the block's tiles cover is written once, none outside C (over the grid of a
+split tail: by the tiles' owners only), and the chunks lie beside the ring."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 from mlir import ir
-from sm90_events import cluster_events, operands, ring_spans, tensor_maps, unit_tiles
-from sm90_ir import WARPGROUP, At, Build, Run, launches, named
+from sm90_events import events, operands, ring_spans, tensor_maps, unit_tiles
+from sm90_ir import WARPGROUP, At, Build, Launch, Run, launches, named
 from sm90_model import TensorMap, Wgmma, d_fragment
 
 from tilec.bank_ops import type_bytes
@@ -275,13 +276,11 @@ def case_id(case: tuple) -> str:
     return f"{key}-{'tma' if made else 'copy'}" + (f"-ragged{rows},{cols}" if rows or cols else "")
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_every_accumulator_element_reaches_its_element_of_c(case: tuple) -> None:
-    key, made, short_m, short_n = case
-    b = named(key)
-    sizes = dict(launches(b)[0].sizes)
-    sizes.update(M=sizes["M"] - short_m, N=sizes["N"] - short_n)
-    blocks = cluster_events(b, sizes)
+def stored(b: Build, cluster: list[Launch], made: bool = True) -> tuple[Counter, set[int]]:
+    """Every C element the blocks of one cluster store (counted), and those their units'
+    tiles cover, each block's stores followed by an `Epilogue`."""
+    sizes = cluster[0].sizes
+    blocks = [events(b, launch) for launch in cluster]
     rows = {
         (op_id(o.mma.op), o.mma.group): (o.a[0], o.b[0], Wgmma.of(o.mma.op).n)
         for o in operands(b, blocks)
@@ -289,15 +288,48 @@ def test_every_accumulator_element_reaches_its_element_of_c(case: tuple) -> None
     (c_map,) = [d for d in b.maps if d.tensor == "C"] or [None]
     shape, strides, dtype = b.view("C", sizes)
     c = TensorMap.of(c_map, shape, strides, dtype, sizes) if made and c_map else None
-    stored = 0
-    for launch, evs in zip(launches(b), blocks, strict=True):
+    unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()
+    written: Counter = Counter()
+    covered: set[int] = set()
+    for launch, evs in zip(cluster, blocks, strict=True):
         tiles = unit_tiles(b, tensor_maps(b, sizes), evs)
-        spans = ring_spans(b, blocks)
-        epilogue = Epilogue(b, rows, tiles, c, shape, strides, spans, b.pointer("C"))
-        unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()
-        Run(b, replace(launch, sizes=sizes, unmade=unmade), wanted, epilogue.visit)()
+        epilogue = Epilogue(b, rows, tiles, c, shape, strides, ring_spans(b, blocks),
+                            b.pointer("C"))  # fmt: skip
+        Run(b, replace(launch, unmade=unmade), wanted, epilogue.visit)()
         assert not epilogue.smem.any(), "chunk bytes written and never stored"
-        assert set(epilogue.written.values()) == {1}, "an element of C stored twice"
-        assert set(epilogue.written) == epilogue.expected()
-        stored += len(epilogue.written)
-    assert stored >= 2 * (b.source.block[0] - 64) * (b.source.block[1] - 64)
+        written.update(epilogue.written)
+        covered |= epilogue.expected()
+    return written, covered
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_every_accumulator_element_reaches_its_element_of_c(case: tuple) -> None:
+    key, made, short_m, short_n = case
+    b = named(key)
+    sizes = dict(launches(b)[0].sizes)
+    sizes.update(M=sizes["M"] - short_m, N=sizes["N"] - short_n)
+    written, covered = stored(b, [replace(x, sizes=sizes) for x in launches(b)], made)
+    assert set(written.values()) == {1}, "an element of C stored twice"
+    assert set(written) == covered
+    assert len(written) >= 2 * (b.source.block[0] - 64) * (b.source.block[1] - 64)
+
+
+@pytest.mark.parametrize(
+    ("key", "m", "n", "kt", "grid"),
+    [("BK=64", 128, 2 * 256, 37, 4), ("PP", 128, 2 * 128, 40, 4), ("CM=2", 256, 256, 37, 4)],
+)
+def test_split_units_store_each_tile_once(key: str, m: int, n: int, kt: int, grid: int) -> None:
+    """A split tail (two tiles, halves along K over four blocks): only the tiles' owners
+    store, each element of C once over the grid."""
+    b = named(key)
+    sizes = {"M": m, "N": n, "K": kt * int(b.params["BK"])}
+    cluster = int(b.params.get("CM", 1))
+    written: Counter = Counter()
+    covered: set[int] = set()
+    for first in range(0, grid, cluster):
+        mine = [Launch(sizes, grid, c, cluster) for c in range(first, first + cluster)]
+        got, tiles = stored(b, mine)
+        written.update(got)
+        covered |= tiles
+    assert set(written.values()) == {1} and set(written) == covered
+    assert len(covered) == m * n
