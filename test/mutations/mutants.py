@@ -263,7 +263,8 @@ MUTANTS = [
         '        peers = b.select(b.both(tail, b.cmp("eq", part, 0)), b.add(self.s, -1), 1)',
         "split tail: the owner waits for one peer fewer (well-typed)",
     ),
-    # --- SM90 campaign (issue 43): the semantic CPU tests of the SM90 path ---
+    # --- SM90 campaign (issue 43): the semantic CPU tests of the SM90 path; ported to the
+    # ladder (tile-ring, the sm90 rungs) where the line moved ---
     Mutant(
         "lowering/sm90_epilogue.py",
         "unit = arith.XOrIOp(b.value(phase), b.value(j)).result",
@@ -295,10 +296,10 @@ MUTANTS = [
         "SM90 epilogue: the groups' chunk buffers one chunk apart (overlapping)",
     ),
     Mutant(
-        "lowering/sm90_epilogue.py",
-        "row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 16)), b.div(lane, 4))",
-        "row0 = b.add(b.add(offset[0], b.mul(b.div(t, 32), 8)), b.div(lane, 4))",
-        "SM90 direct store: a warp's rows 8 apart for 16",
+        "lowering/tile_mma.py",
+        "m0 = b.add(m0, b.mul(b.rem(at.wm, group), AM))",
+        "m0 = b.add(m0, b.mul(b.rem(at.wm, group), AM // 2))",
+        "wgmma C in the rungs (register stores): a group's warps 8 rows apart for 16",
     ),
     Mutant(
         "lowering/sm90_ring.py",
@@ -307,19 +308,19 @@ MUTANTS = [
         "mbarrier ring: consumers wait on the full barrier with the phase flipped",
     ),
     Mutant(
-        "passes/convert_tile_sm90.py",
+        "passes/tile_ring.py",
         "self.loop_bytes[key] = self.loop_bytes.get(key, 0) + rows.bytes",
         "self.loop_bytes[key] = rows.bytes",
         "expect-tx: the stage's bytes of its last box only",
     ),
     Mutant(
-        "passes/convert_tile_sm90.py",
+        "lowering/sm90_tma.py",
         "box = [share.rows if m == mn_mode else e for m, e in enumerate(box)]",
         "box = [rows.rows if m == mn_mode else e for m, e in enumerate(box)]",
         "TMA box: a multicast box the whole tile, not the block's share",
     ),
     Mutant(
-        "passes/convert_tile_sm90.py",
+        "lowering/sm90_tma.py",
         "at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]",
         "at = [b.add(x, c * rows.width // 2) if m == mn_mode else x for m, x in enumerate(coords)]",
         "TMA load: MN-major chunks half a chunk apart in the tensor",
@@ -349,21 +350,21 @@ MUTANTS = [
         "wgmma k-step: MN-major operands advanced as K-major ones",
     ),
     Mutant(
-        "lowering/sm90_consumer.py",
-        "a_rows, b_rows = b.mul(b.rem(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)",
-        "a_rows, b_rows = b.mul(b.div(cw, wm), mt * 64), b.mul(b.div(cw, wm), nt * self.atom.n)",
+        "lowering/tile_mma_wgmma.py",
+        "a_rows = b.mul(b.rem(place, w.gm), w.mt * 64)",
+        "a_rows = b.mul(b.div(place, w.gm), w.mt * 64)",
         "wgmma: a consumer group's A rows from div for rem (both groups on rows 0..63)",
     ),
     Mutant(
-        "lowering/sm90_consumer.py",
-        "        nvvm.WgmmaWaitGroupSyncOp(1)",
-        "        nvvm.WgmmaWaitGroupSyncOp(2)",
+        "lowering/tile_mma_wgmma.py",
+        "    nvvm.WgmmaWaitGroupSyncOp(1)",
+        "    nvvm.WgmmaWaitGroupSyncOp(2)",
         "wgmma: two groups left in flight when the stage before is released",
     ),
     Mutant(
-        "lowering/sm90_consumer.py",
-        "self.release_if(later, arith.SubIOp(b.value(counter), b.value(1)).result)",
-        "self.release_if(later, b.value(counter))",
+        "passes/tile_ring.py",
+        "previous = arith.SubIOp(b.value(counter), b.value(1)).result",
+        "previous = b.value(counter)",
         "mbarrier ring: the consumers release the stage they just issued",
     ),
     Mutant(

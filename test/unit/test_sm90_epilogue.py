@@ -48,41 +48,39 @@ CASES = [
 
 
 def accumulator_of(v: ir.Value) -> ir.Operation | None:
-    """The last wgmma of the chain an accumulator struct comes from (through loops' results
-    and iter_args, branches, and partial sums inserted into it); None for another struct."""
-    while True:
-        if isinstance(v, ir.BlockArgument):
-            loop = v.owner.owner
-            if loop.name != "scf.for":
-                return None
-            v = loop.operands[3 + v.arg_number - 1]  # the iter_arg's initial value
-            continue
-        op = ir.OpResult(v).owner
-        if op.name == "nvvm.wgmma.mma_async":
-            return op
-        if op.name in ("scf.for", "scf.if"):
-            yields = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
-            found = [accumulator_of(y.operands[v.result_number]) for y in yields]
-            assert len({op_id(f) for f in found if f is not None}) == 1, "one accumulator"
-            return found[0]
-        if op.name != "llvm.insertvalue":
-            return None
-        v = op.operands[0]  # partial sums added into the accumulator
+    """The wgmma whose result (its accumulator struct) `v` is, else None."""
+    if isinstance(v, ir.BlockArgument):
+        return None
+    op = ir.OpResult(v).owner
+    return op if op.name == "nvvm.wgmma.mma_async" else None
 
 
 def registers(v: ir.Value, memo: dict[ir.Value, frozenset]) -> frozenset[tuple[int, int]]:
-    """The accumulator registers (op_id of its wgmma, position) a scalar is computed from."""
+    """The accumulator registers (op_id of its wgmma, position) a scalar is computed from,
+    through loops' results and iter_args (the accumulators' registers carried by the K loop,
+    partial sums added in the split tail's) and branches."""
     if v in memo:
         return memo[v]
-    found: frozenset = frozenset()
-    if not isinstance(v, ir.BlockArgument):
-        op = ir.OpResult(v).owner
-        acc = accumulator_of(op.operands[0]) if op.name == "llvm.extractvalue" else None
-        if acc is not None:
-            position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
-            found = frozenset({(op_id(acc), position)})
-        elif op.name != "llvm.load":
-            found = frozenset().union(*(registers(x, memo) for x in op.operands))
+    memo[v] = frozenset()  # (a value never depends on itself through these)
+    if isinstance(v, ir.BlockArgument):
+        loop = v.owner.owner
+        found = frozenset()
+        if loop.name == "scf.for" and v.arg_number > 0:  # an iter_arg: from its initial value
+            found = registers(loop.operands[3 + v.arg_number - 1], memo)
+        memo[v] = found
+        return found
+    op = ir.OpResult(v).owner
+    acc = accumulator_of(op.operands[0]) if op.name == "llvm.extractvalue" else None
+    if acc is not None:
+        position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
+        found = frozenset({(op_id(acc), position)})
+    elif op.name in ("scf.for", "scf.if"):
+        yields = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
+        found = frozenset().union(*(registers(y.operands[v.result_number], memo) for y in yields))
+    elif op.name == "llvm.load":
+        found = frozenset()
+    else:
+        found = frozenset().union(*(registers(x, memo) for x in op.operands))
     memo[v] = found
     return found
 
