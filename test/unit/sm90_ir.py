@@ -399,6 +399,7 @@ BUILDS: dict[str, tuple[str, dict[str, int | str]]] = {
     "SW,BN=16": ("gemm_sm90", {"SW": 1, "BN": 16, "STAGES": 8}),
     "SW,PP": ("gemm_sm90", {"SW": 1, "PP": 1, "BM": 64, "BN": 128, "STAGES": 6}),
     "O=f32": ("gemm_sm90", {"O": "f32"}),
+    "PP,O=f32": ("gemm_sm90", {"PP": 1, "BN": 128, "O": "f32", "STAGES": 5}),
     "batched": ("gemm_sm90_batched", {}),
     "bias_act": ("gemm_sm90_bias_act", {}),
     "bias_act,PP": ("gemm_sm90_bias_act", {"PP": 1, "BN": 128}),

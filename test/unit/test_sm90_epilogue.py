@@ -5,20 +5,23 @@ C[i][j] of C = A·Bᵀ. Through shared chunks and TMA stores: every byte of a ch
 once before the store that reads it, read back by the TMA store box that covers it (the map
 as the runtime encodes it, the box as the hardware reads it, swizzled) into the right element
 of C; through the fallback (no map: the chunk copied out element by element) and the direct
-stores from registers (an f32 C, a swapped build's Cᵀ) likewise; on ragged tiles too. Every
-element of C the block's tiles cover is written once, none outside C (over the grid of a
-split tail: by the tiles' owners only), and the chunks lie beside the ring."""
+stores from registers (an f32 C, a swapped build's Cᵀ) likewise; on ragged tiles too. What
+else a stored value reads (a bias, C itself, loaded like the accumulator) it reads at the
+stored element's index. Every element of C the block's tiles cover is written once, none
+outside C (over the grid of a split tail: by the tiles' owners only), and the chunks lie
+beside the ring."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
 from mlir import ir
 from sm90_events import events, operands, ring_spans, tensor_maps, unit_tiles
-from sm90_ir import WARPGROUP, At, Build, Launch, Run, launches, named
+from sm90_ir import POINTER, WARPGROUP, At, Build, Launch, Run, launches, named
 from sm90_model import TensorMap, Wgmma, d_fragment
 
 from tilec.bank_ops import type_bytes
@@ -39,6 +42,7 @@ CASES = [
     ("MN", True, 24, 8),
     ("O=f32", True, 0, 0),
     ("O=f32", True, 7, 9),
+    ("PP,O=f32", True, 0, 0),
     ("SW,BN=16", True, 3, 40),
     ("SW,PP", True, 0, 0),
     ("batched", True, 0, 0),
@@ -55,34 +59,59 @@ def accumulator_of(v: ir.Value) -> ir.Operation | None:
     return op if op.name == "nvvm.wgmma.mma_async" else None
 
 
-def registers(v: ir.Value, memo: dict[ir.Value, frozenset]) -> frozenset[tuple[int, int]]:
-    """The accumulator registers (op_id of its wgmma, position) a scalar is computed from,
-    through loops' results and iter_args (the accumulators' registers carried by the K loop,
-    partial sums added in the split tail's) and branches."""
-    if v in memo:
-        return memo[v]
-    memo[v] = frozenset()  # (a value never depends on itself through these)
-    if isinstance(v, ir.BlockArgument):
-        loop = v.owner.owner
-        found = frozenset()
-        if loop.name == "scf.for" and v.arg_number > 0:  # an iter_arg: from its initial value
-            found = registers(loop.operands[3 + v.arg_number - 1], memo)
-        memo[v] = found
+@dataclass
+class Sources:
+    """What scalars are computed from, through loops' results and iter_args (the K loop's
+    accumulator registers, the split tail's sums) and branches: `leaf(op, value)` names the
+    sources an op is (a set), or None to look through its operands."""
+
+    leaf: Callable[[ir.Operation, ir.Value], frozenset | None]
+    memo: dict[ir.Value, frozenset] = field(default_factory=dict)
+
+    def __call__(self, v: ir.Value) -> frozenset:
+        if v in self.memo:
+            return self.memo[v]
+        self.memo[v] = frozenset()  # (a value never depends on itself through these)
+        if isinstance(v, ir.BlockArgument):
+            loop = v.owner.owner
+            found = frozenset()
+            if loop.name == "scf.for" and v.arg_number > 0:  # an iter_arg: its initial value
+                found = self(loop.operands[3 + v.arg_number - 1])
+        else:
+            op = ir.OpResult(v).owner
+            found = self.leaf(op, v)
+            if found is None and op.name in ("scf.for", "scf.if"):
+                ends = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
+                found = frozenset().union(*(self(y.operands[v.result_number]) for y in ends))
+            elif found is None:
+                found = frozenset().union(*(self(x) for x in op.operands))
+        self.memo[v] = found
         return found
-    op = ir.OpResult(v).owner
-    acc = accumulator_of(op.operands[0]) if op.name == "llvm.extractvalue" else None
-    if acc is not None:
-        position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
-        found = frozenset({(op_id(acc), position)})
-    elif op.name in ("scf.for", "scf.if"):
-        yields = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
-        found = frozenset().union(*(registers(y.operands[v.result_number], memo) for y in yields))
-    elif op.name == "llvm.load":
-        found = frozenset()
-    else:
-        found = frozenset().union(*(registers(x, memo) for x in op.operands))
-    memo[v] = found
-    return found
+
+
+def register_of(op: ir.Operation, v: ir.Value) -> frozenset | None:
+    """An accumulator register: (op_id of its wgmma, position)."""
+    if op.name == "llvm.load":
+        return frozenset()
+    if op.name != "llvm.extractvalue" or accumulator_of(op.operands[0]) is None:
+        return None
+    position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
+    return frozenset({(op_id(accumulator_of(op.operands[0])), position)})
+
+
+def global_load_of(op: ir.Operation, v: ir.Value) -> frozenset | None:
+    """An element a global load reads: (the load, its lane)."""
+    if op.name == "llvm.extractelement":
+        source = op.operands[0]
+        owner = None if isinstance(source, ir.BlockArgument) else ir.OpResult(source).owner
+        if owner is not None and owner.name == "llvm.load":
+            if str(owner.operands[0].type) != GLOBAL:
+                return frozenset()
+            position = ir.IntegerAttr(ir.OpResult(op.operands[1]).owner.attributes["value"])
+            return frozenset({(owner, position.value)})
+    if op.name == "llvm.load":
+        return frozenset({(op, 0)}) if str(op.operands[0].type) == GLOBAL else frozenset()
+    return frozenset() if op.name == "llvm.extractvalue" else None
 
 
 def lanes_of(v: ir.Value) -> list[ir.Value]:
@@ -120,7 +149,9 @@ class Epilogue:
     # its TMA stores still read
     reading: dict[int, list[list[np.ndarray]]] = field(default_factory=dict)
     written: Counter = field(default_factory=Counter)
-    memo: dict[ir.Value, frozenset] = field(default_factory=dict)
+    tensors: dict[int, tuple[int, ...]] = field(default_factory=dict)  # address -> strides
+    registers: Sources = field(default_factory=lambda: Sources(register_of))
+    loads: Sources = field(default_factory=lambda: Sources(global_load_of))
 
     def code(self, index: np.ndarray) -> np.ndarray:
         flat = np.zeros(len(index), dtype=np.int64)
@@ -146,15 +177,30 @@ class Epilogue:
             if owner is not None and owner.name == "llvm.load":  # a copy of shared bytes
                 columns.append(self.loaded[op_id(owner)][at.threads])
                 continue
-            (found,) = registers(lane, self.memo)
-            codes = np.zeros(len(at.threads), dtype=np.int64)
+            (found,) = self.registers(lane)
+            index = np.zeros((len(at.threads), len(self.shape)), dtype=np.int64)
             for g in np.unique(at.threads // WARPGROUP):
                 mine = at.threads // WARPGROUP == g
                 ra, rb, n = self.rows[found[0], int(g)]
                 rc = d_fragment(n)[at.threads[mine] % WARPGROUP, found[1]]
-                codes[mine] = self.code(self.c_index(at.loops[0], rc[:, 0] + ra, rc[:, 1] + rb))
-            columns.append(codes)
+                index[mine] = self.c_index(at.loops[0], rc[:, 0] + ra, rc[:, 1] + rb)
+            self.check_operands(at, lane, index)
+            columns.append(self.code(index))
         return np.stack(columns, axis=1)
+
+    def check_operands(self, at: At, lane: ir.Value, index: np.ndarray) -> None:
+        """Each element of another tensor the lane's value reads (a bias, C itself: loaded
+        `like = acc`) is the element at the stored one's index, for every thread."""
+        inside = ((index >= 0) & (index < self.shape)).all(axis=1)
+        for load, position in self.loads(lane):
+            t = load.results[0].type
+            eb = type_bytes(ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t)
+            got = at.values(load.operands[0])[inside] + position * eb
+            base = got[0] - got[0] % POINTER
+            strides = self.tensors[int(base)]
+            want = base + (index[inside] * np.array(strides)).sum(axis=1) * eb
+            wrong = np.flatnonzero(got != want)
+            assert not wrong.size, ("an operand read at another element", index[inside][wrong[0]])
 
     def visit(self, at: At) -> None:
         op = at.op
@@ -289,10 +335,13 @@ def stored(b: Build, cluster: list[Launch], made: bool = True) -> tuple[Counter,
     unmade = frozenset({c_map.name}) if c_map is not None and not made else frozenset()
     written: Counter = Counter()
     covered: set[int] = set()
+    tensors = {
+        b.pointer(p.name): b.view(p.name, sizes)[1] for p in b.info.params if p.kind == "tensor"
+    }
     for launch, evs in zip(cluster, blocks, strict=True):
         tiles = unit_tiles(b, tensor_maps(b, sizes), evs)
         epilogue = Epilogue(b, rows, tiles, c, shape, strides, ring_spans(b, blocks),
-                            b.pointer("C"))  # fmt: skip
+                            b.pointer("C"), tensors=tensors)  # fmt: skip
         Run(b, replace(launch, unmade=unmade), wanted, epilogue.visit)()
         assert not epilogue.smem.any(), "chunk bytes written and never stored"
         written.update(epilogue.written)
