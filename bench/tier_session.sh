@@ -4,7 +4,7 @@
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
 # and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), clusters with TMA multicast
 # (`cluster`), a sweep of shapes beside cuBLAS (`shapes`), few-row shapes (`decode`), the
-# speed baselines (`baseline`), the row kernels (`rows`), or the SM90 rungs (`rungs`). Build
+# speed baselines (`baseline`), the row kernels (`rows`), or the SM90 rungs (`rungs-tests`, `rungs-bench`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
 #   bash test/gpu/build_sm90_bundles.sh
@@ -49,33 +49,41 @@ tests)
   python3 test/gpu/sanitize.py build/sm90/default_bf16 --size K=80 \
     --log "$out/sanitize-k80.log" | tee "$out/sanitize-k80.txt"
   ;;
-rungs)
-  # The SM90 path as sibling rungs (issue 43): the SM90 GEMM tier on build/sm90 (the
-  # ladder's bundles), the consumers' register-tensor rungs (test_scores_softmax_sm90.py),
-  # the sanitizers on them, then the ladder's GEMMs beside the bundles of the vertical pass
-  # before it (build/sm90_before, built from that commit) and cuBLAS, interleaved. Build:
+rungs-tests | rungs-bench)
+  # The SM90 path as sibling rungs (issue 43). rungs-tests: the SM90 GEMM tier on build/sm90
+  # (the ladder's bundles), the consumers' register-tensor rungs
+  # (test_scores_softmax_sm90.py), the rank-1 rows, the sanitizers, `tilec run` without torch.
+  # rungs-bench: the ladder's GEMMs beside the bundles of the vertical pass before it
+  # (build/sm90_before, built with that commit's compiler) and cuBLAS, interleaved; the fused
+  # and batched kernels of both beside torch; the memory-bound examples. Build:
   #   bash test/gpu/build_sm90_bundles.sh; bash test/gpu/build_sm90_rungs_bundles.sh
   #   (and build/sm90_before with the earlier commit's compiler), then pack.
   s=build/sm90
   o=build/sm90_before
-  timeout 420 python3 -m pytest -o addopts="" -q -p no:cacheprovider -x test/gpu/test_gemm_sm90.py \
-    test/gpu/test_scores_softmax_sm90.py test/gpu/test_rank1_rows.py 2>&1 \
-    | tee "$out/rungs-tests.log" | tail -4
-  timeout 240 python3 test/gpu/sanitize.py $s/default_bf16/gemm90 $s/sk_pp_bf16/gemm90 \
-    $s/cm2_bf16/gemm90 $s/epilogue/act2_beta0 build/sm90_rungs --tool memcheck --tool racecheck \
-    --tool synccheck --log "$out/sanitize-rungs.log" | tail -3
+  if [ "$1" = rungs-tests ]; then
+    timeout 330 python3 -m pytest -o addopts="" -q -p no:cacheprovider -x \
+      test/gpu/test_scores_softmax_sm90.py test/gpu/test_rank1_rows.py test/gpu/test_gemm_sm90.py \
+      2>&1 | tee "$out/rungs-tests.log" | tail -4
+    timeout 180 python3 test/gpu/sanitize.py $s/default_bf16/gemm90 $s/sk_pp_bf16/gemm90 \
+      $s/epilogue/act2_beta0 build/sm90_rungs --tool memcheck --tool racecheck \
+      --tool synccheck --log "$out/sanitize-rungs.log" | tail -3
+    python3 -c "import sys; sys.modules['torch'] = None; sys.argv = ['tilec', 'run', \
+'build/examples/vadd_sm90a', '--size', 'N=268435456']; from tilec.tools.tilec import main; main()"
+    exit 0
+  fi
   for t in bf16 f16; do
-    timeout 300 python3 bench/bench_gemm.py --dtype $t --bundle $o/default_$t/gemm90 \
+    timeout 170 python3 bench/bench_gemm.py --dtype $t --bundle $o/default_$t/gemm90 \
       --bundle $s/default_$t/gemm90 --rounds 3 --triton none --shape 4096x4096x4096 \
-      --shape 8192x8192x8192 --shape 4096x11008x4096 --shape 8192x4096x4096 \
-      --shape 2048x2048x2048 --out "$out/rungs-$t.md" | grep "^|"
+      --shape 8192x8192x8192 --shape 4096x11008x4096 --shape 2048x2048x2048 \
+      --out "$out/rungs-$t.md" | grep "^|"
   done
-  timeout 120 python3 bench/bench_gemm_fused.py --plain $o/default_bf16/gemm90 --act gelu \
-    --fused $o/epilogue/act2_beta0/gemm90_bias_act --batched $o/batched/default/gemm90_batched \
-    --out "$out/rungs-fused-before.md" | grep "^|"
-  timeout 120 python3 bench/bench_gemm_fused.py --plain $s/default_bf16/gemm90 --act gelu \
-    --fused $s/epilogue/act2_beta0/gemm90_bias_act --batched $s/batched/default/gemm90_batched \
-    --out "$out/rungs-fused.md" | grep "^|"
+  for d in "$o" "$s"; do
+    timeout 90 python3 bench/bench_gemm_fused.py --plain $d/default_bf16/gemm90 --act gelu \
+      --fused $d/epilogue/act2_beta0/gemm90_bias_act --batched $d/batched/default/gemm90_batched \
+      --out "$out/rungs-fused-$(basename $d).md" | grep "^|"
+  done
+  timeout 60 python3 bench/bench_memory.py --bundles build/examples --arch sm90a \
+    --out "$out/memory.md" | grep "^|"
   ;;
 rows)
   # The row kernels that carry state across their loops (examples/softmax.tile,

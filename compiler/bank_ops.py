@@ -34,6 +34,7 @@ BINARY_BY_NAME: dict[str, Callable[[int, int], int]] = {
     "divsi": lambda a, b: int(a / b),
     "floordivsi": lambda a, b: a // b,
     "ceildivsi": lambda a, b: -(-a // b),
+    "ceildivui": lambda a, b: -(-a // b),  # tile-schedule's cluster rows
     "remui": lambda a, b: a % b,
     "remsi": lambda a, b: a - b * int(a / b),
     "andi": lambda a, b: a & b,

@@ -139,7 +139,7 @@ class Evaluator:
             return self._gep(op, depth)
         if name in BINARY:
             lhs, rhs = self.value(args[0], depth), self.value(args[1], depth)
-            if rhs == 0 and name.endswith(("divui", "divsi", "remui", "remsi", "ceildivsi")):
+            if rhs == 0 and name.endswith(("divui", "divsi", "remui", "remsi", "ceildivsi", "ceildivui")):
                 raise Unknown(f"a division by zero in '{name}'")
             return BINARY[name](lhs, rhs)
         raise Unknown(f"'{name}'")
