@@ -25,6 +25,10 @@ SHOWN_LANES = 8  # a conflict's report names the first lanes that hit the worst 
 MAX_DEPTH = 200  # deeper address expressions are reported as unknown, never a RecursionError
 
 
+# Ops whose divisor must not be 0 (the analysis says unknown instead of dividing).
+DIVISIONS = ("divui", "divsi", "remui", "remsi", "ceildivsi", "ceildivui")
+
+
 @dataclass(frozen=True)
 class Conflict:
     """The worst bank of one warp-wide access: `degree` distinct words share `bank`."""
@@ -139,7 +143,7 @@ class Evaluator:
             return self._gep(op, depth)
         if name in BINARY:
             lhs, rhs = self.value(args[0], depth), self.value(args[1], depth)
-            if rhs == 0 and name.endswith(("divui", "divsi", "remui", "remsi", "ceildivsi", "ceildivui")):
+            if rhs == 0 and name.endswith(DIVISIONS):
                 raise Unknown(f"a division by zero in '{name}'")
             return BINARY[name](lhs, rhs)
         raise Unknown(f"'{name}'")
