@@ -37,6 +37,7 @@ from tilec.lowering.tile_fragments import (
     fast_path,
     group_key,
 )
+from tilec.lowering.tile_skew import or_skewed, read_skewed, write_skewed
 from tilec.lowering.tile_views import View, all_of, elem_bytes
 
 
@@ -72,13 +73,17 @@ def load(
     def idle() -> list[ir.Value]:
         return words.pack([other] * part.vec)
 
-    def version(fallback: ir.Value | None, band: Side | None = None) -> list[ir.Value]:
-        plain = fallback is not None and band is None  # the edge version without bands
+    def version(
+        fallback: ir.Value | None, band: Side | None = None, skew: bool = False
+    ) -> list[ir.Value]:
+        plain = fallback is not None and band is None and not skew  # the edge version
         aligned = side.vectors(part, b) if plain else False
 
         def chunk(c: list[Term]) -> list[ir.Value]:
             if band is not None:
                 return words.pack(read_band(band, part, c, other, b))
+            if skew:
+                return words.pack(read_skewed(side, part, c, other, b))
             return words.pack(read_chunk(side, part, c, fallback, b, aligned))
 
         vals: list[ir.Value] = []
@@ -92,7 +97,20 @@ def load(
         types,
         lambda: version(None),
         lambda: edge(
-            [side], part, b, types, lambda s: version(other, s[0]), lambda: version(other)
+            [side],
+            part,
+            b,
+            types,
+            lambda s: version(other, s[0]),
+            lambda: or_skewed(
+                side,
+                part,
+                b,
+                types,
+                lambda: version(other),
+                lambda: version(other, None, True),
+                False,
+            ),
         ),
     )
     flat = words.unpack(flat)
@@ -172,9 +190,9 @@ def store(
         raise LoweringError(op, f"storing a {part.shape} tile into a {tuple(view.shape)} view")
     side = Side.of(view, part)
 
-    def version(guarded: bool, band: Side | None = None) -> list[ir.Value]:
+    def version(guarded: bool, band: Side | None = None, skew: bool = False) -> list[ir.Value]:
         ev = Evaluation(guarded)
-        aligned = side.vectors(part, b) if guarded and band is None else False
+        aligned = side.vectors(part, b) if guarded and band is None and not skew else False
         for i in range(part.iters):
 
             def body(c: list[Term], i: int = i) -> list[ir.Value]:
@@ -182,6 +200,8 @@ def store(
                 values = chunk_values(frag, i, ev)
                 if band is not None:
                     write_band(band, part, c, values, b)
+                elif skew:
+                    write_skewed(side, part, c, values, t, b)
                 else:
                     write_chunk(side, part, c, values, guarded, b, aligned, masks)
                 return []
@@ -189,10 +209,17 @@ def store(
             per_chunk(part, t, b, [], body, list, i)
         return []
 
+    def unbanded() -> list[ir.Value]:
+        # Rows not aligned for the vectors (an odd row of f16) go skewed: aligned blocks.
+        skewed = lambda: version(True, None, True)  # noqa: E731
+        return or_skewed(side, part, b, [], lambda: version(True), skewed, True)
+
     def guarded() -> list[ir.Value]:
-        if isinstance(frag, Deferred) or mask is not None:  # their own loads or predicates
+        if mask is not None:  # its own predicates
             return version(True)
-        return edge([side], part, b, [], lambda s: version(True, s[0]), lambda: version(True))
+        if isinstance(frag, Deferred):  # its own loads
+            return unbanded()
+        return edge([side], part, b, [], lambda s: version(True, s[0]), unbanded)
 
     fast = fast_path(frag, side.fast(part, b), b)
     if_else(fast, [], lambda: version(False), guarded)
