@@ -135,10 +135,13 @@ class Parser(ExprParser):
                     break  # `NAME =`, not `NAME ==`
                 when.append(self.expr())
             return ast.Clause(name.span, name.text, when + self.comma_list(")", self.keyword))
+        if name.text == "tune":  # tune(BM = (64, 128), STAGES = 3..5, BM * BN <= 32768)
+            self.expect("(", "'('")
+            return ast.Clause(name.span, name.text, self.comma_list(")", self.tune_item))
         if name.text not in ("grid", "threads", "cluster", "target", "specialize"):
             self.fail(
                 "expected 'grid', 'threads', 'cluster', 'target', 'contract', 'specialize', "
-                f"'variant' or '{{', found '{name.text}'",
+                f"'variant', 'tune' or '{{', found '{name.text}'",
                 name.span,
             )
         self.expect("(", "'('")
@@ -251,6 +254,12 @@ class Parser(ExprParser):
             roles.append(ast.Role(kind.span, kind.text, kwargs, self.block()))
         self.expect("}", "'}'")
         return ast.WarpSpecialize(start, roles)
+
+    def tune_item(self) -> ast.Node:
+        """A tune(...) entry: `NAME = candidates` (a Keyword) or a constraint (an expression)."""
+        if self.at("ident") and self.peek().kind == "=" and not self.adjacent(1, "="):
+            return self.keyword()
+        return self.expr()
 
     def keyword(self) -> ast.Keyword:
         name = self.ident("a keyword argument")

@@ -13,6 +13,7 @@ from tilec.frontend.contract import Promise, check_contract
 from tilec.frontend.expr import ExprChecker
 from tilec.frontend.lexer import MAX_INT
 from tilec.frontend.shapes import negative_stride
+from tilec.frontend.tune import Tune, TuneChecker
 from tilec.frontend.types import SCALAR_TYPES, SIGNED_INTEGERS
 from tilec.frontend.values import (
     Alloc,
@@ -55,6 +56,7 @@ class CheckedKernel:
     cluster: int = 1  # cluster(S): blocks per thread-block cluster, along x
     # variant(K % 16 == 8, CM = 2) clauses, in order: their conditions and parameters
     variants: tuple[Variant, ...] = ()
+    tune: Tune | None = None  # tune(BM = (64, 128), ...): the space `tilec tune` searches
 
 
 @dataclass
@@ -130,6 +132,7 @@ class KernelChecker(Clauses):
         contract = check_contract(self, self.node.clause("contract"))
         specialize = self.specialize(self.node.clause("specialize"))
         variants = self.variants([c for c in self.node.clauses if c.name == "variant"])
+        tune = TuneChecker(self).check(self.node.clause("tune"))
         cluster = self.cluster(self.node.clause("cluster"))
         self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
         self.c.header = False
@@ -156,6 +159,7 @@ class KernelChecker(Clauses):
             specialize,
             cluster,
             variants,
+            tune,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:

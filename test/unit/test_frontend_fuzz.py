@@ -278,6 +278,25 @@ def test_variant_clause_fuzz(ctx: object, pieces: list[str]) -> None:
     compile_or_diagnose(text, ctx)
 
 
+TUNE_PIECES = [
+    *("S", "B", "T", "N", "x", "S = (64, 128)", "B = 1..3", "S = 64", "B = 3..1", "(", ")"),
+    *("S * B <= 512", "cdiv(S, B) > 2", "min(S, B)", "S / 0 < 1", "64", "..", "=", "==", ","),
+    *("<=", "%", "-1", "99999999999999999999", "1..99999", "T = f16", "\n", "{", "block.x"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(TUNE_PIECES), max_size=10))
+def test_tune_clause_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any tune(...) text: a kernel with a tuning space or located errors, never a traceback."""
+    text = (
+        "kernel k<S: int = 64, B: int = 2, T: type = f32>(x: T[N]) grid(1) threads(32)\n"
+        f"  target(sm_80) tune({' '.join(pieces)})\n{{\n"
+        "  store(load(local_tile(x, S, 0)) * 2.0, local_tile(x, S, 0))\n}\n"
+    )
+    compile_or_diagnose(text, ctx)
+
+
 CLUSTER_PIECES = [
     *("2", "4", "3", "0", "16", "S", "N", "S * 2", "x", "-1", ",", "(", ")", "\n", "{"),
     *("cluster.rank", "cluster.x", "cluster", "block.x", "cluster_sum(", "cluster_max(", "t"),
