@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tilec import __version__
-from tilec.runtime.bundle import MANIFEST_NAME, Manifest, write_bundle
+from tilec.runtime.bundle import MANIFEST_NAME, Manifest, read_bundle, write_bundle
 
 # (manifest, PTX, wide PTX, special PTX: each variant "" when the manifest names none)
 CompileFn = Callable[[str, dict[str, Any], str], tuple[Manifest, str, str, str]]
@@ -87,9 +87,7 @@ def cached_compile(
     own.
     """
     key = cache_key(source, params, target)
-    slot = hashlib.sha256(f"{key}:{compiler_digest()}".encode()).hexdigest()
-    root = cache_dir() / slot[:2]
-    final = root / slot
+    final = _slot(key)
     if (final / MANIFEST_NAME).is_file():
         return final
     manifest, ptx, wide_ptx, special_ptx = compile_fn(source, dict(params), target)
@@ -98,16 +96,57 @@ def cached_compile(
         source_hash=manifest.source_hash or f"sha256:{key}",
         source_params=manifest.source_params or {str(k): v for k, v in params.items()},
     )
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.", dir=root))
+    staging = _staging(key, final)
     try:
         write_bundle(staging / "bundle", manifest, ptx, wide_ptx, special_ptx)
-        try:
-            os.rename(staging / "bundle", final)
-        except OSError:
-            # Another process renamed its bundle first (ENOTEMPTY/EEXIST): use that one.
-            if not (final / MANIFEST_NAME).is_file():
-                raise
+        _install(staging / "bundle", final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def _slot(key: str) -> Path:
+    """Where the bundle of `key` lives: the key combined with the compiler's digest."""
+    slot = hashlib.sha256(f"{key}:{compiler_digest()}".encode()).hexdigest()
+    return cache_dir() / slot[:2] / slot
+
+
+def _staging(key: str, final: Path) -> Path:
+    """A private temporary folder beside `final` to build into."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{key[:16]}.", dir=final.parent))
+
+
+def _install(bundle: Path, final: Path) -> None:
+    """Rename `bundle` to `final`; where another process renamed its bundle first
+    (ENOTEMPTY/EEXIST), keep that one."""
+    try:
+        os.rename(bundle, final)
+    except OSError:
+        if not (final / MANIFEST_NAME).is_file():
+            raise
+
+
+def cached_build(path: str, kernel: str, params: Mapping[str, str], target: str) -> Path:
+    """The bundle of `kernel` in the .tile file at `path` built for `target` with `params`
+    (`tilec.build.build`: its variant(...) builds included), from the cache or built into it.
+    Keyed as `cached_compile` is (source, parameters with the kernel's name, target, tilec
+    version and the compiler's digest); concurrent processes race as there."""
+    source = Path(path).read_text(errors="replace")
+    key = cache_key(source, {**params, "__kernel__": kernel, "__build__": "variants"}, target)
+    final = _slot(key)
+    if (final / MANIFEST_NAME).is_file():
+        return final
+    from tilec.build import build
+
+    staging = _staging(key, final)
+    try:
+        written = build(path, staging, dict(params), target)
+        found = [b for b in written if read_bundle(b)[0].entry == kernel]
+        if not found:
+            names = ", ".join(read_bundle(b)[0].entry for b in written)
+            raise ValueError(f"{path} has no kernel named {kernel!r}; its kernels: {names}")
+        _install(found[0], final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final

@@ -1,4 +1,5 @@
-"""The `tilec` command line: compile, layout, build, report, check, run, bench, version."""
+"""The `tilec` command line: compile, layout, build, report, check, tune, family, run, bench,
+version."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from tilec import __version__
 from tilec.contract_cli import add_commands as add_contract_commands
 from tilec.diagnostics import Diagnostic, DiagnosticError, render, render_all
 from tilec.expected import verify_expected
+from tilec.family_build import add_command as add_family_command
 from tilec.options import add_to_argparse
 from tilec.targets import TARGETS
+from tilec.tune import add_command as add_tune_command
 
 DESCRIPTION = """\
 tilec compiles .tile kernels (CuTe-style layouts, tiles, copies, MMAs) to PTX for NVIDIA
@@ -334,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_build)
 
     add_contract_commands(sub)
+
+    add_tune_command(sub)
+    add_family_command(sub)
 
     p = sub.add_parser("run", help="run a kernel on random inputs and time it (needs a GPU)")
     p.add_argument("input", metavar="FILE_OR_BUNDLE", help="a .tile file or a bundle directory")

@@ -84,6 +84,41 @@ def sm_count(device: int | None = None) -> int:
     return int(check(cu.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
 
 
+def capability(device: int | None = None) -> tuple[int, int]:
+    """The compute capability (major, minor) of `device` (as `sm_count` finds it)."""
+    current_context(device)
+    dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
+    attrs = cu.CUdevice_attribute
+    major = check(
+        cu.cuDeviceGetAttribute(attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+        "cuDeviceGetAttribute",
+    )
+    minor = check(
+        cu.cuDeviceGetAttribute(attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+        "cuDeviceGetAttribute",
+    )
+    return int(major), int(minor)
+
+
+def device_name(device: int | None = None) -> str:
+    """The device's name (`NVIDIA H200`), as `capability` finds the device."""
+    current_context(device)
+    dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
+    raw = check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    return bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+
+
+def driver_version() -> int:
+    """The CUDA driver's version (12080 for 12.8)."""
+    init()
+    return int(check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+
+
+def copy(dst: int, src: int, nbytes: int, stream: int) -> None:
+    """A device-to-device copy of `nbytes` on `stream` (the copy ceiling's measure)."""
+    check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, cu.CUstream(stream)), "cuMemcpyDtoDAsync")
+
+
 def load_function(ptx: str, entry: str, dynamic_smem: int) -> tuple[Any, Any]:
     """(CUmodule, CUfunction) of `entry` in `ptx`, JIT-compiled into the current context."""
     module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")

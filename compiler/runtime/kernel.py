@@ -252,36 +252,7 @@ class Kernel:
         return smem if isinstance(smem, int) else 0
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int], list[Any]]:
-        """(key, tensor pointers, views kept alive) of a call; the key is () where the call
-        cannot be planned (a host array to stage, a wrong argument count)."""
-        if len(args) != len(self._params):
-            return (), [], []
-        key: list[Any] = []
-        ptrs: list[int] = []
-        alive: list[Any] = []
-        for p, value in zip(self._params, args, strict=True):
-            if isinstance(p, ScalarParam):
-                key.append((type(value), value) if p.name in self._keyed else type(value))
-                ptrs.append(0)
-                continue
-            if _torch_tensor(value):
-                ptr = value.data_ptr()  # get_device: an int (-1 on the CPU), cheaper than .device
-                key.append(
-                    (value.shape, value.stride(), value.dtype, value.get_device(),
-                     ptr % p.align == 0)
-                )  # fmt: skip
-            else:
-                view = as_view(value, p.name)
-                if view.host is not None:
-                    return (), [], []
-                ptr = view.ptr
-                alive.append(view)
-                key.append(
-                    (view.shape, view.strides, view.dtype, view.framework, view.device,
-                     ptr % p.align == 0)
-                )  # fmt: skip
-            ptrs.append(ptr)
-        return tuple(key), ptrs, alive
+        return signature(self._params, args, self._keyed)
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         key, ptrs, _alive = self._signature(args)
@@ -486,6 +457,45 @@ class Kernel:
         spec = next(d for d in self.manifest.tma if d.name == descriptor)
         data = driver.encode_tma_tiled(b.tma[descriptor], b.views[spec.tensor].ptr)
         return self._map_buffer(ctx, data, stream)
+
+
+def signature(
+    params: list[TensorParam | ScalarParam],
+    args: tuple[Any, ...],
+    keyed: frozenset[str] | set[str] = frozenset(),
+) -> tuple[tuple[Any, ...], list[int], list[Any]]:
+    """(key, tensor pointers, views kept alive) of a call to `params`; the key is () where the
+    call cannot be planned (a host array to stage, a wrong argument count). The scalars named in
+    `keyed` (integers a launch formula reads) count by value. A kernel's plans and a family's
+    choices are both keyed by it."""
+    if len(args) != len(params):
+        return (), [], []
+    key: list[Any] = []
+    ptrs: list[int] = []
+    alive: list[Any] = []
+    for p, value in zip(params, args, strict=True):
+        if isinstance(p, ScalarParam):
+            key.append((type(value), value) if p.name in keyed else type(value))
+            ptrs.append(0)
+            continue
+        if _torch_tensor(value):
+            ptr = value.data_ptr()  # get_device: an int (-1 on the CPU), cheaper than .device
+            key.append(
+                (value.shape, value.stride(), value.dtype, value.get_device(),
+                 ptr % p.align == 0)
+            )  # fmt: skip
+        else:
+            view = as_view(value, p.name)
+            if view.host is not None:
+                return (), [], []
+            ptr = view.ptr
+            alive.append(view)
+            key.append(
+                (view.shape, view.strides, view.dtype, view.framework, view.device,
+                 ptr % p.align == 0)
+            )  # fmt: skip
+        ptrs.append(ptr)
+    return tuple(key), ptrs, alive
 
 
 def _device_symbols(device: int | None) -> dict[str, int]:

@@ -1,0 +1,172 @@
+"""`tilec family`: build a kernel family's bundles (MLIR side) and show its rules.
+
+    tilec family build SPEC.json -o build/families/softmax [--tuning TABLE.json ...]
+    tilec family build --op softmax -o build/families/softmax --arch sm_90a
+    tilec family show build/families/softmax
+
+A spec is a family.json without bundles (docs/runtime.md, "Families"); `--op NAME` takes the
+spec of a `tilec.ops` operation. Each tuning table written by `tilec tune` adds, before the
+spec's own rules, one build and one rule per shape it timed: the fastest candidate, where the
+shape's bucket holds and the arguments have its dtypes. Builds compile in parallel processes;
+the family directory gets one bundle folder per build and the family.json naming them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilec.runtime.family import Build, FamilySpec
+
+
+def tuned(spec: FamilySpec, tables: list[dict[str, Any]]) -> FamilySpec:
+    """`spec` with each table's shapes as builds and rules ahead of its own rules."""
+    from tilec.runtime.family import Build, Rule
+    from tilec.runtime.tuning import tuned_rules
+
+    builds = dict(spec.builds)
+    rules: list[Rule] = []
+    for table in tables:
+        for t in tuned_rules(table):
+            what = [table["source"], table["kernel"], t.params, table["arch"]]
+            digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
+            name = f"tuned_{table['kernel']}_{digest}"
+            builds.setdefault(
+                name, Build(name, table["source"], table["kernel"], t.params, table["arch"])
+            )
+            rules.append(Rule(name, t.when, t.dtypes, (), t.note))
+    return replace(spec, builds=builds, rules=(*rules, *spec.rules))
+
+
+def _build_one(job: tuple[str, str, dict[str, str], str, str]) -> str:
+    """Build one kernel into `folder` (a worker process); '' or the failure's text."""
+    path, kernel, params, arch, folder = job
+    from tilec.build import build
+    from tilec.diagnostics import DiagnosticError, render_all
+    from tilec.runtime.bundle import read_bundle
+
+    staging = Path(f"{folder}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        written = build(path, staging, params, arch)
+    except DiagnosticError as err:
+        return render_all(err.diagnostics)
+    mine = [b for b in written if read_bundle(b)[0].entry == kernel]
+    if not mine:
+        return f"{path} has no kernel {kernel!r}"
+    shutil.rmtree(folder, ignore_errors=True)
+    os.rename(mine[0], folder)
+    shutil.rmtree(staging, ignore_errors=True)
+    return ""
+
+
+def build_family(
+    spec: FamilySpec, out: Path, root: Path, jobs: int, only_arch: str | None
+) -> tuple[FamilySpec, list[str]]:
+    """Every build of `spec` (those for `only_arch`, when given) as a bundle in `out`, and the
+    spec naming them, less the builds that failed and their rules; the failures' messages."""
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [b for b in spec.builds.values() if only_arch in (None, b.arch)]
+    jobs_list = [
+        (str(root / b.source), b.kernel, b.params, b.arch, str(out / b.name)) for b in chosen
+    ]
+    failures: list[str] = []
+    built: dict[str, Build] = {}
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = pool.map(_build_one, jobs_list)
+        try:
+            from tqdm import tqdm
+
+            results = tqdm(
+                results, total=len(jobs_list), desc="building", unit="build", leave=False
+            )
+        except ImportError:
+            pass
+        for b, failure in zip(chosen, results, strict=True):
+            if failure:
+                failures.append(f"build {b.name}: {failure}")
+            else:
+                built[b.name] = replace(b, bundle=b.name)
+    dropped = {b.name for b in chosen if b.name not in built}
+    builds = {name: built.get(name, b) for name, b in spec.builds.items() if name not in dropped}
+    rules = tuple(r for r in spec.rules if r.build not in dropped)
+    return replace(spec, builds=builds, rules=rules), failures
+
+
+def cmd_family(args: argparse.Namespace) -> int:
+    from tilec.runtime.family import FamilyError, read_family, repository_root
+    from tilec.runtime.tuning import TuneError, read_table
+
+    try:
+        if args.action == "show":
+            print(describe(read_family(args.spec)))
+            return 0
+        if bool(args.op) == bool(args.spec):
+            raise FamilyError("tilec family build takes a SPEC file or --op NAME (one of them)")
+        spec = op_spec(args.op) if args.op else read_family(args.spec)
+        spec = tuned(spec, [read_table(t) for t in args.tuning])
+        if not args.output:
+            raise FamilyError("tilec family build needs -o DIR (the family directory)")
+        root = Path(args.root) if args.root else repository_root()
+        out = Path(args.output)
+        spec, failures = build_family(spec, out, root, args.jobs, args.arch)
+        (out / "family.json").write_text(json.dumps(spec.to_json(), indent=1) + "\n")
+    except (FamilyError, TuneError, OSError) as err:
+        print(f"error: tilec family: {err}", file=sys.stderr)
+        return 1
+    for failure in failures:
+        print(f"left out (with its rules): {failure}", file=sys.stderr)
+    built = sum(1 for b in spec.builds.values() if b.bundle)
+    print(f"{out}: {built} of {len(spec.builds)} builds, {len(spec.rules)} rules")
+    return 1 if failures and args.strict else 0
+
+
+def op_spec(name: str) -> FamilySpec:
+    from tilec.ops.specs import SPECS
+
+    if name not in SPECS:
+        from tilec.runtime.family import FamilyError
+
+        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(SPECS))}")
+    return SPECS[name]()
+
+
+def describe(spec: FamilySpec) -> str:
+    lines = [f"family {spec.name}({', '.join(n for n, _ in spec.args)})"]
+    for r in spec.rules:
+        b = spec.builds[r.build]
+        where = " and ".join(r.when) or "always"
+        types = " ".join(f"{k}:{v}" for k, v in r.dtypes.items())
+        params = " ".join(f"{k}={v}" for k, v in b.params.items())
+        built = "" if b.bundle else "  (not built)"
+        lines.append(f"  {r.build:<24} {b.arch:<7} {types:<14} {where}")
+        lines.append(f"      {b.source}:{b.kernel} {params}{built}")
+    return "\n".join(lines)
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "family",
+        help="build a kernel family's bundles (several builds and their dispatch rules)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=("build", "show"))
+    p.add_argument("spec", nargs="?", help="a family.json (or a family directory, for show)")
+    p.add_argument("--op", help="the spec of a tilec.ops operation (softmax, layernorm, ...)")
+    p.add_argument("-o", "--output", help="the family directory to write (build)")
+    p.add_argument("--tuning", action="append", default=[], help="a tuning table (tilec tune)")
+    p.add_argument("--arch", choices=("sm_80", "sm_90a"), help="build only this target's builds")
+    p.add_argument("--root", help="where the builds' sources are (default: the repository)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--strict", action="store_true", help="fail when a build does not compile")
+    p.set_defaults(func=cmd_family)

@@ -1,0 +1,135 @@
+"""tilec.ops: operations on torch tensors, each backed by a kernel family (docs/runtime.md,
+"tilec.ops"): `softmax`, `layernorm`, `rmsnorm`.
+
+Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
+allocates its output on the input's device and launches on torch's current stream. The build a
+shape runs is the family's choice, made once per argument signature; families come from
+$TILEC_FAMILIES/<op> (default `build/families/<op>` in the checkout, written by `tilec family
+build --op <op>`), and where a family or one of its builds is missing and MLIR is installed, the
+build compiles on first use through the compile cache.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tilec.runtime.family import (
+    FAMILY_FILE,
+    Family,
+    default_compiler,
+    open_family,
+    repository_root,
+)
+
+__all__ = ["family", "layernorm", "rmsnorm", "softmax"]
+
+_FAMILIES: dict[str, Family] = {}
+_CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
+
+
+def families_dir() -> Path:
+    env = os.environ.get("TILEC_FAMILIES")
+    return Path(env) if env else repository_root() / "build" / "families"
+
+
+def family(name: str) -> Family:
+    """The family behind operation `name` (loaded once)."""
+    if name not in _FAMILIES:
+        from tilec.ops.specs import SPECS
+
+        if name not in SPECS:
+            raise ValueError(f"tilec.ops has no family {name!r} (families: {', '.join(SPECS)})")
+        directory = families_dir() / name
+        if (directory / FAMILY_FILE).is_file():
+            _FAMILIES[name] = open_family(directory)
+        else:
+            _FAMILIES[name] = Family(SPECS[name](), None, default_compiler())
+    return _FAMILIES[name]
+
+
+def _check(op: str, x: Any) -> Any:
+    """torch, after checking that `x` is a CUDA tensor of float16 or bfloat16."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"tilec.ops.{op}: expected a torch.Tensor, got {type(x).__name__}")
+    if not x.is_cuda:
+        raise TypeError(f"tilec.ops.{op}: the tensor is on {x.device}; a CUDA tensor is needed")
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"tilec.ops.{op}: float16 or bfloat16 tensors, got {x.dtype}")
+    if x.dim() == 0:
+        raise ValueError(f"tilec.ops.{op}: a tensor with at least one dimension")
+    return torch
+
+
+def _rows(x: Any) -> Any:
+    """x as contiguous rows of its last dimension, 16-byte aligned (copied when it is not)."""
+    rows = x.reshape(-1, x.shape[-1])
+    if not rows.is_contiguous() or rows.data_ptr() % 16:
+        rows = rows.contiguous() if not rows.is_contiguous() else rows.clone()
+    return rows
+
+
+def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
+    """A weight or bias of x's last extent and dtype: `value`, or `fill` (cached) when None."""
+    n = x.shape[-1]
+    if value is None:
+        key = (fill, n, x.dtype, x.device)
+        if key not in _CONSTANTS:
+            import torch
+
+            _CONSTANTS[key] = torch.full((n,), fill, dtype=x.dtype, device=x.device)
+        return _CONSTANTS[key]
+    if tuple(value.shape) != (n,):
+        raise ValueError(
+            f"tilec.ops.{op}: {what} of shape ({n},) expected, got {tuple(value.shape)}"
+        )
+    if value.device != x.device:
+        raise ValueError(f"tilec.ops.{op}: {what} is on {value.device}, the input on {x.device}")
+    value = value if value.dtype == x.dtype else value.to(x.dtype)
+    return value if value.stride(0) == 1 and value.data_ptr() % 16 == 0 else value.clone()
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    """softmax(x) along `dim` (torch.softmax's values), in x's dtype, f32 inside."""
+    _check("softmax", x)
+    moved = x.movedim(dim, -1) if dim not in (-1, x.dim() - 1) else x
+    if moved.numel() == 0:
+        return x.new_empty(x.shape)
+    rows = _rows(moved)
+    out = rows.new_empty(rows.shape)
+    family("softmax")(rows, out)
+    out = out.view(moved.shape)
+    return out.movedim(-1, dim) if moved is not x else out
+
+
+def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """LayerNorm over the last dimension (torch.nn.functional.layer_norm with normalized_shape
+    = (x.shape[-1],)): (x - mean) / sqrt(var + eps) * weight + bias; weight and bias optional."""
+    _check("layernorm", x)
+    if x.numel() == 0:
+        return x.new_empty(x.shape)
+    rows = _rows(x)
+    w = _vector(x, weight, 1.0, "weight", "layernorm")
+    b = _vector(x, bias, 0.0, "bias", "layernorm")
+    out = rows.new_empty(rows.shape)
+    r, n = rows.shape
+    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps))
+    return out.view(x.shape)
+
+
+def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """RMSNorm over the last dimension (torch.nn.functional.rms_norm): x / sqrt(mean(x^2) + eps)
+    * weight; eps defaults to the dtype's epsilon, as torch's does."""
+    torch = _check("rmsnorm", x)
+    if x.numel() == 0:
+        return x.new_empty(x.shape)
+    rows = _rows(x)
+    w = _vector(x, weight, 1.0, "weight", "rmsnorm")
+    out = rows.new_empty(rows.shape)
+    r, n = rows.shape
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
+    return out.view(x.shape)

@@ -1,0 +1,177 @@
+"""`tilec tune`'s compile half (no GPU): the candidates of a tune(...) clause or --space, built
+in worker processes, each with its ptxas facts or the reason it gets no GPU time; the plan it
+writes; the shapes' buckets and the tuning cache's key; bad command lines, and the timing half
+without a GPU, as one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tilec.cli import main
+from tilec.runtime.tuning import Candidate, Plan, bucket, cache_key, read_plan
+from tilec.tune import TuneError, judge, parse_shapes, parse_space
+
+KERNEL = """
+kernel rows<COLS: int = 256, THREADS: int = 64, T: type = f16>(X: T[R, N], Y: T[R, N])
+  grid(R) threads(THREADS) target(sm_80)
+  tune(COLS = (256, 512), THREADS = (64, 2048), COLS / THREADS < 8)
+{
+  store(load(local_tile(X, (1, COLS), (block.x, 0))) * 2.0, local_tile(Y, (1, COLS), (block.x, 0)))
+}
+"""
+
+
+def test_space_and_shapes_parse() -> None:
+    assert parse_space("BM=64,128 STAGES=3,4,5") == {"BM": (64, 128), "STAGES": (3, 4, 5)}
+    assert parse_shapes("R=4,N=1000 R=2,N=7") == [{"R": 4, "N": 1000}, {"R": 2, "N": 7}]
+    for bad in ("BM", "BM=", "BM=x", "BM=1 BM=2", "1B=2", ""):
+        with pytest.raises(TuneError):
+            parse_space(bad)
+    for bad in ("R", "R=0", "R=-1", "R=x", ""):
+        with pytest.raises(TuneError):
+            parse_shapes(bad)
+
+
+def test_buckets_are_powers_of_two_and_alignment() -> None:
+    assert bucket({"N": 1000, "R": 3}, ["N"]) == ["N > 512", "N <= 1024", "N % 8 == 0"]
+    assert bucket({"N": 1024}, ["N"]) == ["N > 512", "N <= 1024", "N % 8 == 0"]
+    assert bucket({"N": 1025}, ["N"]) == ["N > 1024", "N <= 2048", "N % 8 != 0"]
+    assert bucket({"N": 1}, ["N"]) == ["N <= 1", "N % 8 != 0"]
+    assert bucket({"M": 2, "K": 3}, ["M", "K"]) == [
+        "M > 1", "M <= 2", "M % 8 != 0", "K > 2", "K <= 4", "K % 8 != 0",
+    ]  # fmt: skip
+
+
+def test_judge_prunes_what_cannot_win() -> None:
+    assert (
+        judge({"spills": 0, "local_memory": 0, "ctas_per_sm": 2, "warps_per_sm": 8})["pruned"]
+        is None
+    )
+    assert "spills 24 B" in judge({"spills": 24, "local_memory": 8})["pruned"]
+    assert "no block fits" in judge({"spills": 0, "local_memory": 0, "ctas_per_sm": 0})["pruned"]
+    assert "2 warps an SM" in judge({"ctas_per_sm": 1, "warps_per_sm": 2})["pruned"]
+    assert judge({})["pruned"] is None  # no ptxas: nothing known, nothing pruned
+
+
+def test_cache_key_changes_with_what_decides_a_result() -> None:
+    plan = Plan("k.tile", "sha256:a", "rows", "sm_80", {}, [], ["N"], [Candidate({"COLS": 256})])
+    base = cache_key(plan, ["N <= 1024"], {"X": "f16"}, {"gpu": "H200", "driver": 1})
+    assert base == cache_key(plan, ["N <= 1024"], {"X": "f16"}, {"gpu": "H200", "driver": 1})
+    assert base != cache_key(plan, ["N <= 2048"], {"X": "f16"}, {"gpu": "H200", "driver": 1})
+    assert base != cache_key(plan, ["N <= 1024"], {"X": "bf16"}, {"gpu": "H200", "driver": 1})
+    assert base != cache_key(plan, ["N <= 1024"], {"X": "f16"}, {"gpu": "H100", "driver": 1})
+    assert base != cache_key(plan, ["N <= 1024"], {"X": "f16"}, {"gpu": "H200", "driver": 2})
+    other = Plan("k.tile", "sha256:b", "rows", "sm_80", {}, [], ["N"], [Candidate({"COLS": 256})])
+    assert base != cache_key(other, ["N <= 1024"], {"X": "f16"}, {"gpu": "H200", "driver": 1})
+
+
+def test_compile_only_writes_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "rows.tile"
+    source.write_text(KERNEL)
+    out = tmp_path / "plan"
+    code = main([
+        "tune", str(source), "--shapes", "R=64,N=300 R=64,N=511", "--bucket-by", "N",
+        "--compile-only", "-o", str(out), "-j", "2",
+    ])  # fmt: skip
+    assert code == 0, capsys.readouterr()
+    plan = read_plan(out)
+    # tune(...): 2 x 2 candidates less COLS / THREADS >= 8 (512 / 64): three.
+    assert [(c.params["COLS"], c.params["THREADS"]) for c in plan.candidates] == [
+        (256, 64), (256, 2048), (512, 2048),
+    ]  # fmt: skip
+    ok, big, big2 = plan.candidates
+    assert ok.pruned is None and (out / ok.bundle / "manifest.json").is_file()
+    assert big.pruned.startswith("does not build") and "1024" in big.pruned  # threads(2048)
+    assert big2.pruned.startswith("does not build")
+    if shutil.which("ptxas"):
+        assert (
+            ok.facts["spills"] == 0 and ok.facts["registers"] > 0 and ok.facts["warps_per_sm"] >= 4
+        )
+    assert plan.shapes == [{"R": 64, "N": 300}, {"R": 64, "N": 511}] and plan.bucket_by == ["N"]
+    printed = capsys.readouterr().out
+    assert "3 candidates, 1 to time" in printed and "pruned COLS=256 THREADS=2048" in printed
+    # The timing half needs a GPU: without one, one line and status 1.
+    code = main(["tune", "--from", str(out), "--no-cache"])
+    err = capsys.readouterr().err
+    if code != 0:
+        assert err.startswith("error: tilec tune:") and "Traceback" not in err
+
+
+def test_space_overrides_the_clause_and_names_parameters(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    source = tmp_path / "rows.tile"
+    source.write_text(KERNEL)
+    code = main(
+        [
+            "tune",
+            str(source),
+            "--space",
+            "BOGUS=1,2",
+            "--shapes",
+            "R=1,N=1",
+            "--compile-only",
+            "-o",
+            str(tmp_path / "p"),
+        ]
+    )
+    assert code == 1 and "--space names BOGUS, not parameters of rows" in capsys.readouterr().err
+    code = main(["tune", str(source), "--compile-only"])
+    assert code == 1 and "needs --shapes" in capsys.readouterr().err
+    code = main(["tune", "--from", str(tmp_path / "nothing")])
+    assert code == 1 and "cannot read a tuning plan" in capsys.readouterr().err
+    code = main(
+        [
+            "tune",
+            str(source),
+            "--shapes",
+            "R=1,N=1",
+            "--bucket-by",
+            "M",
+            "--compile-only",
+            "-o",
+            str(tmp_path / "p"),
+        ]
+    )
+    assert code == 1 and "--bucket-by M: not in shape" in capsys.readouterr().err
+
+
+def test_a_tune_clause_error_is_located(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    source = tmp_path / "rows.tile"
+    source.write_text(KERNEL.replace("THREADS = (64, 2048)", "THREADS = (64, 64)"))
+    assert (
+        main(
+            [
+                "tune",
+                str(source),
+                "--shapes",
+                "R=1,N=1",
+                "--compile-only",
+                "-o",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert "rows.tile:4:" in err and "THREADS's candidates must be distinct" in err
+    assert "Traceback" not in err
+
+
+def test_plan_json_round_trips(tmp_path: Path) -> None:
+    plan = Plan(
+        "k.tile",
+        "h",
+        "rows",
+        "sm_80",
+        {"T": "f16"},
+        [{"N": 3}],
+        ["N"],
+        [Candidate({"A": 1}, "c0/x", {"spills": 0}, None)],
+        "2*N",
+        "softmax",
+    )
+    (tmp_path / "tune.json").write_text(json.dumps(plan.to_json()))
+    assert read_plan(tmp_path) == plan
