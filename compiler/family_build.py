@@ -120,6 +120,8 @@ def cmd_family(args: argparse.Namespace) -> int:
         out = Path(args.output)
         spec, failures = build_family(spec, out, root, args.jobs, args.arch)
         (out / "family.json").write_text(json.dumps(spec.to_json(), indent=1) + "\n")
+    except BrokenPipeError:  # `tilec family show ... | head`: the tool's entry point ends quietly
+        raise
     except (FamilyError, TuneError, OSError) as err:
         print(f"error: tilec family: {err}", file=sys.stderr)
         return 1

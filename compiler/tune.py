@@ -252,6 +252,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except DiagnosticError as err:
         print(render_all(err.diagnostics), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # a closed pipe: the tool's entry point ends quietly
+        raise
     except (TuneError, tuning.TuneError, OSError) as err:
         print(f"error: tilec tune: {err}", file=sys.stderr)
         return 1

@@ -9,10 +9,13 @@ its tile (COLS); a row of one tile runs its loop-free `specialize` variant, a lo
 - N <= 16384 and <= 32768 with N % 8 == 0 (rows of whole 16-byte chunks, which cp.async
   takes): the persistent kernels, one block an SM holding a row while the next row's copy is
   in flight.
-- Other N up to 32768: one row a block, COLS = 16384 (and 32768 for softmax; the norms with
-  256 threads), its accesses skewed where rows are not 16-byte aligned (lowering/tile_skew.py).
+- Other N up to 32768: one row a block, COLS = 16384 (and 32768 for softmax; LayerNorm with
+  256 threads, RMSNorm 512), its accesses skewed where rows are not 16-byte aligned
+  (lowering/tile_skew.py).
 - N > 32768: softmax's persistent kernel (N % 8 == 0; it walks a long row's whole tiles), else
   one block a row of COLS = 32768 (softmax) or 16384 (the norms): whole tiles read twice.
+- Last, for any N > 8192 a wider build left out of the family (its contract broken for a dtype)
+  does not cover: the 8192-column build, looping over its whole tiles.
 
 An SM 8.x device gets the one-block-a-row builds for sm_80 (the persistent ones need sm_90a's
 shared memory). Every build is made for f16 and bf16. The buckets follow the H200 figures of
@@ -62,13 +65,18 @@ def row_buckets(op: str, persistent: bool) -> list[Bucket]:
             out.append((f"p{c}", f"{op}_persistent", {"COLS": c}, c // 2, c, (ALIGNED,)))
         if op == "softmax":  # the persistent softmax takes any N: longer rows walk whole tiles
             out.append(("p32768", f"{op}_persistent", {"COLS": 32768}, 32768, None, (ALIGNED,)))
-    # The norms' one-block rows of 16384 take 256 threads: at 512 (and 1024) ptxas holds them
-    # to 64 registers and the skewed store spills (tilec tune --compile-only).
-    wide = {"COLS": 16384} if op == "softmax" else {"COLS": 16384, "THREADS": 256}
+    # One-block rows of 16384 (tilec tune --compile-only): LayerNorm takes 256 threads (at 512
+    # or 1024 ptxas holds it to 64 registers and the skewed store spills), RMSNorm 512 (at 256,
+    # bf16 spills 8 B).
+    threads = {"softmax": {}, "layernorm": {"THREADS": 256}, "rmsnorm": {"THREADS": 512}}[op]
+    wide = {"COLS": 16384, **threads}
     out.append(("c16384", op, wide, 8192, 16384, ()))
     out.append(
         (f"c{wide_rows}", op, wide if wide_rows == 16384 else {"COLS": wide_rows}, 16384, None, ())
     )
+    # Last, any longer row: the 8192-column build loops over its whole tiles (a wider build a
+    # dtype's registers refused is left out of the family, and its rows end up here).
+    out.append(("c8192", op, {"COLS": 8192}, 8192, None, ()))
     return out
 
 

@@ -562,6 +562,7 @@ def test_tma_rules() -> None:
 def test_runtime_imports_no_mlir_or_llvmlite() -> None:
     code = (
         "import sys, tilec.runtime, tilec.runtime.kernel, tilec.runtime.driver\n"
+        "import tilec.runtime.family, tilec.runtime.tuning, tilec.ops\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite'))\n"
         "print(bad)\n"
     )
