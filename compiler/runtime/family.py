@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from tilec.runtime import driver
+from tilec.runtime.binding import Binding, bind
 from tilec.runtime.bundle import MANIFEST_NAME, ManifestError, ScalarParam, TensorParam
 from tilec.runtime.formula import FormulaError, all_hold, symbols_of
 from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load, signature
+from tilec.runtime.tensors import as_view
 
 FAMILY_FORMAT = "tilec-family"
 FAMILY_VERSION = 1
@@ -207,6 +209,8 @@ class Family:
         self._kernels: dict[str, Kernel] = {}
         self._failed: dict[str, str] = {}  # builds that did not compile on demand: why
         self._plans: dict[tuple[Any, ...], tuple[Kernel, bool, str]] = {}
+        # The arguments as a kernel's parameters, for `signature` (it reads each one's name,
+        # kind and alignment: 16 bytes, a manifest's default; dtypes and shapes are the builds').
         self._params = [
             ScalarParam(n, "f32") if kind == "scalar" else TensorParam(n, "f16", ())
             for n, kind in spec.args
@@ -317,8 +321,6 @@ class Family:
 
 
 def _views(params: list[Any], args: tuple[Any, ...]) -> dict[str, Any]:
-    from tilec.runtime.tensors import as_view
-
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
         raise TypeError(f"takes {len(params)} arguments ({names}), got {len(args)}")
@@ -329,9 +331,7 @@ def _views(params: list[Any], args: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def _bind(kernel: Kernel, args: tuple[Any, ...]) -> Any:
-    from tilec.runtime.binding import bind
-
+def _bind(kernel: Kernel, args: tuple[Any, ...]) -> Binding:
     return bind(kernel.manifest, args, kernel._device_symbols)
 
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from tilec import __version__
 from tilec.runtime import driver
-from tilec.runtime.binding import bind
+from tilec.runtime.binding import bind, user_params
+from tilec.runtime.bundle import ScalarParam, TensorParam
 from tilec.runtime.formula import evaluate
 from tilec.runtime.kernel import Kernel, load
 from tilec.runtime.measure import bytes_moved, random_args, shapes, stored, time_graph_ms, time_ms
@@ -189,9 +190,6 @@ def _torch_args(kernel: Kernel, sizes: dict[str, int]) -> list[Any]:
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
     dims = shapes(kernel.manifest, sizes)
     args: list[Any] = []
-    from tilec.runtime.binding import user_params
-    from tilec.runtime.bundle import TensorParam
-
     for p in user_params(kernel.manifest):
         if not isinstance(p, TensorParam):
             args.append(sizes.get(p.name, 3) if p.dtype.startswith(("i", "u")) else 1.5)
@@ -431,8 +429,6 @@ def tuned_rules(table: dict[str, Any]) -> list[TunedRule]:
 def family_from_plan(table: dict[str, Any], directory: str | Path) -> Any:
     """A family whose builds are the plan's bundles that `table` (timed from that plan) found
     best, one rule a shape: a tuning run's result, launchable where it ran (no MLIR)."""
-    from tilec.runtime.binding import user_params
-    from tilec.runtime.bundle import ScalarParam
     from tilec.runtime.family import Build, Family, FamilySpec, Rule
 
     root = Path(directory)
