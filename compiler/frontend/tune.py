@@ -73,7 +73,10 @@ def formula_of(node: ast.Node) -> str | None:
         if lhs is None or rhs is None:
             return None
         return f"({lhs} {_ARITH.get(node.op, node.op)} {rhs})"
-    if isinstance(node, ast.Call) and node.func in _CALLS and node.args and not node.kwargs:
+    arity = range(2, 3) if getattr(node, "func", "") == "cdiv" else range(2, 64)
+    if isinstance(node, ast.Call) and node.func in _CALLS and len(node.args) in arity:
+        if node.kwargs:
+            return None
         args = [formula_of(a) for a in node.args]
         return None if None in args else f"{node.func}({', '.join(args)})"  # type: ignore[arg-type]
     return None

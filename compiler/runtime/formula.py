@@ -112,6 +112,8 @@ def _eval(node: ast.AST, formula: str, symbols: Mapping[str, int]) -> int:
                 raise FormulaError(f"formula {formula!r}: division by zero")
         elif not args:
             raise FormulaError(f"formula {formula!r}: {node.func.id} needs arguments")
+        elif len(args) == 1:  # min(x) is x (Python's min of one int would raise)
+            return args[0]
         return fn(*args)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
         raise FormulaError(f"formula {formula!r}: '/' is not integer division; use // or cdiv")

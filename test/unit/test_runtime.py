@@ -92,6 +92,7 @@ def gemm_manifest(**overrides: Any) -> Manifest:
         ("N // 3 - -2", 343),
         ("max(N, 7, 2000) % 7", 5),
         ("min(N, 5) * 2", 10),
+        ("min(N - 1) + max(2)", 1025),  # one argument: itself (it raised TypeError)
         ("round_up(N + 1, 256)", 1280),
         ("(N % 16) == (0)", 1),  # a variant's condition: one comparison, 1 or 0
         ("N % 32 == 8", 0),
