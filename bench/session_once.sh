@@ -15,7 +15,7 @@ t() { local limit=$1; shift; timeout "$limit" "$@"; echo "[exit $?: $*]" | cut -
 # 1. the SM90 GEMM tier on the ladder's bundles, the consumers' rungs, rank-1 rows
 t 130 python3 -m pytest -o addopts="" -q -p no:cacheprovider -x test/gpu/test_gemm_sm90.py \
   2>&1 | tee "$out/tests.log" | tail -3
-t 40 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_scores_softmax_sm90.py \
+t 40 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_scores_softmax.py \
   test/gpu/test_rank1_rows.py 2>&1 | tee "$out/rungs.log" | tail -3
 # 2. the ladder's GEMM beside the vertical pass's and cuBLAS, interleaved
 t 75 python3 bench/bench_gemm.py --dtype bf16 --bundle $o/default_bf16/gemm90 \

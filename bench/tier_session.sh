@@ -62,7 +62,7 @@ rungs-tests | rungs-bench)
   o=build/sm90_before
   if [ "$1" = rungs-tests ]; then
     timeout 330 python3 -m pytest -o addopts="" -q -p no:cacheprovider -x \
-      test/gpu/test_scores_softmax_sm90.py test/gpu/test_rank1_rows.py test/gpu/test_gemm_sm90.py \
+      test/gpu/test_scores_softmax.py test/gpu/test_rank1_rows.py test/gpu/test_gemm_sm90.py \
       2>&1 | tee "$out/rungs-tests.log" | tail -4
     timeout 180 python3 test/gpu/sanitize.py $s/default_bf16/gemm90 $s/sk_pp_bf16/gemm90 \
       $s/epilogue/act2_beta0 build/sm90_rungs --tool memcheck --tool racecheck \

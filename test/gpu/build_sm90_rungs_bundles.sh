@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bundles for test/gpu/test_scores_softmax_sm90.py into build/sm90_rungs (or $1): the
+# Bundles for test/gpu/test_scores_softmax.py into build/sm90_rungs (or $1): the
 # warp-specialised TMA + wgmma kernel whose consumers mask, reduce and normalise the
 # accumulator with the rungs every kernel shares (test/gpu/scores_softmax_sm90.tile): the
 # cooperative consumers (two groups split each 128-row tile) at D = 128 and 64, a wide key
