@@ -133,13 +133,14 @@ def cmd_family(args: argparse.Namespace) -> int:
 
 
 def op_spec(name: str) -> FamilySpec:
-    from tilec.ops.specs import SPECS
+    from tilec.ops import op_specs
 
-    if name not in SPECS:
+    specs = op_specs()
+    if name not in specs:
         from tilec.runtime.family import FamilyError
 
-        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(SPECS))}")
-    return SPECS[name]()
+        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(specs))}")
+    return specs[name]()
 
 
 def describe(spec: FamilySpec) -> str:

@@ -2,8 +2,9 @@
 "tilec.ops"): `softmax`, `layernorm`, `rmsnorm`.
 
 Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
-allocates its output on the input's device and launches on torch's current stream. The build a
-shape runs is the family's choice, made once per argument signature; families come from
+allocates its output on the input's device and launches on torch's current stream (or on
+`stream=`); their gradients are tilec.ops.backward's. The build a shape runs is the family's
+choice, made once per argument signature; families come from
 $TILEC_FAMILIES/<op> (default `build/families/<op>` in the checkout, written by `tilec family
 build --op <op>`), and where a family or one of its builds is missing and MLIR is installed, the
 build compiles on first use through the compile cache.
@@ -12,18 +13,20 @@ build compiles on first use through the compile cache.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tilec.runtime.family import (
     FAMILY_FILE,
     Family,
+    FamilySpec,
     default_compiler,
     open_family,
     repository_root,
 )
 
-__all__ = ["family", "layernorm", "rmsnorm", "softmax"]
+__all__ = ["family", "layernorm", "op_specs", "rmsnorm", "softmax"]
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
@@ -34,18 +37,26 @@ def families_dir() -> Path:
     return Path(env) if env else repository_root() / "build" / "families"
 
 
+def op_specs() -> dict[str, Callable[[], FamilySpec]]:
+    """Every family's spec by name: the operations' (tilec/ops/specs.py) and their backward
+    kernels' (tilec/ops/backward_specs.py)."""
+    from tilec.ops.backward_specs import BACKWARD_SPECS
+    from tilec.ops.specs import SPECS
+
+    return {**SPECS, **BACKWARD_SPECS}
+
+
 def family(name: str) -> Family:
     """The family behind operation `name` (loaded once)."""
     if name not in _FAMILIES:
-        from tilec.ops.specs import SPECS
-
-        if name not in SPECS:
-            raise ValueError(f"tilec.ops has no family {name!r} (families: {', '.join(SPECS)})")
+        specs = op_specs()
+        if name not in specs:
+            raise ValueError(f"tilec.ops has no family {name!r} (families: {', '.join(specs)})")
         directory = families_dir() / name
         if (directory / FAMILY_FILE).is_file():
             _FAMILIES[name] = open_family(directory)
         else:
-            _FAMILIES[name] = Family(SPECS[name](), None, default_compiler())
+            _FAMILIES[name] = Family(specs[name](), None, default_compiler())
     return _FAMILIES[name]
 
 
@@ -92,7 +103,7 @@ def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
     return value if value.stride(0) == 1 and value.data_ptr() % 16 == 0 else value.clone()
 
 
-def softmax(x: Any, dim: int = -1) -> Any:
+def softmax(x: Any, dim: int = -1, *, stream: Any = None) -> Any:
     """softmax(x) along `dim` (torch.softmax's values), in x's dtype, f32 inside."""
     _check("softmax", x)
     moved = x.movedim(dim, -1) if dim not in (-1, x.dim() - 1) else x
@@ -100,12 +111,14 @@ def softmax(x: Any, dim: int = -1) -> Any:
         return x.new_empty(x.shape)
     rows = _rows(moved)
     out = rows.new_empty(rows.shape)
-    family("softmax")(rows, out)
+    family("softmax")(rows, out, stream=stream)
     out = out.view(moved.shape)
     return out.movedim(-1, dim) if moved is not x else out
 
 
-def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+def layernorm(
+    x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5, *, stream: Any = None
+) -> Any:
     """LayerNorm over the last dimension (torch.nn.functional.layer_norm with normalized_shape
     = (x.shape[-1],)): (x - mean) / sqrt(var + eps) * weight + bias; weight and bias optional."""
     _check("layernorm", x)
@@ -116,11 +129,11 @@ def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -
     b = _vector(x, bias, 0.0, "bias", "layernorm")
     out = rows.new_empty(rows.shape)
     r, n = rows.shape
-    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps))
+    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps), stream=stream)
     return out.view(x.shape)
 
 
-def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
+def rmsnorm(x: Any, weight: Any = None, eps: float | None = None, *, stream: Any = None) -> Any:
     """RMSNorm over the last dimension (torch.nn.functional.rms_norm): x / sqrt(mean(x^2) + eps)
     * weight; eps defaults to the dtype's epsilon, as torch's does."""
     torch = _check("rmsnorm", x)
@@ -131,5 +144,5 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
     out = rows.new_empty(rows.shape)
     r, n = rows.shape
     eps = torch.finfo(x.dtype).eps if eps is None else eps
-    family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
+    family("rmsnorm")(rows, w.expand(r, n), out, float(eps), stream=stream)
     return out.view(x.shape)

@@ -1,0 +1,123 @@
+"""The families behind tilec.ops' backward kernels (tilec/ops/backward.py), by row length N.
+
+- `softmax_bwd` (examples/softmax_bwd.tile), as softmax's rows: N <= 256 and <= 512 with ROWS
+  = 4 and 2 rows a block; N <= 1024 .. 8192 one row a block, COLS = N's power of two (read
+  once); longer rows loop over 8192-column tiles (their whole tiles read twice).
+- `layernorm_bwd`, `rmsnorm_bwd` (examples/layernorm_bwd.tile, rmsnorm_bwd.tile): N <= 256 ..
+  4096, a row of one tile, COLS = N's power of two; longer rows: the `_long` kernels (tiles of
+  2048 columns, the whole tiles read twice). 8 elements a thread: past 4096 columns the one-tile
+  kernels' 1024 threads would have 64 registers, and they spill. Each block walks rows
+  block.x + i * G and leaves its sums of dw (and db) in its row of a G x N f32 buffer:
+  `partial_rows` picks G, the blocks that fit the GPU at once (~120 registers a thread: 16
+  warps an SM; the `_long` kernels' ~220: one block of 256 threads).
+- `colsum` (examples/colsum.tile): those G rows summed into dw (db), in f32, f16 or bf16.
+
+Every build is for sm_80, whose PTX runs on SM 8.x and 9.0 alike (the kernels use nothing of
+sm_90a's), in f16 and bf16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tilec.ops.specs import DTYPES
+from tilec.runtime.family import Build, FamilySpec, Rule
+
+ARCH = "sm_80"
+ARGS = {
+    "softmax_bwd": (("Y", "tensor"), ("DY", "tensor"), ("DX", "tensor")),
+    "layernorm_bwd": (
+        ("X", "tensor"),
+        ("W", "tensor"),
+        ("DY", "tensor"),
+        ("DX", "tensor"),
+        ("DW", "tensor"),
+        ("DB", "tensor"),
+        ("eps", "scalar"),
+    ),
+    "rmsnorm_bwd": (
+        ("X", "tensor"),
+        ("W", "tensor"),
+        ("DY", "tensor"),
+        ("DX", "tensor"),
+        ("DW", "tensor"),
+        ("eps", "scalar"),
+    ),
+    "colsum": (("P", "tensor"), ("Y", "tensor")),
+}
+OUT_DTYPES = ("f32", "f16", "bf16")  # colsum's: dw and db in the weight's dtype
+
+# (build tag, kernel, params, N range low (exclusive), high (inclusive) or None, blocks an SM)
+Bucket = tuple[str, str, dict[str, int], int, int | None, int]
+
+
+def softmax_buckets() -> list[Bucket]:
+    out: list[Bucket] = [
+        ("r4c256", "softmax_bwd", {"COLS": 256, "ROWS": 4}, 0, 256, 0),
+        ("r2c512", "softmax_bwd", {"COLS": 512, "ROWS": 2}, 256, 512, 0),
+    ]
+    out += [(f"c{c}", "softmax_bwd", {"COLS": c}, c // 2, c, 0) for c in (1024, 2048, 4096)]
+    out.append(("c8192", "softmax_bwd", {"COLS": 8192}, 4096, None, 0))  # loops past 8192
+    return out
+
+
+def norm_buckets(op: str) -> list[Bucket]:
+    """The norms' buckets; the last entry of each is the blocks an SM holds at once."""
+    out: list[Bucket] = [
+        (f"c{c}", f"{op}_bwd", {"COLS": c}, c // 2 if c > 256 else 0, c, 4096 // c)
+        for c in (256, 512, 1024, 2048, 4096)
+    ]
+    out.append(("long", f"{op}_bwd_long", {}, 4096, None, 1))
+    return out
+
+
+def buckets(name: str) -> list[Bucket]:
+    return softmax_buckets() if name == "softmax_bwd" else norm_buckets(name.removesuffix("_bwd"))
+
+
+def partial_rows(name: str, n: int, r: int, num_sms: int) -> int:
+    """G, the rows of partial sums (and blocks) of a `layernorm_bwd`/`rmsnorm_bwd` launch over
+    R = `r` rows of N = `n` columns: the blocks of N's bucket that fit the GPU at once, at most
+    R (the `_long` kernels need every block to have a row)."""
+    for _, _, _, lo, hi, per_sm in buckets(name):
+        if n > lo and (hi is None or n <= hi):
+            return max(1, min(r, num_sms * per_sm))
+    raise AssertionError(f"{name}: no bucket for N = {n}")
+
+
+def _when(lo: int, hi: int | None) -> tuple[str, ...]:
+    return (*[f"N > {lo}"] * bool(lo), *[f"N <= {hi}"] * (hi is not None))
+
+
+def row_spec(name: str) -> FamilySpec:
+    """The family of a backward row kernel: each bucket built for f16 and bf16 on sm_80."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for tag, kernel, params, lo, hi, _ in buckets(name):
+        for dtype in DTYPES:
+            build = f"{tag}_{dtype}"
+            full = {**{k: str(v) for k, v in params.items()}, "T": dtype}
+            builds[build] = Build(build, f"examples/{kernel}.tile", kernel, full, ARCH)
+            arg = "Y" if name == "softmax_bwd" else "X"
+            rules.append(Rule(build, _when(lo, hi), {arg: dtype}, (), f"{name} rows, {tag}"))
+    first = ARGS[name][0][0]
+    sizes = {"R": (first, 0), "N": (first, 1)}
+    return FamilySpec(name, ARGS[name], builds, tuple(rules), sizes=sizes)
+
+
+def colsum_spec() -> FamilySpec:
+    """Column sums of f32 partial sums into f32, f16 or bf16 (one build each, sm_80)."""
+    builds = {
+        f"o{o}": Build(f"o{o}", "examples/colsum.tile", "colsum", {"O": o}, ARCH)
+        for o in OUT_DTYPES
+    }
+    rules = tuple(Rule(f"o{o}", (), {"P": "f32", "Y": o}, (), f"into {o}") for o in OUT_DTYPES)
+    return FamilySpec("colsum", ARGS["colsum"], builds, rules)
+
+
+BACKWARD_SPECS: dict[str, Callable[[], FamilySpec]] = {
+    "softmax_bwd": lambda: row_spec("softmax_bwd"),
+    "layernorm_bwd": lambda: row_spec("layernorm_bwd"),
+    "rmsnorm_bwd": lambda: row_spec("rmsnorm_bwd"),
+    "colsum": colsum_spec,
+}
