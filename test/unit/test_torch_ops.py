@@ -1,0 +1,210 @@
+"""torch.ops.tilec.* and tilec.nn without a GPU (tilec/torch_ops.py, tilec/nn.py): the operators'
+schemas, fake kernels (true shapes, strides and dtypes from metadata, bad input refused),
+autograd wiring and torch.compile(fullgraph=True) tracing, all on meta tensors, which run the
+fake kernels and never a real one; torch.library.opcheck on meta tensors (the real opcheck is
+test/gpu/test_torch_ops.py's). Skips without torch (CI has none)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilec.nn as tnn  # noqa: E402  (after the skip)
+import tilec.ops  # noqa: E402
+from tilec.torch_ops import OPS  # noqa: E402
+
+META = {"device": "meta"}
+
+
+def meta(*shape: int, dtype: Any = torch.float16, grad: bool = False) -> Any:
+    return torch.empty(shape, dtype=dtype, device="meta", requires_grad=grad)
+
+
+def test_import_tilec_imports_no_torch() -> None:
+    code = (
+        "import sys, tilec, tilec.ops, tilec.ops.backward, tilec.runtime\n"
+        "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_operator_is_registered_and_mutates_nothing() -> None:
+    for name in OPS:
+        schema = getattr(torch.ops.tilec, name).default._schema
+        assert not schema.is_mutable, name
+        assert all(a.alias_info is None for a in schema.arguments), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fake_outputs(dtype: Any) -> None:
+    x = meta(3, 5, 7, dtype=dtype)
+    w32 = meta(7, dtype=torch.float32)
+    y = torch.ops.tilec.layernorm(x, w32, None, 1e-5)
+    assert (y.shape, y.stride(), y.dtype) == (x.shape, (35, 7, 1), dtype)
+    dx, dw, db = torch.ops.tilec.layernorm_backward(y, x, w32, 1e-5)
+    assert (dx.shape, dx.dtype, dw.shape, dw.dtype, db.dtype) == (
+        x.shape, dtype, (7,), torch.float32, torch.float32,
+    )  # fmt: skip
+    dx, dw = torch.ops.tilec.rmsnorm_backward(y, x, None, None)
+    assert (dx.stride(), dw.shape, dw.dtype) == ((35, 7, 1), (7,), dtype)
+    # softmax along dim 1: rows along that dim, contiguous (tilec.ops.softmax's layout)
+    s = torch.ops.tilec.softmax(x, 1)
+    assert (s.shape, s.stride()) == (x.shape, (35, 1, 5))
+    assert torch.ops.tilec.softmax_backward(s, s, 1).stride() == (35, 1, 5)
+    assert torch.ops.tilec.softmax(x, -1).stride() == (35, 7, 1)
+    a, b = meta(9, 7, dtype=dtype), meta(7, 4, dtype=dtype)
+    c = torch.ops.tilec.gemm(a, b, None, "relu")
+    assert (c.shape, c.stride(), c.dtype) == ((9, 4), (4, 1), dtype)
+    assert torch.ops.tilec.gemm(a, b, out_dtype=torch.float32).dtype == torch.float32
+
+
+def test_fake_kernels_refuse_bad_input() -> None:
+    x, f32, f64 = meta(4, 8), torch.float32, torch.float64
+    ops = torch.ops.tilec
+    cases = [
+        (TypeError, "float16 or bfloat16", lambda: ops.softmax(meta(4, 8, dtype=f32), 1)),
+        (ValueError, "at least one dimension", lambda: ops.rmsnorm(meta(), None, None)),
+        (ValueError, "weight of shape (8,)", lambda: ops.layernorm(x, meta(7), None, 1e-5)),
+        (TypeError, "bias of float16", lambda: ops.layernorm(x, None, meta(8, dtype=f64), 1e-5)),
+        (ValueError, "dy of", lambda: ops.rmsnorm_backward(meta(4, 9), x, None, None)),
+        (ValueError, "a (M, K) and b (K, N)", lambda: ops.gemm(x, meta(7, 3))),
+        (TypeError, "one dtype", lambda: ops.gemm(x, meta(8, 3, dtype=torch.bfloat16))),
+        (ValueError, "activation", lambda: ops.gemm(x, meta(8, 3), None, "tanh")),
+    ]  # fmt: skip
+    for kind, text, call in cases:
+        with pytest.raises(kind, match=text.replace("(", r"\(").replace(")", r"\)")):
+            call()
+
+
+def test_real_kernels_want_cuda_tensors() -> None:
+    x = torch.zeros(4, 8, dtype=torch.float16)
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        torch.ops.tilec.layernorm(x, None, None, 1e-5)
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        torch.ops.tilec.softmax_backward(x, x, 1)
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        tilec.ops.backward.rmsnorm_backward(x, x)
+
+
+@pytest.mark.skipif(hasattr(tilec.ops, "gemm"), reason="tilec.ops has a gemm")
+def test_gemm_without_a_gemm_says_so() -> None:
+    a = torch.zeros(4, 8, dtype=torch.float16)
+    with pytest.raises(NotImplementedError, match="tilec.ops.gemm"):
+        torch.ops.tilec.gemm(a, a.t())
+
+
+def _opcheck_cases() -> list[tuple[str, tuple[Any, ...]]]:
+    x, w, b = meta(6, 8, grad=True), meta(8, grad=True), meta(8, grad=True)
+    return [
+        ("softmax", (x, 0)),
+        ("softmax_backward", (x.detach(), x.detach(), 1)),
+        ("layernorm", (x, w, b, 1e-5)),
+        ("layernorm", (x, None, None, 1e-3)),
+        ("layernorm_backward", (x.detach(), x.detach(), meta(8, dtype=torch.float32), 1e-5)),
+        ("rmsnorm", (x, w, None)),
+        ("rmsnorm_backward", (x.detach(), x.detach(), w.detach(), 1e-6)),
+        ("gemm", (x, meta(8, 3, grad=True), meta(3, grad=True), "gelu", None)),
+        ("gemm", (x, meta(8, 3, grad=True), None, "relu", torch.float32)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_opcheck_cases())))
+def test_opcheck_on_meta_tensors(case: int) -> None:
+    name, args = _opcheck_cases()[case]
+    results = torch.library.opcheck(getattr(torch.ops.tilec, name), args)
+    assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_gradients_have_the_inputs_shapes_and_dtypes() -> None:
+    x = meta(5, 8, dtype=torch.bfloat16, grad=True)
+    w = meta(8, dtype=torch.float32, grad=True)
+    b = meta(8, dtype=torch.bfloat16, grad=True)
+    y = torch.ops.tilec.layernorm(x, w, b, 1e-5)
+    gx, gw, gb = torch.autograd.grad(y.sum(), (x, w, b))
+    assert [(g.shape, g.dtype) for g in (gx, gw, gb)] == [
+        (x.shape, torch.bfloat16), ((8,), torch.float32), ((8,), torch.bfloat16)
+    ]  # fmt: skip
+    (gx,) = torch.autograd.grad(torch.ops.tilec.rmsnorm(x, None, None).sum(), (x,))
+    assert gx.shape == x.shape
+    a, bt = meta(5, 8, grad=True), meta(8, 3, grad=True)
+    bias = meta(3, grad=True)
+    for act in ("relu", "gelu", "gelu_tanh", None):
+        y = torch.ops.tilec.gemm(a, bt, bias, act)
+        grads = torch.autograd.grad(y.sum(), (a, bt, bias))
+        assert [g.shape for g in grads] == [a.shape, bt.shape, bias.shape]
+
+
+class Block(torch.nn.Module):
+    """Every tilec.nn module and tilec::softmax, as a model would hold them."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.norm = tnn.LayerNorm(d)
+        self.up = tnn.Linear(d, 2 * d, activation="gelu")
+        self.down = tnn.Linear(2 * d, d)
+        self.out = tnn.RMSNorm(d)
+
+    def forward(self, x: Any) -> Any:
+        h = x + self.down(self.up(self.norm(x)))
+        return torch.ops.tilec.softmax(self.out(h), -1)
+
+
+def test_compile_fullgraph_has_no_graph_break_and_traces_the_backward() -> None:
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    graphs: list[set[str]] = []
+
+    def record(gm: Any, _: Any) -> Any:
+        graphs.append({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
+        return make_boxed_func(gm.forward)
+
+    model = Block(16).to(device="meta", dtype=torch.float16)
+    x = meta(4, 16, grad=True)
+    assert torch._dynamo.explain(model)(x).graph_break_count == 0
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=record, bw_compiler=record)
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    compiled(x).sum().backward()
+    forward, backward = graphs
+    assert {f"tilec.{op}.default" for op in ("layernorm", "gemm", "rmsnorm", "softmax")} <= forward
+    names = ("layernorm_backward", "rmsnorm_backward", "softmax_backward", "gemm")
+    assert {f"tilec.{op}.default" for op in names} <= backward
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_modules_are_torchs_drop_ins() -> None:
+    pairs = [
+        (torch.nn.Linear(8, 4), tnn.Linear(8, 4)),
+        (torch.nn.Linear(8, 4, bias=False), tnn.Linear(8, 4, bias=False)),
+        (torch.nn.LayerNorm((2, 8)), tnn.LayerNorm((2, 8))),
+        (torch.nn.LayerNorm(8, 1e-3, False), tnn.LayerNorm(8, 1e-3, False)),
+        (torch.nn.LayerNorm(8, bias=False), tnn.LayerNorm(8, bias=False)),
+        (torch.nn.RMSNorm(8, eps=1e-6), tnn.RMSNorm(8, eps=1e-6)),
+    ]  # fmt: skip
+    for ref, ours in pairs:
+        assert ours.state_dict().keys() == ref.state_dict().keys()
+        ref_state = {k: torch.randn_like(v) for k, v in ref.state_dict().items()}
+        ours.load_state_dict(ref_state)
+        ref.load_state_dict(ours.state_dict())
+        for k, v in ref.state_dict().items():
+            assert torch.equal(v, ref_state[k])
+        assert repr(ours).split("(", 1)[1] == repr(ref).split("(", 1)[1]
+    assert "activation='relu'" in repr(tnn.Linear(8, 4, activation="relu"))
+    with pytest.raises(ValueError, match="activation"):
+        tnn.Linear(8, 4, activation="swish")
+
+
+def test_modules_keep_their_inputs_shapes() -> None:
+    x = meta(2, 3, 2, 8)
+    assert tnn.LayerNorm((2, 8)).to(**META, dtype=torch.float16)(x).shape == x.shape
+    assert tnn.RMSNorm(8).to(**META, dtype=torch.float16)(x).shape == x.shape
+    assert tnn.Linear(8, 5).to(**META, dtype=torch.float16)(x).shape == (2, 3, 2, 5)
+    with pytest.raises(ValueError, match="last dimensions"):
+        tnn.LayerNorm((3, 8)).to(**META, dtype=torch.float16)(x)
