@@ -2,9 +2,11 @@
 "tilec.ops"): `softmax`, `layernorm`, `rmsnorm`.
 
 Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
-allocates its output on the input's device and launches on torch's current stream (or on
-`stream=`); their gradients are tilec.ops.backward's. The build a shape runs is the family's
-choice, made once per argument signature; families come from
+allocates its output on the input's device and launches on torch's current stream; `stream=`
+(a torch stream, or a CUstream handle as an int or an object with `cuda_stream`/`ptr`/
+`handle`) makes that stream torch's current one for the call, so its allocations, copies and
+launches all go there. Their gradients are tilec.ops.backward's. The build a shape runs is the
+family's choice, made once per argument signature; families come from
 $TILEC_FAMILIES/<op> (default `build/families/<op>` in the checkout, written by `tilec family
 build --op <op>`), and where a family or one of its builds is missing and MLIR is installed, the
 build compiles on first use through the compile cache.
@@ -12,6 +14,9 @@ build compiles on first use through the compile cache.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +31,7 @@ from tilec.runtime.family import (
     repository_root,
 )
 
-__all__ = ["family", "layernorm", "op_specs", "rmsnorm", "softmax"]
+__all__ = ["family", "layernorm", "on_stream", "op_specs", "rmsnorm", "softmax"]
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
@@ -58,6 +63,35 @@ def family(name: str) -> Family:
         else:
             _FAMILIES[name] = Family(specs[name](), None, default_compiler())
     return _FAMILIES[name]
+
+
+def _torch_stream(stream: Any) -> Any:
+    """A context making `stream` torch's current stream (None: the current one stays)."""
+    if stream is None:
+        return contextlib.nullcontext()
+    import torch
+
+    if not isinstance(stream, torch.cuda.Stream):
+        from tilec.runtime.kernel import _stream_handle
+
+        stream = torch.cuda.ExternalStream(_stream_handle(stream))
+    return torch.cuda.stream(stream)
+
+
+def on_stream(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` taking `stream=` too: that stream is torch's current one during the call."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, stream: Any = None, **kwargs: Any) -> Any:
+        if stream is None:
+            return fn(*args, **kwargs)
+        with _torch_stream(stream):
+            return fn(*args, **kwargs)
+
+    sig = inspect.signature(fn)
+    extra = inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None)
+    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])  # type: ignore[attr-defined]
+    return run
 
 
 def _check(op: str, x: Any) -> Any:
@@ -103,7 +137,8 @@ def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
     return value if value.stride(0) == 1 and value.data_ptr() % 16 == 0 else value.clone()
 
 
-def softmax(x: Any, dim: int = -1, *, stream: Any = None) -> Any:
+@on_stream
+def softmax(x: Any, dim: int = -1) -> Any:
     """softmax(x) along `dim` (torch.softmax's values), in x's dtype, f32 inside."""
     _check("softmax", x)
     moved = x.movedim(dim, -1) if dim not in (-1, x.dim() - 1) else x
@@ -111,14 +146,13 @@ def softmax(x: Any, dim: int = -1, *, stream: Any = None) -> Any:
         return x.new_empty(x.shape)
     rows = _rows(moved)
     out = rows.new_empty(rows.shape)
-    family("softmax")(rows, out, stream=stream)
+    family("softmax")(rows, out)
     out = out.view(moved.shape)
     return out.movedim(-1, dim) if moved is not x else out
 
 
-def layernorm(
-    x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5, *, stream: Any = None
-) -> Any:
+@on_stream
+def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """LayerNorm over the last dimension (torch.nn.functional.layer_norm with normalized_shape
     = (x.shape[-1],)): (x - mean) / sqrt(var + eps) * weight + bias; weight and bias optional."""
     _check("layernorm", x)
@@ -129,11 +163,12 @@ def layernorm(
     b = _vector(x, bias, 0.0, "bias", "layernorm")
     out = rows.new_empty(rows.shape)
     r, n = rows.shape
-    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps), stream=stream)
+    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps))
     return out.view(x.shape)
 
 
-def rmsnorm(x: Any, weight: Any = None, eps: float | None = None, *, stream: Any = None) -> Any:
+@on_stream
+def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
     """RMSNorm over the last dimension (torch.nn.functional.rms_norm): x / sqrt(mean(x^2) + eps)
     * weight; eps defaults to the dtype's epsilon, as torch's does."""
     torch = _check("rmsnorm", x)
@@ -144,5 +179,5 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None, *, stream: Any
     out = rows.new_empty(rows.shape)
     r, n = rows.shape
     eps = torch.finfo(x.dtype).eps if eps is None else eps
-    family("rmsnorm")(rows, w.expand(r, n), out, float(eps), stream=stream)
+    family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
     return out.view(x.shape)

@@ -3,17 +3,17 @@ backed by a kernel family (tilec/ops/backward_specs.py) as the forward operation
 `tilec.torch_ops` wires them into torch's autograd (docs/runtime.md, "PyTorch").
 
 Like the forward calls they read shapes, dtypes and devices only (no host synchronisation),
-allocate their outputs on the input's device and launch on torch's current stream, or on
-`stream=`. The norms' backward recomputes each row's statistics from x (the forward keeps
-none) and leaves one row of partial weight (and bias) gradients per block in an f32 buffer,
-which `colsum` adds up into the weight's dtype.
+allocate their outputs on the input's device and launch on torch's current stream (`stream=`
+makes a stream that, as for the forward calls). The norms' backward recomputes each row's
+statistics from x (the forward keeps none) and leaves one row of partial weight (and bias)
+gradients per block in an f32 buffer, which `colsum` adds up into the weight's dtype.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tilec.ops import _check, _rows, _vector, family
+from tilec.ops import _check, _rows, _vector, family, on_stream
 from tilec.ops.backward_specs import partial_rows
 
 __all__ = ["layernorm_backward", "rmsnorm_backward", "softmax_backward"]
@@ -41,7 +41,8 @@ def _num_sms(device: Any) -> int:
     return _SMS[index]
 
 
-def softmax_backward(y: Any, dy: Any, dim: int = -1, *, stream: Any = None) -> Any:
+@on_stream
+def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     """The gradient of softmax's input along `dim` from its output `y` and that output's
     gradient `dy`: y * (dy - sum(y * dy, dim)), in y's dtype, f32 inside."""
     _check("softmax_backward", y)
@@ -51,19 +52,19 @@ def softmax_backward(y: Any, dy: Any, dim: int = -1, *, stream: Any = None) -> A
         return y.new_empty(moved.shape).movedim(-1, dim)
     rows = _rows(moved)
     dx = rows.new_empty(rows.shape)
-    family("softmax_bwd")(rows, _rows(moved_dy), dx, stream=stream)
+    family("softmax_bwd")(rows, _rows(moved_dy), dx)
     return dx.view(moved.shape).movedim(-1, dim)
 
 
-def _sums(partial: Any, dtype: Any, stream: Any) -> Any:
+def _sums(partial: Any, dtype: Any) -> Any:
     """The column sums of the f32 partial sums `partial` (G x N), in `dtype`."""
     out = partial.new_empty((partial.shape[1],), dtype=dtype)
-    family("colsum")(partial, out.view(1, -1), stream=stream)
+    family("colsum")(partial, out.view(1, -1))
     return out
 
 
 def _norm_backward(
-    op: str, x: Any, dy: Any, weight: Any, eps: float, bias: bool, stream: Any
+    op: str, x: Any, dy: Any, weight: Any, eps: float, bias: bool
 ) -> tuple[Any, ...]:
     """dx and the partial sums' totals (dw, and db with `bias`) of a norm's backward."""
     torch = _check(f"{op}_backward", x)
@@ -81,27 +82,29 @@ def _norm_backward(
     g = partial_rows(f"{op}_bwd", n, r, _num_sms(x.device))
     partials = [rows.new_empty((g, n), dtype=torch.float32) for _ in range(1 + bias)]
     dx = rows.new_empty(rows.shape)
-    family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials, float(eps), stream=stream)
-    return (dx.view(x.shape), *[_sums(p, wdtype, stream) for p in partials])
+    family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials, float(eps))
+    return (dx.view(x.shape), *[_sums(p, wdtype) for p in partials])
 
 
+@on_stream
 def layernorm_backward(
-    x: Any, dy: Any, weight: Any = None, eps: float = 1e-5, *, stream: Any = None
+    x: Any, dy: Any, weight: Any = None, eps: float = 1e-5
 ) -> tuple[Any, Any, Any]:
     """The gradients of `layernorm(x, weight, bias, eps)` from its output's gradient `dy`:
     (dx, dw, db); dx in x's dtype, dw and db (the column sums of dy * xhat and of dy) in the
     weight's dtype (x's when there is none). The bias does not enter them."""
-    dx, dw, db = _norm_backward("layernorm", x, dy, weight, eps, True, stream)
+    dx, dw, db = _norm_backward("layernorm", x, dy, weight, eps, True)
     return dx, dw, db
 
 
+@on_stream
 def rmsnorm_backward(
-    x: Any, dy: Any, weight: Any = None, eps: float | None = None, *, stream: Any = None
+    x: Any, dy: Any, weight: Any = None, eps: float | None = None
 ) -> tuple[Any, Any]:
     """The gradients of `rmsnorm(x, weight, eps)` from its output's gradient `dy`: (dx, dw),
     dx in x's dtype, dw in the weight's (x's when there is none); eps defaults to the dtype's
     epsilon, as the forward's does."""
     torch = _check("rmsnorm_backward", x)
     eps = torch.finfo(x.dtype).eps if eps is None else eps
-    dx, dw = _norm_backward("rmsnorm", x, dy, weight, eps, False, stream)
+    dx, dw = _norm_backward("rmsnorm", x, dy, weight, eps, False)
     return dx, dw
