@@ -66,6 +66,17 @@ def _check_vector(op: str, x: Tensor, v: Tensor | None, name: str) -> torch.dtyp
     return v.dtype
 
 
+def _norm_grads(
+    op: str, dy: Tensor, x: Tensor, weight: Tensor | None, n: int
+) -> tuple[Tensor, ...]:
+    """A norm's backward outputs as the real one makes them: dx, then `n` vectors (dw, db) in
+    the weight's dtype (x's without one)."""
+    _check_grad(op, x, dy)
+    dtype = _check_vector(op, x, weight, "weight")
+    vectors = [x.new_empty((x.shape[-1],), dtype=dtype) for _ in range(n)]
+    return (x.new_empty(x.shape), *vectors)
+
+
 def _moved_empty(x: Tensor, dim: int) -> Tensor:
     """An empty tensor laid out as tilec.ops.softmax's output: rows along `dim`, contiguous."""
     return x.new_empty(x.movedim(dim, -1).shape).movedim(-1, dim)
@@ -143,11 +154,8 @@ def layernorm_backward(
 
 
 @layernorm_backward.register_fake
-def _(dy: Tensor, x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, Tensor, Tensor]:
-    _check_grad("layernorm_backward", x, dy)
-    dtype = _check_vector("layernorm_backward", x, weight, "weight")
-    n = x.shape[-1]
-    return x.new_empty(x.shape), x.new_empty((n,), dtype=dtype), x.new_empty((n,), dtype=dtype)
+def _(dy: Tensor, x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, ...]:
+    return _norm_grads("layernorm_backward", dy, x, weight, 2)
 
 
 def _layernorm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
@@ -195,10 +203,8 @@ def rmsnorm_backward(
 
 
 @rmsnorm_backward.register_fake
-def _(dy: Tensor, x: Tensor, weight: Tensor | None, eps: float | None) -> tuple[Tensor, Tensor]:
-    _check_grad("rmsnorm_backward", x, dy)
-    dtype = _check_vector("rmsnorm_backward", x, weight, "weight")
-    return x.new_empty(x.shape), x.new_empty((x.shape[-1],), dtype=dtype)
+def _(dy: Tensor, x: Tensor, weight: Tensor | None, eps: float | None) -> tuple[Tensor, ...]:
+    return _norm_grads("rmsnorm_backward", dy, x, weight, 1)
 
 
 def _rmsnorm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
