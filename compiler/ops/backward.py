@@ -71,8 +71,10 @@ def _norm_backward(
     _same(f"{op}_backward", x, dy)
     n = x.shape[-1]
     wdtype = weight.dtype if weight is not None else x.dtype
-    if weight is not None and wdtype not in (x.dtype, torch.float32):
-        raise TypeError(f"tilec.ops.{op}_backward: a weight of {x.dtype} or float32, got {wdtype}")
+    if wdtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(
+            f"tilec.ops.{op}_backward: a weight of float16, bfloat16 or float32, got {wdtype}"
+        )
     if x.numel() == 0:  # no rows (dw = db = 0), or rows of nothing
         zeros = [torch.zeros(n, dtype=wdtype, device=x.device) for _ in range(1 + bias)]
         return (x.new_empty(x.shape), *zeros)

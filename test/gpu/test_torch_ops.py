@@ -48,8 +48,9 @@ HAS_GEMM = hasattr(ops, "gemm")
 needs_gemm = pytest.mark.skipif(not HAS_GEMM, reason="tilec.ops has no gemm (issue 45)")
 DTYPES = (torch.float16, torch.bfloat16)
 IDS = ("f16", "bf16")
-# Row lengths in every bucket of tilec/ops/backward_specs.py and either side of its edges.
-NS = [1, 7, 100, 256, 300, 511, 512, 1000, 1001, 2047, 4096, 4097, 8192, 8193, 20001]
+# Row lengths in every bucket of tilec/ops/backward_specs.py, either side of its edges, rows of
+# 16-byte chunks (N % 8 == 0: the cp.async kernels) and others in each.
+NS = [1, 7, 100, 256, 300, 511, 512, 1000, 1001, 2047, 2048, 3001, 4096, 4097, 8192, 8193, 20001]
 CHOSEN: dict[str, set[str]] = defaultdict(set)  # family -> builds launched
 EPS = 1e-5
 

@@ -14,8 +14,8 @@ from tilec.runtime.family import runs_on
 from tilec.runtime.formula import all_hold
 
 ROWS = ("softmax_bwd", "layernorm_bwd", "rmsnorm_bwd")
-NS = (1, 2, 255, 256, 257, 511, 512, 513, 1000, 1024, 1025, 4095, 4096, 4097, 8192, 8193, 20000,
-      131072)  # fmt: skip
+NS = (1, 2, 255, 256, 257, 511, 512, 513, 1000, 1024, 1025, 4095, 4096, 4097, 4104, 8192, 8193,
+      20000, 131072)  # fmt: skip
 
 
 def first(name: str, arch: str, dtype: str, n: int) -> str:
@@ -52,11 +52,17 @@ def test_buckets() -> None:
         "r4c256", "r4c256", "r2c512", "r2c512", "c1024", "c2048", "c4096", "c8192", "c8192",
     ]  # fmt: skip
     for name in ("layernorm_bwd", "rmsnorm_bwd"):
-        got = [tag(name, n) for n in (1, 256, 257, 1000, 2049, 4096, 4097, 131072)]
-        assert got == ["c256", "c256", "c512", "c1024", "c4096", "c4096", "long", "long"]
+        # rows of 16-byte chunks (N % 8 == 0) up to 8192: the cp.async kernels; others up to
+        # 4096 the register kernels; the rest the _long kernels
+        got = [tag(name, n) for n in (1, 256, 257, 1000, 1024, 2049, 4096, 4097, 4104, 8192)]
+        assert got == ["c256", "p256", "c512", "p1024", "p1024", "c4096", "p4096", "long",
+                       "p8192", "p8192"]  # fmt: skip
+        assert tag(name, 8193) == tag(name, 8200) == tag(name, 131072) == "long"
         spec = BACKWARD_SPECS[name]()
         assert spec.builds["long_f16"].kernel == f"{name}_long"
+        assert spec.builds["p4096_f16"].kernel == f"{name}_persistent"
         assert spec.builds["c4096_f16"].params == {"COLS": "4096", "T": "f16"}
+    assert BACKWARD_SPECS["layernorm_bwd"]().builds["p8192_bf16"].params["THREADS"] == "512"
 
 
 @pytest.mark.parametrize("name", ["layernorm_bwd", "rmsnorm_bwd"])
