@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 import tilec.nn as tnn  # noqa: E402  (after the skip)
 import tilec.ops  # noqa: E402
+import tilec.ops.backward  # noqa: E402
 from tilec.torch_ops import OPS  # noqa: E402
 
 META = {"device": "meta"}
@@ -80,6 +81,18 @@ def test_fake_kernels_refuse_bad_input() -> None:
     for kind, text, call in cases:
         with pytest.raises(kind, match=text.replace("(", r"\(").replace(")", r"\)")):
             call()
+
+
+def test_tilec_ops_take_a_stream() -> None:
+    import inspect
+
+    for fn in (tilec.ops.softmax, tilec.ops.layernorm, tilec.ops.rmsnorm,
+               tilec.ops.backward.softmax_backward, tilec.ops.backward.layernorm_backward,
+               tilec.ops.backward.rmsnorm_backward):  # fmt: skip
+        stream = inspect.signature(fn).parameters["stream"]
+        assert (stream.kind, stream.default) == (inspect.Parameter.KEYWORD_ONLY, None)
+    with pytest.raises(TypeError, match="CUDA tensor"):  # stream=None: the current stream
+        tilec.ops.softmax(torch.zeros(4, 8, dtype=torch.float16), stream=None)
 
 
 def test_real_kernels_want_cuda_tensors() -> None:

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The families test/gpu/test_torch_ops.py, examples/torch/mlp.py and bench/bench_torch.py run,
+# into build/families (where MLIR is): tilec.ops' forward families for sm_90a (as
+# test/gpu/test_ops.py builds them) and the backward families (their builds are all sm_80,
+# whose PTX runs on SM 8.x and 9.0), then packed for the GPU machine as build/tier.tar.xz
+# (test/gpu/pack_bundles.py; ~23 MB of PTX packs to a few MB).
+set -euo pipefail
+jobs=${JOBS:-$(nproc)}
+for op in softmax layernorm rmsnorm; do
+  tilec family build --op "$op" -o "build/families/$op" --arch "${ARCH:-sm_90a}" -j "$jobs"
+done
+for op in softmax_bwd layernorm_bwd rmsnorm_bwd colsum; do
+  tilec family build --op "$op" -o "build/families/$op" -j "$jobs" --strict
+done
+python test/gpu/pack_bundles.py pack build/families
