@@ -25,8 +25,8 @@ t 75 python3 bench/bench_gemm.py --dtype bf16 --bundle $o/default_bf16/gemm90 \
 t 90 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_attention.py 2>&1 \
   | tee "$out/attention.log" | tail -3
 # 4. tilec.ops on the row families, a tuning table round-tripping
-t 60 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_ops.py \
-  test/gpu/test_tuning_table.py 2>&1 | tee "$out/ops.log" | tail -3
+t 75 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_ops.py \
+  test/gpu/test_tuning_table.py test/gpu/test_torch_ops.py 2>&1 | tee "$out/ops.log" | tail -3
 t 60 python3 bench/bench_ops.py --dtypes f16 --ns 1000,1001,8191,32768 \
   --out "$out/ops_f16.md" --json "$out/ops_f16.json" 2>&1 | grep "^|"
 # 5. attention beside FA2 and cuDNN (SDPA backends)
