@@ -27,10 +27,10 @@ t 90 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_attent
 # 4. tilec.ops on the row families, a tuning table round-tripping
 t 75 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_ops.py \
   test/gpu/test_tuning_table.py test/gpu/test_torch_ops.py 2>&1 | tee "$out/ops.log" | tail -3
-t 60 python3 bench/bench_ops.py --dtypes f16 --ns 1000,1001,8191,32768 \
+[ -n "${QUICK:-}" ] || t 60 python3 bench/bench_ops.py --dtypes f16 --ns 1000,1001,8191,32768 \
   --out "$out/ops_f16.md" --json "$out/ops_f16.json" 2>&1 | grep "^|"
 # 5. attention beside FA2 and cuDNN (SDPA backends)
-t 50 python3 bench/bench_attention.py --bundles d64_f16_c0,d128_f16_c0 --rounds 2 \
+[ -n "${QUICK:-}" ] || t 50 python3 bench/bench_attention.py --bundles d64_f16_c0,d128_f16_c0 --rounds 2 \
   --shapes 4x32x4096 2>&1 | tee "$out/attention-bench.md" | grep "^|"
 # 6. tilec run without torch (numpy + the driver)
 t 20 python3 -c "import sys; sys.modules['torch'] = None; sys.argv = ['tilec', 'run', \
