@@ -108,8 +108,9 @@ class Share:
         r = rank()
         mask = arith.ConstantOp(ir.IntegerType.get_signless(16), (1 << cluster) - 1).result
         part = rows.rows // cluster
-        first_byte = b.mul(r, rows.bytes // cluster)
-        chunks = rows.chunks // cluster if rows.mn_major else 1  # K-major: one box of R/C rows
+        # MN-major: whole chunks; K-major: in each chunk along K, a box of R/C rows
+        first_byte = b.mul(r, rows.bytes // cluster if rows.mn_major else part * rows.row_bytes)
+        chunks = rows.chunks // cluster if rows.mn_major else rows.chunks
         return Share(part, chunks, b.mul(r, part), first_byte, mask)
 
 

@@ -31,15 +31,23 @@ class SwizzledRows:
     """A shared operand tile of `rows` (M or N) × `cols` (K) elements as TMA writes it and
     wgmma reads it, in rows of one swizzle width (`swizzle` bytes: 32, 64 or 128).
 
-    K-major: each of the `rows` rows holds the tile's K elements. MN-major (`mn_major`): the
-    tile is `rows / width` chunks side by side along M (N), each `cols` rows of `width`
-    contiguous M (N) elements, one TMA box per chunk."""
+    K-major: each of the `rows` rows holds the tile's K elements; where K is longer than one
+    swizzle row (`k_chunks` > 1: attention's D = 128 tiles), the tile is `k_chunks` chunks
+    along K, each `rows` rows of one width, one TMA box each. MN-major (`mn_major`): the tile
+    is `rows / width` chunks side by side along M (N), each `cols` rows of `width` contiguous
+    M (N) elements, one TMA box per chunk::
+
+        K-major, k_chunks = 2 (R, (W, 2)):(W, (1, W·R))      MN-major ((W, 2), C):((1, W·C), W)
+        chunk 0: R rows of W (K 0 .. W-1)                     chunk 0: C rows of W (M 0 .. W-1)
+        chunk 1: R rows of W (K W .. 2W-1)                    chunk 1: C rows of W (M W .. 2W-1)
+    """
 
     rows: int
     cols: int
     elem_bytes: int
     swizzle: int
     mn_major: bool = False
+    k_chunks: int = 1
 
     @property
     def bytes(self) -> int:
@@ -52,11 +60,16 @@ class SwizzledRows:
 
     @property
     def chunks(self) -> int:
-        return self.rows // self.width if self.mn_major else 1
+        return self.rows // self.width if self.mn_major else self.k_chunks
 
     @property
     def chunk_bytes(self) -> int:
         return self.bytes // self.chunks
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes from one M (N) row of a K-major tile to the next (in its chunk)."""
+        return self.cols // self.k_chunks * self.elem_bytes
 
     def mn_offset(self, elems: int) -> int:
         """Bytes from the tile's start to its M (N) element `elems` (a multiple of 8, or of
@@ -64,16 +77,20 @@ class SwizzledRows:
         if self.mn_major:
             assert elems % self.width == 0, "MN-major offsets step whole chunks"
             return elems // self.width * self.chunk_bytes
-        return elems * self.cols * self.elem_bytes
+        return elems * self.row_bytes
 
     def k_offset(self, elems: int) -> int:
         """Bytes from the tile's start to its K element `elems` (a multiple of 8)."""
-        return elems * (self.swizzle if self.mn_major else self.elem_bytes)
+        if self.mn_major:
+            return elems * self.swizzle
+        chunk, within = divmod(elems, self.cols // self.k_chunks)
+        return chunk * self.chunk_bytes + within * self.elem_bytes
 
 
 def swizzled_rows(op: ir.Operation, t: TensorType) -> SwizzledRows:
     """The shared layout `t` as TMA rows, or a located error naming the forms it may have:
-    K-major `Sw<B,M,3> o (R,C):(C,1)` with C elements = 16·2^B bytes per row, or MN-major
+    K-major `Sw<B,M,3> o (R,C):(C,1)` with C elements = 16·2^B bytes per row (or several
+    such chunks along K, `(R,(C,n)):(C,(1,C·R))`: `tile_to_shape` of the row atom), or MN-major
     `Sw<B,M,3> o ((W,n),C):((1,W·C),W)` (or `(W,C):(1,W)`) with W elements = 16·2^B bytes;
     M = log2(16 / element bytes), R = W·n a multiple of 8 up to 256."""
     eb = elem_bytes(t.elem)
@@ -82,7 +99,8 @@ def swizzled_rows(op: ir.Operation, t: TensorType) -> SwizzledRows:
     want = (
         "a TMA destination must be a swizzled tile of rows, K-major Sw<B,M,3> o (R,C):(C,1) "
         f"with C·{eb} = 32, 64 or 128 bytes (e.g. tile_to_shape(swizzle<3,"
-        f"{(16 // eb).bit_length() - 1},3> o (8,{w}):({w},1), (R,{w}))) or MN-major "
+        f"{(16 // eb).bit_length() - 1},3> o (8,{w}):({w},1), (R,{w}))), or n such chunks "
+        f"along K (R,(C,n)):(C,(1,C·R)) (tile_to_shape(..., (R,{w}·n))), or MN-major "
         f"Sw<B,M,3> o ((W,n),C):((1,W·C),W) with W·{eb} = 32, 64 or 128 bytes, got {lay}"
     )
     if not isinstance(lay, A.ComposedLayout) or lay.offset != 0:
@@ -96,29 +114,33 @@ def swizzled_rows(op: ir.Operation, t: TensorType) -> SwizzledRows:
     found = _k_major(inner, width) or _mn_major(inner, width)
     if found is None:
         raise LoweringError(op, want)
-    rows, cols, mn_major = found
+    rows, cols, mn_major, k_chunks = found
     if rows % 8 or rows > 256:
         raise LoweringError(op, f"{want} (R a multiple of 8 up to 256)")
-    return SwizzledRows(rows, cols, eb, SWIZZLE_BYTES[sw.bits], mn_major)
+    return SwizzledRows(rows, cols, eb, SWIZZLE_BYTES[sw.bits], mn_major, k_chunks)
 
 
-def _k_major(inner: A.Layout, width: int) -> tuple[int, int, bool] | None:
+def _k_major(inner: A.Layout, width: int) -> tuple[int, int, bool, int] | None:
     (rows, cols), (row_stride, col_stride) = inner.shape, inner.stride
-    if all(isinstance(x, int) for x in (rows, cols, row_stride, col_stride)):
-        if col_stride == 1 and row_stride == cols == width:
-            return rows, cols, False
+    if not isinstance(rows, int) or row_stride != width:
+        return None
+    if cols == width and col_stride == 1:
+        return rows, cols, False, 1
+    if A.is_tuple(cols) and len(cols) == 2 and cols[0] == width and isinstance(cols[1], int):
+        if col_stride == (1, width * rows):  # n chunks of R rows along K
+            return rows, width * cols[1], False, cols[1]
     return None
 
 
-def _mn_major(inner: A.Layout, width: int) -> tuple[int, int, bool] | None:
+def _mn_major(inner: A.Layout, width: int) -> tuple[int, int, bool, int] | None:
     (mn, cols), (mn_stride, col_stride) = inner.shape, inner.stride
     if not isinstance(cols, int) or col_stride != width:
         return None
     if mn == width and mn_stride == 1:  # one chunk
-        return width, cols, True
+        return width, cols, True, 1
     if A.is_tuple(mn) and len(mn) == 2 and mn[0] == width and mn_stride == (1, width * cols):
         if isinstance(mn[1], int):
-            return width * mn[1], cols, True
+            return width * mn[1], cols, True, 1
     return None
 
 
@@ -211,8 +233,11 @@ def load_tile(
     order = [inner] + [m for m in reversed(range(len(box))) if m != inner]
     if rows.mn_major:  # one box per chunk of `width` elements along M (N)
         box = [rows.width if m == mn_mode else e for m, e in enumerate(box)]
-    else:
-        box = [share.rows if m == mn_mode else e for m, e in enumerate(box)]
+    else:  # one box per chunk of `width` elements along K
+        box = [
+            share.rows if m == mn_mode else rows.width if m == k_mode else e
+            for m, e in enumerate(box)
+        ]
     if name not in descriptors:
         descriptors[name] = add_descriptor_argument(tile_kernel(op))
         maps.append(describe(f"tma_{name}", name, box, rows.swizzle, order=order))
@@ -221,8 +246,9 @@ def load_tile(
     coords[mn_mode] = b.add(coords[mn_mode], share.first_row)
     i8 = ir.IntegerType.get_signless(8)
     dst = gep(dst, share.first_byte, i8, b)
+    along = mn_mode if rows.mn_major else k_mode
     for c in range(share.chunks):
-        at = [b.add(x, c * rows.width) if m == mn_mode else x for m, x in enumerate(coords)]
+        at = [b.add(x, c * rows.width) if m == along else x for m, x in enumerate(coords)]
         chunk = gep(dst, c * rows.chunk_bytes, i8, b)
         load(descriptors[name], chunk, [at[m] for m in order], full, b, share.mask)
 

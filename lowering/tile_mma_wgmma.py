@@ -51,7 +51,7 @@ def mn_bytes(rows: SwizzledRows, elems: Term, b: IndexBuilder) -> Term:
     64, so of any swizzle's width)."""
     if rows.mn_major:
         return b.mul(b.div(elems, rows.width), rows.chunk_bytes)
-    return b.mul(elems, rows.cols * rows.elem_bytes)
+    return b.mul(elems, rows.row_bytes)
 
 
 class Wgmma:
