@@ -13,8 +13,9 @@ the dynamic array) and the SM90 ring all ask here, so they cannot disagree:
     dynamic     beyond STATIC_SMEM a kernel's buffers move into one dynamic array, each at an
                 offset rounded up to DYNAMIC_ALIGN bytes
     ring        an SM90 warp-specialised kernel's TMA ring: per stage one slot per buffer,
-                each slot rounded up to SLOT_ALIGN; then the epilogue's bytes, a full and an
-                empty mbarrier per stage, and SLOT_ALIGN of slack to align the base
+                each slot rounded up to SLOT_ALIGN; then the tile ring's stages (buffers
+                loaded once a tile), the epilogue's bytes, a full and an empty mbarrier per
+                stage of each, and SLOT_ALIGN of slack to align the base
 
 Pure Python on `tilec.layout` values: no MLIR, so the checker and the passes share it.
 """
@@ -107,9 +108,15 @@ def ring_slot_bytes(nbytes: int) -> int:
     return align_up(nbytes, SLOT_ALIGN)
 
 
-def ring_bytes(stages: int, stage_bytes: int, epilogue_bytes: int) -> int:
-    """The whole SM90 ring: stages, the epilogue's buffer, 2 mbarriers a stage, base slack."""
-    return stages * stage_bytes + epilogue_bytes + 2 * stages * BARRIER_BYTES + SLOT_ALIGN
+def ring_bytes(
+    stages: int, stage_bytes: int, epilogue_bytes: int, once: tuple[int, int] = (0, 0)
+) -> int:
+    """The whole SM90 ring: stages, the tile ring's `once` = (stages, bytes a stage: buffers
+    loaded once a tile, lowering/sm90_plan), the epilogue's buffer, 2 mbarriers a stage of
+    each, base slack."""
+    once_stages, once_bytes = once
+    barriers = 2 * (stages + once_stages) * BARRIER_BYTES
+    return stages * stage_bytes + once_stages * once_bytes + epilogue_bytes + barriers + SLOT_ALIGN
 
 
 # The SM90 epilogue's shared chunks (lowering/sm90_epilogue): per consumer warp group, BUFFERS
@@ -124,6 +131,11 @@ def epilogue_bytes(consumer_groups: int) -> int:
     return consumer_groups * EPILOGUE_BUFFERS * EPILOGUE_CHUNK_BYTES
 
 
-def ring_total(slot_bytes: list[int], stages: int, epilogue: int) -> int:
-    """ring_bytes of a ring whose buffers take `slot_bytes` each in one stage."""
-    return ring_bytes(stages, sum(ring_slot_bytes(n) for n in slot_bytes), epilogue)
+def ring_total(
+    slot_bytes: list[int], stages: int, epilogue: int, once: tuple[int, list[int]] = (0, [])
+) -> int:
+    """ring_bytes of a ring whose buffers take `slot_bytes` each in one stage, and whose tile
+    ring's `once` = (stages, its buffers' bytes)."""
+    once_bytes = sum(ring_slot_bytes(n) for n in once[1])
+    stage = sum(ring_slot_bytes(n) for n in slot_bytes)
+    return ring_bytes(stages, stage, epilogue, (once[0] if once[1] else 0, once_bytes))

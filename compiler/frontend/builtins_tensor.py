@@ -348,6 +348,7 @@ def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
         return ErrorV()
     if dst.alloc is not None and c.pipelines:
         pipe = c.pipelines[-1]
+        dst.alloc.pipelined = True
         if pipe.stages > dst.alloc.stages:
             dst.alloc.stages, dst.alloc.stages_param = pipe.stages, pipe.stages_param
     return UnitV()

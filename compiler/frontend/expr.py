@@ -58,6 +58,7 @@ class ExprChecker(StatementChecker):
         # A warp-specialised kernel's consumer warp groups (None: no warp_specialize), and the
         # tensors its stores write: what the SM90 ring's shared memory depends on besides allocs.
         self.consumer_groups: int | None = None
+        self.consumer_pingpong = False
         self.stores: list[TensorV] = []
         self.let_name: str | None = None
         # The `for` loops being checked, outermost first: (loop, its scope, what it runs over).
@@ -69,7 +70,7 @@ class ExprChecker(StatementChecker):
 
     def begin_kernel(self) -> None:
         self.header, self.allocs, self.pipelines = True, [], []
-        self.consumer_groups, self.stores = None, []
+        self.consumer_groups, self.stores, self.consumer_pingpong = None, [], False
         self.type_params = {}
         self.target, self.threads, self.cluster = None, (1,), 1
 

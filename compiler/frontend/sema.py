@@ -352,10 +352,14 @@ class KernelChecker(Clauses):
         ring = self.c.consumer_groups is not None
         if ring:  # every buffer a TMA destination: one 1024-aligned slot a stage
             epilogue = self.ring_epilogue()
-            slots = [a.elems * SCALAR_TYPES[a.elem][1] for a in allocs]
+            size = {a.name: a.elems * SCALAR_TYPES[a.elem][1] for a in allocs}
+            slots = [size[a.name] for a in allocs if a.pipelined]
+            # filled outside the pipelines: the tile ring (lowering/sm90_plan)
+            once = (2 if self.c.consumer_pingpong else 1,
+                    [size[a.name] for a in allocs if not a.pipelined])  # fmt: skip
 
             def bytes_at(s: int) -> int:
-                return smem.ring_total(slots, s, epilogue)
+                return smem.ring_total(slots, s, epilogue, once)
 
         else:
 

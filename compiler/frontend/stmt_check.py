@@ -208,6 +208,8 @@ class StatementChecker:
         elif kw.name == "pingpong" and role.kind == "consumer":
             if not (isinstance(value, IntV) and value.value in (0, 1)):
                 self.error("pingpong takes 0 or 1 (a static int)", kw.value.span)
+            else:
+                self.consumer_pingpong = value.value == 1
         else:
             also = " and pingpong =" if role.kind == "consumer" else ""
             self.error(

@@ -99,6 +99,7 @@ class Alloc:
     stride: int  # elements from one stage to the next when pipelined (smem.stage_stride)
     stages: int = 1
     stages_param: str | None = None  # the compile-time parameter the stage count came from
+    pipelined: bool = False  # a copy fills it inside a `pipeline` loop
     # `shared<T>(layout, reuse = other)`: never live while `other` is, so it takes other's memory
     # when it fits there (all of other's stages count), and memory of its own otherwise.
     reuse: Alloc | None = None
@@ -148,10 +149,32 @@ class TensorV(V):
     def meets(self, frag: TensorV) -> bool:
         """Whether this tensor may meet the MMA-derived `frag` in elementwise math: of the same
         MMA, or a fresh fragment of a reduction's shape (spread as that reduction)."""
+        if self.mma is not None and self.mma != frag.mma and self.mma_rows:
+            return self.same_rows(frag)
         if self.mma is not None or not self.fresh:
             return self.mma == frag.mma
         sizes = self.logical_shape if isinstance(self.logical_shape, tuple) else ()
         return frag.block_shape is not None and 1 in sizes and len(sizes) == len(frag.block_shape)
+
+    def same_rows(self, frag: TensorV) -> bool:
+        """Whether this row reduction (BM, 1) of one MMA's fragment lies over the threads as
+        the rows of `frag`, another MMA's: the same atom and tiling on as many rows, the MMAs
+        differing only in wgmma's N (attention's S = Q Kᵀ, BM x BN, and O, BM x D), which
+        does not move a row."""
+        a, b = self.mma, frag.mma
+        if not isinstance(a, MmaV) or not isinstance(b, MmaV) or (a.atom, a.tiling) != (
+            b.atom,
+            b.tiling,
+        ):
+            return False
+        rows = self.block_shape
+        return (
+            rows is not None
+            and frag.block_shape is not None
+            and len(rows) == 2 == len(frag.block_shape)
+            and rows[1] == 1
+            and rows[0] == frag.block_shape[0]
+        )
 
     @property
     def logical_shape(self) -> object:
