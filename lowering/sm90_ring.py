@@ -51,16 +51,18 @@ class Ring:
     def barrier(self, base: ir.Value, stage: Term, b: IndexBuilder) -> ir.Value:
         return gep(base, stage, ir.IntegerType.get_signless(64), b)
 
-    def init(self, tid: ir.Value, b: IndexBuilder) -> None:
-        """Thread 0 initialises every barrier; the block then synchronises so that no thread
-        waits on one before it exists (and the async proxy sees the initialisation)."""
+    def init(self, tid: ir.Value, b: IndexBuilder, others: list[Ring] | None = None) -> None:
+        """Thread 0 initialises every barrier (this ring's and `others`'); the block then
+        synchronises so that no thread waits on one before it exists (and the async proxy
+        sees the initialisation)."""
 
         def body() -> None:
-            one = constant(ir.IntegerType.get_signless(32), 1)
-            arrivals = constant(ir.IntegerType.get_signless(32), self.consumers)
-            for s in range(self.stages):
-                nvvm.MBarrierInitOp(self.barrier(self.full, s, b), one)
-                nvvm.MBarrierInitOp(self.barrier(self.empty, s, b), arrivals)
+            for ring in [self, *(others or [])]:
+                one = constant(ir.IntegerType.get_signless(32), 1)
+                arrivals = constant(ir.IntegerType.get_signless(32), ring.consumers)
+                for s in range(ring.stages):
+                    nvvm.MBarrierInitOp(ring.barrier(ring.full, s, b), one)
+                    nvvm.MBarrierInitOp(ring.barrier(ring.empty, s, b), arrivals)
             nvvm.FenceMbarrierInitOp()
 
         is_first = arith.CmpIOp(arith.CmpIPredicate.eq, tid, b.value(0)).result

@@ -148,8 +148,13 @@ class Kernel:
     def roles(self, op: ir.Operation, pending: list[Access], ring: dict) -> list[Access]:
         """The roles of a warp_specialize region run at once, on their own warps: each is
         walked from what was pending before it, and an access of one role meets every access
-        of the roles before it (only their ring orders them)."""
+        of the roles before it (only their ring orders them). The buffers its `copy<tma>`
+        fill are tile-ring's everywhere in it, outside pipelined loops too (a tile's Q,
+        loaded once: a ring of its own)."""
         ends, done = [], []
+        if op_id(op) in self.rings:
+            key, mems = self.rings[op_id(op)]
+            ring = {**ring, **dict.fromkeys(mems, key)}
         for region in op.regions[0].blocks[0].operations:
             if "tile.role" not in region.attributes:
                 continue
@@ -294,8 +299,8 @@ def memories(func: ir.Operation) -> dict[str, str]:
 def ring_loops(func: ir.Operation, memory: dict[str, str]) -> dict[int, tuple[int, set[str]]]:
     """The loops whose accesses to some memories a ring synchronises: each pipelined loop
     (tile-pipeline's ring: the buffers its `tile.pipelined` copies fill), and every pipelined
-    loop of a warp_specialize region (tile-ring's ring: the buffers its `copy<tma>`
-    fill), keyed by op_id, with the ring's key and those memories."""
+    loop of a warp_specialize region and the region itself (tile-ring's ring: the buffers its
+    `copy<tma>` fill), keyed by op_id, with the ring's key and those memories."""
     rings: dict[int, tuple[int, set[str]]] = {}
 
     def filled(root: ir.Operation, keep: Callable[[ir.Operation], bool]) -> set[str]:
@@ -319,7 +324,7 @@ def ring_loops(func: ir.Operation, memory: dict[str, str]) -> dict[int, tuple[in
             mems = filled(op, is_tma)
             loops: list[ir.Operation] = []
             walk(op, lambda o: loops.append(o) if "tile.stages" in o.attributes else None)
-            for loop in loops:
+            for loop in [op, *loops]:
                 rings[op_id(loop)] = (op_id(op), mems)
         elif "tile.stages" in op.attributes and op_id(op) not in rings:
             mems = filled(op, lambda o: PIPELINED in o.attributes)

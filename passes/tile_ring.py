@@ -37,46 +37,26 @@ writes `tile.tma` (the maps the runtime encodes) and `tile.ring_stages` (the con
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from mlir import ir
 from mlir.dialects import arith, gpu
 
 from tilec import smem
-from tilec.binding import op_id, walk
+from tilec.binding import enclosing_loops, op_id, walk
 from tilec.dialects.layout import algebra as A
-from tilec.dialects.tile.types import MmaType
 from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_cluster, sm90_split, sm90_tma
 from tilec.lowering.sm90_epilogue import EPILOGUE, TMA_STORE
 from tilec.lowering.sm90_loops import counter_of, index, trips
+from tilec.lowering.sm90_plan import make_plan, pipelined
 from tilec.lowering.sm90_ring import Ring, aligned_base
 from tilec.lowering.sm90_roles import roles_of
 from tilec.lowering.sm90_sources import tensor_of
-from tilec.lowering.sm90_tma import SwizzledRows
 from tilec.lowering.tile_access import if_else
 from tilec.lowering.tile_roles import Role, role_of
 from tilec.lowering.tile_values import view_cast
-from tilec.lowering.tile_views import (
-    View,
-    elem_bytes,
-    gep,
-    shared_global,
-    shared_pointer,
-    tensor_type,
-)
+from tilec.lowering.tile_views import View, gep, shared_global, shared_pointer, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_schedule import UNIT, cluster_width
 from tilec.targets import smem_optin
-
-
-def pipelined(op: ir.Operation) -> ir.Operation:
-    """The pipelined loop (`scf.for {tile.stages}`) holding `op`."""
-    p = op.parent
-    while p is not None and p.name != "func.func":
-        if p.name == "scf.for" and "tile.stages" in p.attributes:
-            return p
-        p = p.parent
-    raise LoweringError(op, f"'{op.name}' of a warp-specialised kernel belongs in a pipelined loop")
 
 
 def unit_start(loop: ir.Operation) -> Term | None:
@@ -91,95 +71,6 @@ def unit_start(loop: ir.Operation) -> Term | None:
     return None
 
 
-@dataclass
-class Plan:
-    """The ring's shape: each TMA-filled buffer's slot (offset in a stage, rows), a stage's
-    bytes, the bytes each producer loop's stage loads, S, the copies every block of a cluster
-    makes alike (multicast), and the epilogue's chunks."""
-
-    slots: dict[ir.Value, tuple[int, SwizzledRows]] = field(default_factory=dict)
-    stage_bytes: int = 0
-    loop_bytes: dict[int, int] = field(default_factory=dict)
-    stages: int = 0
-    multicast: set[int] = field(default_factory=set)
-    store: ir.Operation | None = None  # the store through the TMA epilogue
-    epilogue_bytes: int = 0
-
-    def add_copy(self, op: ir.Operation, cluster: int) -> None:
-        dst = op.operands[1]
-        rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
-        key = op_id(pipelined(op))
-        self.loop_bytes[key] = self.loop_bytes.get(key, 0) + rows.bytes
-        if cluster > 1 and not sm90_cluster.varies(op.operands[0], cluster):
-            sm90_cluster.check_split(op, rows, cluster)
-            self.multicast.add(op_id(op))
-        if dst not in self.slots:
-            self.slots[dst] = (self.stage_bytes, rows)
-            self.stage_bytes += smem.ring_slot_bytes(rows.bytes)
-
-
-def make_plan(func: ir.Operation, roles: dict[str, ir.Operation], epilogue: str) -> Plan:
-    plan, stages = Plan(), set()
-    ops: list[ir.Operation] = []
-    walk(func, lambda o: ops.append(o) if o.name in ("tile.copy", "tile.gemm") else None)
-    for op in ops:
-        stages.add(ir.IntegerAttr(pipelined(op).attributes["tile.stages"]).value)
-        if op.name == "tile.copy":
-            atom = ir.StringAttr(op.attributes["atom"]).value
-            if atom != "tma":
-                raise LoweringError(
-                    op, f"copy<{atom}> in a warp-specialised kernel: only copy<tma> is lowered"
-                )
-            plan.add_copy(op, cluster_width(func))
-    if len(stages) > 1:
-        raise LoweringError(
-            func,
-            f"the producer's and consumers' pipelined loops share one ring: they need one "
-            f"stage count, got {sorted(stages)}",
-        )
-    plan.stages = stages.pop() if stages else 0
-    plan_epilogue(plan, roles["consumer"], epilogue)
-    return plan
-
-
-def plan_epilogue(plan: Plan, consumer: ir.Operation, mode: str) -> None:
-    """The consumers' store goes out through TMA (`epilogue=tma`) when it is the one store of
-    a 16-bit tile of a kernel tensor from a register tensor spread as a wgmma's C."""
-    stores: list[ir.Operation] = []
-    walk(consumer, lambda o: stores.append(o) if o.name == "tile.store" else None)
-    if mode != "tma" or len(stores) != 1 or len(stores[0].operands) != 2:
-        return
-    t = tensor_type(stores[0].operands[1].type)
-    if tensor_of(stores[0].operands[1]) is None or elem_bytes(t.elem) != 2:
-        return
-    if not whole_chunks(stores[0], consumer):
-        return
-    plan.store = stores[0]
-    role = Role.of(consumer)
-    plan.epilogue_bytes = smem.epilogue_bytes(len(role.groups))
-
-
-def whole_chunks(store: ir.Operation, consumer: ir.Operation) -> bool:
-    """Whether each consumer group's piece of the stored tile is whole epilogue chunks (64
-    rows of 128 bytes): the tile over the wgmma's (GM, GN) warp groups (the consumers' one
-    tiled MMA)."""
-    mmas = {g.operands[0].type for g in gemms_in(consumer)}
-    if len(mmas) != 1:
-        return False
-    tiling = MmaType.of(mmas.pop()).tiling
-    gm, gn = (int(x) for x in tiling.strip("()").split(",")[:2])
-    shape = A.flatten(A.shape(tensor_type(store.operands[1].type).layout))
-    if len(shape) != 2 or not all(isinstance(e, int) for e in shape):
-        return False
-    return shape[0] % (gm * smem.EPILOGUE_CHUNK_BYTES // 128) == 0 and shape[1] % (gn * 64) == 0
-
-
-def gemms_in(op: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-    walk(op, lambda o: found.append(o) if o.name == "tile.gemm" else None)
-    return found
-
-
 class RingKernel:
     """One warp-specialised kernel while its ring is built."""
 
@@ -188,10 +79,13 @@ class RingKernel:
         self.roles = roles_of(func)
         self.name = ir.StringAttr(func.attributes["sym_name"]).value
         self.cluster = cluster_width(func)
-        self.plan = make_plan(func, self.roles, epilogue)
+        self.plan = make_plan(func, self.roles, epilogue, self.cluster)
         self.tma: list[ir.Attribute] = []
         self.descriptors: dict[str, ir.Value] = {}
         self.issued: dict[int, tuple[Term, ir.Value]] = {}  # producer loop -> stage, barrier
+        self.once_issued: tuple[Term, ir.Value] | None = None  # the tile ring's, likewise
+        self.once_waited: dict[int, Term] = {}  # consumer loop -> the tile ring's stage
+        self.first: dict[int, int] = {}  # consumer loop -> its first gemm
 
     def build(self) -> None:
         entry = self.func.regions[0].blocks[0]
@@ -201,6 +95,9 @@ class RingKernel:
         walk(self.func, lambda o: ops.append(o) if o.name in ("tile.copy", "tile.gemm") else None)
         has_gemm = any(o.name == "tile.gemm" for o in ops)
         for op in ops:
+            if op.name == "tile.gemm":
+                self.first.setdefault(op_id(pipelined(op)), op_id(op))
+        for op in ops:
             with ir.InsertionPoint(op), op.location:
                 self.copy(op) if op.name == "tile.copy" else self.gemm(op)
         if not self.plan.loop_bytes or not has_gemm:
@@ -209,7 +106,7 @@ class RingKernel:
                 "a warp-specialised kernel needs copy<tma> in its producer and gemm in its "
                 "consumers: the consumers release the ring's stages the producer waits for",
             )
-        for buffer in self.plan.slots:
+        for buffer in [*self.plan.slots, *self.plan.once]:
             for use in buffer.uses:
                 raise LoweringError(
                     use.owner, "a TMA-filled buffer is read only by gemms in the ring's loops"
@@ -223,30 +120,35 @@ class RingKernel:
     def prologue(self) -> None:
         b, plan = IndexBuilder(), self.plan
         tid = gpu.ThreadIdOp(gpu.Dimension.x).result
-        ring_bytes = plan.stages * plan.stage_bytes + plan.epilogue_bytes
-        total = smem.ring_bytes(plan.stages, plan.stage_bytes, plan.epilogue_bytes)
         limit = smem_optin(ir.StringAttr(self.func.attributes["tile.target"]).value)
-        if total > limit:
+        if plan.total > limit:
+            once = f" + {plan.once_stages} x {plan.once_bytes} loaded once" if plan.once else ""
             raise LoweringError(
                 self.func,
-                f"shared memory needs {total} bytes ({plan.stages} stages x {plan.stage_bytes}"
-                f" + {plan.epilogue_bytes} for the epilogue + barriers and alignment), the "
-                f"target allows {limit}",
+                f"shared memory needs {plan.total} bytes ({plan.stages} stages x "
+                f"{plan.stage_bytes}{once} + {plan.epilogue_bytes} for the epilogue + "
+                f"barriers and alignment), the target allows {limit}",
             )
         i8 = ir.IntegerType.get_signless(8)
-        symbol = shared_global(self.module, f"__smem_{self.name}_ring", i8, total)
+        symbol = shared_global(self.module, f"__smem_{self.name}_ring", i8, plan.total)
         self.base = aligned_base(shared_pointer(symbol), smem.SLOT_ALIGN)
-        full = gep(self.base, ring_bytes, i8, b)
-        empty = gep(self.base, ring_bytes + plan.stages * smem.BARRIER_BYTES, i8, b)
+        barriers = plan.barriers_offset
+        full = gep(self.base, barriers, i8, b)
+        empty = gep(self.base, barriers + plan.stages * smem.BARRIER_BYTES, i8, b)
         # Every consumer thread releases a stage it read; with ping-pong, one group reads it.
         consumer = Role.of(self.roles["consumer"])
         self.ring = Ring(plan.stages, full, empty, consumer.threads)
+        if plan.once:  # the tile ring's barriers after the stage ring's
+            at = barriers + 2 * plan.stages * smem.BARRIER_BYTES
+            once_full = gep(self.base, at, i8, b)
+            once_empty = gep(self.base, at + plan.once_stages * smem.BARRIER_BYTES, i8, b)
+            self.once = Ring(plan.once_stages, once_full, once_empty, consumer.threads)
         if plan.multicast:  # consumers release the stages of every block that fills theirs
             self.ring.peer = sm90_cluster.peer(tid, self.cluster, b)
-        self.ring.init(tid, b)
+        self.ring.init(tid, b, [self.once] if plan.once else [])
         if plan.multicast:  # no block leaves while another may still signal its barriers
             sm90_cluster.leave_together(self.func)
-        chunks = gep(self.base, plan.stages * plan.stage_bytes, i8, b)
+        chunks = gep(self.base, plan.chunks_offset, i8, b)
         if plan.store is not None:
             chunks.owner.attributes[EPILOGUE] = ir.UnitAttr.get()
             self.store_map(plan.store)
@@ -265,8 +167,18 @@ class RingKernel:
     def counter(self, loop: ir.Operation, b: IndexBuilder, at_end: bool = False) -> Term:
         return counter_of(loop, role_of(loop), b, at_end, unit_start)
 
+    def once_counter(self, op: ir.Operation, b: IndexBuilder) -> Term:
+        """The tile ring's count at `op`: the kernel-wide number of the current iteration of
+        the loops around it in its role (0 outside loops). Both roles must run the copies and
+        the pipelined loop that reads them at the same depth of loops."""
+        loops = enclosing_loops(op, role_of(op))
+        return counter_of(loops[-1], role_of(op), b) if loops else 0
+
     def copy(self, op: ir.Operation) -> None:
         """A TMA load of a global tile into this iteration's stage of its buffer."""
+        if op.operands[1] in self.plan.once:
+            self.copy_once(op)
+            return
         loop = pipelined(op)
         key = op_id(loop)
         if key not in self.issued:
@@ -285,35 +197,101 @@ class RingKernel:
         sm90_tma.load_tile(op, rows, dst, full, share, self.descriptors, self.tma, b)
         op.erase()
 
+    def copy_once(self, op: ir.Operation) -> None:
+        """A TMA load into the tile ring: the first of the copies acquires its stage."""
+        b, plan = IndexBuilder(), self.plan
+        if self.once_issued is None:
+            self.once_depth = len(enclosing_loops(op, role_of(op)))
+            self.once_issued = self.once.acquire(self.once_counter(op, b), plan.once_tx, b)
+        stage, full = self.once_issued
+        offset, rows = plan.once[op.operands[1]]
+        at = b.add(b.add(b.mul(stage, plan.once_bytes), plan.once_offset), offset)
+        dst = gep(self.base, at, ir.IntegerType.get_signless(8), b)
+        share = sm90_cluster.Share.of(rows, 1, b)
+        sm90_tma.load_tile(op, rows, dst, full, share, self.descriptors, self.tma, b)
+        op.erase()
+
     def gemm(self, op: ir.Operation) -> None:
-        """Wait for the stage, read its slots, release the stage the iteration before read."""
+        """Wait for the stage, read its slots, release the stage the iteration before read.
+
+        The wait and the release go with the loop's first gemm: every wgmma gemm commits one
+        group and leaves at most one in flight (convert-tile-mma), so once the first gemm of
+        iteration i ends, every group of iteration i - 1 is complete, whichever gemm of it
+        read the stage. A gemm reading the tile ring's buffers has its loop wait for their
+        stage before it and release it after (`wait_once`)."""
         loop = pipelined(op)
         b = IndexBuilder()
+        first = self.first[op_id(loop)] == op_id(op)
         counter = self.counter(loop, b)
-        stage = self.ring.wait_full(counter, b)
+        stage = self.ring.wait_full(counter, b) if first else b.rem(counter, self.plan.stages)
         here = b.mul(stage, self.plan.stage_bytes)
         for n in (1, 2):
-            op.operands[n] = self.slot(op, op.operands[n], here, b)
-        later = arith.CmpIOp(arith.CmpIPredicate.ugt, b.value(index(loop, b)), b.value(0)).result
-        previous = arith.SubIOp(b.value(counter), b.value(1)).result
-        with ir.InsertionPoint(_next(op)):
-            self.release_if(later, previous)
+            self.operand(op, n, loop, here, b)
+        if first:
+            later = arith.CmpIOp(
+                arith.CmpIPredicate.ugt, b.value(index(loop, b)), b.value(0)
+            ).result
+            previous = arith.SubIOp(b.value(counter), b.value(1)).result
+            with ir.InsertionPoint(_next(op)):
+                self.release_if(later, previous)
         self.after_loop(loop)
 
-    def slot(self, op: ir.Operation, buffer: ir.Value, here: Term, b: IndexBuilder) -> ir.Value:
-        """The stage's slot of `buffer` as a view of the buffer's type."""
-        if buffer not in self.plan.slots:
+    def operand(
+        self, op: ir.Operation, n: int, loop: ir.Operation, here: Term, b: IndexBuilder
+    ) -> None:
+        """Gemm operand `n` as the slot of its buffer (through a `permute` of it: the slot
+        permuted): of this stage, or of the tile ring's stage; a register tensor stays."""
+        value = op.operands[n]
+        t = tensor_type(value.type)
+        if t is not None and t.space == "register":
+            return
+        source = value.owner.operation if isinstance(value.owner, ir.OpView) else None
+        permute = source is not None and source.name == "tile.permute"
+        buffer = source.operands[0] if permute else value
+        if buffer in self.plan.once:
+            offset, _ = self.plan.once[buffer]
+            place = b.add(b.mul(self.wait_once(op, loop), self.plan.once_bytes), offset)
+            place = b.add(place, self.plan.once_offset)
+        elif buffer in self.plan.slots:
+            place = b.add(here, self.plan.slots[buffer][0])
+        else:
             raise LoweringError(op, "a wgmma operand must be a buffer the producer fills by TMA")
-        offset, rows = self.plan.slots[buffer]
+        op.operands[n] = self.slot(op, value.type, place, b)
+        if permute and not list(source.results[0].uses):
+            source.erase()
+
+    def slot(self, op: ir.Operation, typ: ir.Type, place: Term, b: IndexBuilder) -> ir.Value:
+        """The slot at byte `place` of the array as a view of type `typ` (the buffer's, or
+        its permutation's: swizzled rows, which sm90_tma.swizzled_rows checks)."""
+        rows = sm90_tma.swizzled_rows(op, tensor_type(typ))
         i8 = ir.IntegerType.get_signless(8)
-        ptr = gep(self.base, b.add(here, offset), i8, b)
-        t = tensor_type(buffer.type)
-        inner = t.layout.inner  # swizzled rows (sm90_tma.swizzled_rows checked them); MN-major
+        ptr = gep(self.base, place, i8, b)
+        t = tensor_type(typ)
+        inner = t.layout.inner
         shape, stride = list(A.flatten(inner.shape)), list(A.flatten(inner.stride))  # nests
-        span = rows.bytes // rows.elem_bytes
         view = View(t.elem, "shared", ptr, 0, shape, stride, t.layout.outer)
-        view.span = span
-        return view_cast(op, buffer.type, view).results[0]
+        view.span = rows.bytes // rows.elem_bytes
+        return view_cast(op, typ, view).results[0]
+
+    def wait_once(self, op: ir.Operation, loop: ir.Operation) -> Term:
+        """Before `loop` (once): wait for the tile ring's stage; after it, release it (the
+        wgmma family's `wait_group 0` comes first, right after the loop). Returns the stage."""
+        key = op_id(loop)
+        if key in self.once_waited:
+            return self.once_waited[key]
+        if self.once_waited or len(enclosing_loops(loop, role_of(loop))) != self.once_depth:
+            raise LoweringError(
+                op, "the buffers loaded outside the pipelined loops are read by one pipelined "
+                "loop of the consumers, at the depth of loops their copies sit at in the "
+                "producer (both sides count the tile ring's turns alike)",
+            )  # fmt: skip
+        b = IndexBuilder()
+        with ir.InsertionPoint(loop), loop.location:
+            counter = self.once_counter(loop, b)
+            self.once_waited[key] = self.once.wait_full(counter, b)
+        with ir.InsertionPoint(_next(loop)), loop.location:
+            self.once.release(counter, IndexBuilder())
+        return self.once_waited[key]
 
     def release_if(self, cond: ir.Value, counter: Term) -> None:
         def release() -> list:
