@@ -113,3 +113,27 @@ def mma(
         attributes={k: ir.Attribute.parse(v) for k, v in attrs.items()},
     )
     return op.results[0]
+
+
+def mma_register_a(
+    atom: WgmmaAtom, acc: ir.Value, a: list[ir.Value], desc_b: ir.Value, b_mn_major: bool
+) -> ir.Value:
+    """acc += A·Bᵀ for one 64×N×16 step with A from registers (four `.b32` of two 16-bit
+    values each: the thread's m16n8k16 A fragment in its warp's 16 rows) and B in shared
+    memory. MLIR's `nvvm.wgmma.mma_async` takes A only as a descriptor, so this is inline
+    PTX, the accumulators tied in and out ("+f") as the NVVM op's own lowering writes them."""
+    n = atom.regs
+    f32 = ir.F32Type.get()
+    values = [llvm.ExtractValueOp(f32, acc, [r]).result for r in range(n)]
+    d = ", ".join(f"${i}" for i in range(n))
+    # operands: n outputs, the n inputs tied to them, A's four registers, B's descriptor
+    regs = ", ".join(f"${2 * n + i}" for i in range(4))
+    asm = (
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        f"wgmma.mma_async.sync.aligned.m{atom.m}n{atom.n}k{atom.k}.{atom.d}.{atom.a}.{atom.b} "
+        f"{{{d}}}, {{{regs}}}, ${2 * n + 4}, p, 1, 1, {int(b_mn_major)};\n}}\n"
+    )
+    constraints = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["r"] * 4 + ["l"])
+    return llvm.InlineAsmOp(
+        atom.struct(), [*values, *a, desc_b], asm, constraints, has_side_effects=True
+    ).result

@@ -68,13 +68,15 @@ def pack(lo: ir.Value, hi: ir.Value) -> ir.Value:
 
 def a_registers(p: Frag, ks: int) -> list[ir.Value]:
     """The A fragments of k-step `ks` (a multiple of 16), four registers per m-atom."""
+    return [r for mi in range(p.part.tiles[0]) for r in a_fragment(p, ks, mi)]
+
+
+def a_fragment(p: Frag, ks: int, mi: int) -> list[ir.Value]:
+    """The A fragment of k-step `ks` (a multiple of 16) and m-atom `mi`: four registers."""
     tm = p.part.tiles[0]
     j = ks // AK
-    out = []
-    for mi in range(tm):
-        left, right = p.values[mi + tm * 2 * j], p.values[mi + tm * (2 * j + 1)]
-        out += [pack(*left[0:2]), pack(*left[2:4]), pack(*right[0:2]), pack(*right[2:4])]
-    return out
+    left, right = p.values[mi + tm * 2 * j], p.values[mi + tm * (2 * j + 1)]
+    return [pack(*left[0:2]), pack(*left[2:4]), pack(*right[0:2]), pack(*right[2:4])]
 
 
 def gemm_register_a(

@@ -20,12 +20,14 @@ anything reads the accumulator (and before tile-ring's release of the last stage
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
 from mlir.dialects import llvm, nvvm
 
 from tilec.binding import op_id
 from tilec.dialects.tile.types import MmaType
-from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_tma, sm90_wgmma
+from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_regs, sm90_tma, sm90_wgmma
 from tilec.lowering.sm90_tma import SwizzledRows
 from tilec.lowering.sm90_wgmma import WgmmaAtom
 from tilec.lowering.tile_fragments import Frag
@@ -94,38 +96,72 @@ class Wgmma:
         return Frag(acc.part, acc.elem, values)
 
 
-def gemm(op: ir.Operation, a: View, bv: View, acc: Frag, tid: ir.Value, role: Role | None) -> Frag:
-    """acc += A·Bᵀ over one ring stage by wgmma (see the module's docstring)."""
+def gemm(
+    op: ir.Operation, a: View | Frag, bv: View, acc: Frag, tid: ir.Value, role: Role | None,
+    pending: int = 1,
+) -> Frag:  # fmt: skip
+    """acc += A·Bᵀ over one ring stage by wgmma (see the module's docstring), A from shared
+    memory or (a register tensor) from registers (sm90_regs); then at most `pending` groups
+    in flight (0: the accumulator is read next, and comes back through `fenced`)."""
     if role is None or role.kind != "consumer" or "tile.stages" not in op.parent.attributes:
         raise LoweringError(op, RING)
     w = Wgmma(op, acc)
-    ra, rb = operand_rows(op, 1, a), operand_rows(op, 2, bv)
-    if ra.cols != rb.cols or ra.elem_bytes != rb.elem_bytes:
-        raise LoweringError(op, f"A and B tiles differ along K: {ra.cols} vs {rb.cols} elements")
+    rb = operand_rows(op, 2, bv)
     b = IndexBuilder()
     # the group's place among those that split a tile (from the kernel's thread index `tid`,
     # as its other role-wide values are, not the role's: one register fewer across the loop)
     place: Term = 0 if role.pingpong else b.sub(b.div(tid, WARPGROUP), role.first)
     a_rows = b.mul(b.rem(place, w.gm), w.mt * 64)
     b_rows = b.mul(b.div(place, w.gm), w.nt * w.atom.n)
+    if isinstance(a, Frag):
+        k = sm90_regs.check(op, a, acc, rb, w)
+        operand_a, mma = sm90_regs.operand(a), sm90_regs.mma(rb)
+    else:
+        k, operand_a, mma = shared_a(op, a, rb, a_rows, b)
     i8 = ir.IntegerType.get_signless(8)
-    desc_a = sm90_wgmma.descriptor(gep(a.base, mn_bytes(ra, a_rows, b), i8, b), ra)
     desc_b = sm90_wgmma.descriptor(gep(bv.base, mn_bytes(rb, b_rows, b), i8, b), rb)
     accs = w.structs(acc)
     step = w.atom.k
     nvvm.WgmmaFenceAlignedOp()
-    for kk in range(ra.cols // step):
+    for kk in range(k // step):
         for mi in range(w.mt):
-            da = sm90_wgmma.advanced(desc_a, ra.mn_offset(mi * 64) + ra.k_offset(kk * step))
+            da = operand_a(kk * step, mi)
             for ni in range(w.nt):
                 db = sm90_wgmma.advanced(
                     desc_b, rb.mn_offset(ni * w.atom.n) + rb.k_offset(kk * step)
                 )
                 at = mi * w.nt + ni
-                accs[at] = sm90_wgmma.mma(w.atom, accs[at], da, db, (ra.mn_major, rb.mn_major))
+                accs[at] = mma(w.atom, accs[at], da, db)
     nvvm.WgmmaGroupSyncAlignedOp()
-    nvvm.WgmmaWaitGroupSyncOp(1)
-    return w.fragment(acc, accs)
+    nvvm.WgmmaWaitGroupSyncOp(pending)
+    out = w.fragment(acc, accs)
+    return fenced(out) if pending == 0 else out
+
+
+# An A operand of one k-step and 64-row tile: (K element, tile) -> descriptor or registers;
+# one wgmma: (atom, accumulator, A, B's descriptor) -> accumulator.
+OperandA = Callable[[int, int], object]
+Mma = Callable[[WgmmaAtom, ir.Value, object, ir.Value], ir.Value]
+
+
+def shared_a(
+    op: ir.Operation, a: View, rb: SwizzledRows, a_rows: Term, b: IndexBuilder
+) -> tuple[int, OperandA, Mma]:
+    """K, A's descriptors (the group's first row `a_rows`) and the wgmma, for A in shared
+    memory (a ring stage's slot)."""
+    ra = operand_rows(op, 1, a)
+    if ra.cols != rb.cols or ra.elem_bytes != rb.elem_bytes:
+        raise LoweringError(op, f"A and B tiles differ along K: {ra.cols} vs {rb.cols} elements")
+    i8 = ir.IntegerType.get_signless(8)
+    desc_a = sm90_wgmma.descriptor(gep(a.base, mn_bytes(ra, a_rows, b), i8, b), ra)
+
+    def operand(ks: int, mi: int) -> object:
+        return sm90_wgmma.advanced(desc_a, ra.mn_offset(mi * 64) + ra.k_offset(ks))
+
+    def mma(atom: WgmmaAtom, acc: ir.Value, da: object, db: ir.Value) -> ir.Value:
+        return sm90_wgmma.mma(atom, acc, da, db, (ra.mn_major, rb.mn_major))
+
+    return ra.cols, operand, mma
 
 
 def drain_after(loop: ir.Operation, drained: set[int]) -> ir.Operation | None:

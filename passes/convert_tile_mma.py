@@ -43,6 +43,7 @@ from tilec.lowering import (
     IndexBuilder,
     LoweringError,
     Term,
+    sm90_waits,
     tile_carry,
     tile_mma,
     tile_mma_gemm,
@@ -130,11 +131,18 @@ class Mma(Rung):
         return acc
 
     def sm90(self, op: ir.Operation) -> Frag:
-        """acc += a @ bᵀ by wgmma from a TMA ring's stage (tile_mma_wgmma); the loop's last
-        group waited for after it."""
+        """acc += a @ bᵀ by wgmma from a TMA ring's stage (tile_mma_wgmma), A from registers
+        when it is a register tensor (sm90_regs: attention's P); waited for at once when
+        something but a gemm reads the result next (sm90_waits.read_next), else the
+        loop's last group after it. A loop-carried accumulator that the next iteration reads
+        before its gemms is waited for there (`carried_reads`, once the kernel's gemms are
+        lowered)."""
         acc = self.accumulator(op, op.operands[3])
-        a, bv = self.view(op, op.operands[1]), self.view(op, op.operands[2])
-        out = tile_mma_wgmma.gemm(op, a, bv, acc, self.first_tid, self.role)
+        a = self.operand(op, op.operands[1])
+        a = a if isinstance(a, Frag) else self.view(op, op.operands[1])
+        bv = self.view(op, op.operands[2])
+        pending = 0 if sm90_waits.read_next(op) else 1
+        out = tile_mma_wgmma.gemm(op, a, bv, acc, self.first_tid, self.role, pending)
         loop = op.parent
         wait = tile_mma_wgmma.drain_after(loop, self.drained)
         if wait is not None:  # what reads the loop's accumulators reads them after the wait
@@ -257,4 +265,6 @@ def lower_mma(func: ir.Operation) -> None:
         return Mma(func).lower
 
     select = lambda op: lowered_here(op, threads)  # noqa: E731
+    carried = sm90_waits.carried_casts(func)  # read by other rungs: before the gemms lower
     lower_kernel(func, select, rung, distributed=True)
+    sm90_waits.carried_reads(carried)
