@@ -1,0 +1,117 @@
+"""SM90 kernels run on the CPU, numbers and all (sm90_emu: every warp group of a block as 128
+numpy lanes, TMA, mbarriers and wgmma modelled from the PTX ISA), against numpy in float64.
+
+The GEMM builds are the emulator's own check (their PTX is measured on the GPU); the
+attention builds (examples/attention_sm90.tile) are checked here before any GPU sees them:
+the Q tile's ring, the K/V ring read by two gemms an iteration, the waits before the
+softmax reads S and before the next iteration rescales O, P·V with P from registers, the
+K-major D = 128 and 256 tiles in chunks, V MN-major, the masks, GQA, strided layouts, LSE.
+Outputs are NaN-poisoned first; a stage released early, an accumulator read before its
+wgmma group retires or a wrong fragment fails here."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sm90_emu import Tensor, compile_kernel, run
+
+from tilec.runtime.tensors import bf16_bits
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@functools.cache
+def build(example: str, **params: str) -> object:
+    return compile_kernel(str(EXAMPLES / f"{example}.tile"), dict(params))
+
+
+def bf16_values(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def typed(x: np.ndarray, dtype: str, swap: bool = False) -> tuple[Tensor, np.ndarray]:
+    """`x` as a kernel tensor of `dtype` and the values it holds (float64); `swap`: its
+    modes 1 and 2 swapped after (a view: (B, S, H, D) memory seen as (B, H, S, D))."""
+    bits = bf16_bits(x) if dtype == "bf16" else x.astype(np.float16)
+    values = bf16_values(bits) if dtype == "bf16" else bits.astype(np.float64)
+    if swap:
+        bits, values = bits.transpose(0, 2, 1, 3), values.transpose(0, 2, 1, 3)
+    return Tensor(bits, dtype if dtype == "bf16" else None), values
+
+
+@pytest.mark.parametrize("build_params", [{}, {"MA": "1", "MB": "1"}])
+def test_gemm(build_params: dict[str, str]) -> None:
+    """C = A Bᵀ (f16, f32 out, no split tail): exact on small integers, K-major and MN-major
+    operands, over a persistent grid of 2 blocks whose ring wraps."""
+    c = build("gemm_sm90", SK="0", O="f32", T="f16", **build_params)
+    rng = np.random.default_rng(1)
+    m, n, k = 200, 304, 7 * 64 + 8
+    a = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (n, k)).astype(np.float16)
+    if build_params:  # MN-major: the transposes of K x M and K x N tensors
+        a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    run(c, (a, b, out), num_sms=2)
+    np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64).T)
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal: int):  # noqa: ANN201
+    """O and LSE in float64, torch's conventions: causal 1 top-left, 2 bottom-right."""
+    h, hk = q.shape[1], k.shape[1]
+    k, v = np.repeat(k, h // hk, axis=1), np.repeat(v, h // hk, axis=1)
+    s = np.einsum("bhmd,bhnd->bhmn", q, k) * scale
+    m, n = s.shape[-2:]
+    if causal:
+        shift = 0 if causal == 1 else n - m
+        s = np.where(np.arange(n)[None, :] <= np.arange(m)[:, None] + shift, s, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    safe = np.where(np.isfinite(mx), mx, 0)
+    p = np.exp(s - safe)
+    total = p.sum(-1, keepdims=True)
+    o = np.einsum("bhmn,bhnd->bhmd", p / np.where(total > 0, total, 1), v)
+    with np.errstate(divide="ignore"):
+        return o, (safe + np.log(total))[..., 0]
+
+
+# (params, B, H, HK, M, N, dtype, layout): layout "bhsd" as torch's (B, H, S, D), "bshd"
+# the transpose of a (B, S, H, D) tensor
+ATTENTION = [
+    ({"D": "64"}, 1, 2, 1, 150, 300, "f16", "bhsd"),
+    ({"D": "64", "MASK": "0"}, 1, 1, 1, 130, 256, "f16", "bhsd"),
+    ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 2, 2, 2, 200, 130, "bf16", "bshd"),
+    ({"D": "128", "CAUSAL": "2"}, 1, 4, 2, 300, 140, "f16", "bhsd"),
+    ({"D": "256", "CAUSAL": "2"}, 1, 1, 1, 100, 150, "f16", "bhsd"),
+]
+
+
+def case_id(case: tuple) -> str:
+    return ",".join(f"{k}={v}" for k, v in case[0].items())
+
+
+@pytest.mark.parametrize("case", ATTENTION, ids=case_id)
+def test_attention(case: tuple) -> None:
+    params, b, h, hk, m, n, dtype, layout = case
+    d = int(params["D"])
+    c = build("attention_sm90", **params)
+    rng = np.random.default_rng(len(str(case)))
+
+    swap = layout == "bshd"
+
+    def tensor(heads: int, rows: int) -> tuple[Tensor, np.ndarray]:
+        shape = (b, rows, heads, d) if swap else (b, heads, rows, d)
+        return typed(rng.standard_normal(shape), dtype, swap)
+
+    (tq, q), (tk, k), (tv, v) = (tensor(x, r) for x, r in ((h, m), (hk, n), (hk, n)))
+    to, _ = typed(np.full((b, m, h, d) if swap else (b, h, m, d), np.nan), dtype, swap)
+    assert not swap or to.array.strides[1] < to.array.strides[2]
+    lse = np.full((b, h, m), np.nan, dtype=np.float32)
+    scale = 1 / np.sqrt(d)
+    run(c, (tq, tk, tv, to, lse, scale))
+    o = bf16_values(to.array) if dtype == "bf16" else to.array.astype(np.float64)
+    want_o, want_lse = reference(q, k, v, scale, int(params.get("CAUSAL", 0)))
+    tol = 2e-2 if dtype == "bf16" else 2e-3
+    np.testing.assert_allclose(o, want_o, atol=tol, rtol=tol)
+    np.testing.assert_allclose(lse, want_lse, atol=1e-4, rtol=1e-5)
