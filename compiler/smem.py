@@ -13,7 +13,7 @@ the dynamic array) and the SM90 ring all ask here, so they cannot disagree:
     dynamic     beyond STATIC_SMEM a kernel's buffers move into one dynamic array, each at an
                 offset rounded up to DYNAMIC_ALIGN bytes
     ring        an SM90 warp-specialised kernel's TMA ring: per stage one slot per buffer,
-                each slot rounded up to SLOT_ALIGN; then the tile ring's stages (buffers
+                each slot rounded up to SLOT_ALIGN; then the once ring's stages (buffers
                 loaded once a tile), the epilogue's bytes, a full and an empty mbarrier per
                 stage of each, and SLOT_ALIGN of slack to align the base
 
@@ -111,7 +111,7 @@ def ring_slot_bytes(nbytes: int) -> int:
 def ring_bytes(
     stages: int, stage_bytes: int, epilogue_bytes: int, once: tuple[int, int] = (0, 0)
 ) -> int:
-    """The whole SM90 ring: stages, the tile ring's `once` = (stages, bytes a stage: buffers
+    """The whole SM90 ring: stages, the once ring's `once` = (stages, bytes a stage: buffers
     loaded once a tile, lowering/sm90_plan), the epilogue's buffer, 2 mbarriers a stage of
     each, base slack."""
     once_stages, once_bytes = once

@@ -2,7 +2,7 @@
 
 Two rings share one shared array. The **stage ring** holds the buffers the producer's
 pipelined loops fill, S stages of them (S the loops' `stages`), a slot per buffer in each
-stage. The **tile ring** holds the buffers a `copy<tma>` outside the pipelined loops fills
+stage. The **once ring** holds the buffers a `copy<tma>` outside the pipelined loops fills
 once per run of the loops around it (attention's Q: loaded once a tile, read by every
 iteration of the consumers' pipelined loop): one stage, or one per consumer group with
 ping-pong (each group holds its own tile's). Both count their iterations the same way on both
@@ -10,8 +10,8 @@ sides (sm90_loops.counter_of), so each has its own full and empty barriers::
 
     | stage 0 .. S-1 | tile stage(s) | epilogue chunks | full[S] empty[S] | full[T] empty[T] |
 
-A kernel without copies outside its pipelined loops has no tile ring: its array is laid out as
-it was before the tile ring existed.
+A kernel without copies outside its pipelined loops has no once ring: its array is laid out as
+it was before the once ring existed.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def pipelined(op: ir.Operation) -> ir.Operation:
 class Plan:
     """The ring's shape: each TMA-filled buffer's slot (offset in a stage, rows), a stage's
     bytes, the bytes each producer loop's stage loads, S, the copies every block of a cluster
-    makes alike (multicast), the epilogue's chunks; and the tile ring's buffers (`once`), its
+    makes alike (multicast), the epilogue's chunks; and the once ring's buffers (`once`), its
     stage's bytes, the bytes it loads and its stage count."""
 
     slots: dict[ir.Value, tuple[int, SwizzledRows]] = field(default_factory=dict)
@@ -84,7 +84,7 @@ class Plan:
             self.stage_bytes += smem.ring_slot_bytes(rows.bytes)
 
     def add_once(self, op: ir.Operation, cluster: int) -> None:
-        """A copy outside the pipelined loops: a slot of the tile ring. Such copies sit
+        """A copy outside the pipelined loops: a slot of the once ring. Such copies sit
         together in one block of the producer, in no `scf.if` (both sides count them)."""
         dst = op.operands[1]
         rows = sm90_tma.swizzled_rows(op, tensor_type(dst.type))
@@ -114,7 +114,7 @@ class Plan:
 
     @property
     def once_offset(self) -> int:
-        """Where the tile ring's stages start in the array."""
+        """Where the once ring's stages start in the array."""
         return self.stages * self.stage_bytes
 
     @property

@@ -83,8 +83,8 @@ class RingKernel:
         self.tma: list[ir.Attribute] = []
         self.descriptors: dict[str, ir.Value] = {}
         self.issued: dict[int, tuple[Term, ir.Value]] = {}  # producer loop -> stage, barrier
-        self.once_issued: tuple[Term, ir.Value] | None = None  # the tile ring's, likewise
-        self.once_waited: dict[int, Term] = {}  # consumer loop -> the tile ring's stage
+        self.once_issued: tuple[Term, ir.Value] | None = None  # the once ring's, likewise
+        self.once_waited: dict[int, Term] = {}  # consumer loop -> the once ring's stage
         self.first: dict[int, int] = {}  # consumer loop -> its first gemm
 
     def build(self) -> None:
@@ -138,7 +138,7 @@ class RingKernel:
         # Every consumer thread releases a stage it read; with ping-pong, one group reads it.
         consumer = Role.of(self.roles["consumer"])
         self.ring = Ring(plan.stages, full, empty, consumer.threads)
-        if plan.once:  # the tile ring's barriers after the stage ring's
+        if plan.once:  # the once ring's barriers after the stage ring's
             at = barriers + 2 * plan.stages * smem.BARRIER_BYTES
             once_full = gep(self.base, at, i8, b)
             once_empty = gep(self.base, at + plan.once_stages * smem.BARRIER_BYTES, i8, b)
@@ -168,7 +168,7 @@ class RingKernel:
         return counter_of(loop, role_of(loop), b, at_end, unit_start)
 
     def once_counter(self, op: ir.Operation, b: IndexBuilder) -> Term:
-        """The tile ring's count at `op`: the kernel-wide number of the current iteration of
+        """The once ring's count at `op`: the kernel-wide number of the current iteration of
         the loops around it in its role (0 outside loops). Both roles must run the copies and
         the pipelined loop that reads them at the same depth of loops."""
         loops = enclosing_loops(op, role_of(op))
@@ -198,7 +198,7 @@ class RingKernel:
         op.erase()
 
     def copy_once(self, op: ir.Operation) -> None:
-        """A TMA load into the tile ring: the first of the copies acquires its stage."""
+        """A TMA load into the once ring: the first of the copies acquires its stage."""
         b, plan = IndexBuilder(), self.plan
         if self.once_issued is None:
             self.once_depth = len(enclosing_loops(op, role_of(op)))
@@ -217,7 +217,7 @@ class RingKernel:
         The wait and the release go with the loop's first gemm: every wgmma gemm commits one
         group and leaves at most one in flight (convert-tile-mma), so once the first gemm of
         iteration i ends, every group of iteration i - 1 is complete, whichever gemm of it
-        read the stage. A gemm reading the tile ring's buffers has its loop wait for their
+        read the stage. A gemm reading the once ring's buffers has its loop wait for their
         stage before it and release it after (`wait_once`)."""
         loop = pipelined(op)
         b = IndexBuilder()
@@ -240,7 +240,7 @@ class RingKernel:
         self, op: ir.Operation, n: int, loop: ir.Operation, here: Term, b: IndexBuilder
     ) -> None:
         """Gemm operand `n` as the slot of its buffer (through a `permute` of it: the slot
-        permuted): of this stage, or of the tile ring's stage; a register tensor stays."""
+        permuted): of this stage, or of the once ring's stage; a register tensor stays."""
         value = op.operands[n]
         t = tensor_type(value.type)
         if t is not None and t.space == "register":
@@ -274,7 +274,7 @@ class RingKernel:
         return view_cast(op, typ, view).results[0]
 
     def wait_once(self, op: ir.Operation, loop: ir.Operation) -> Term:
-        """Before `loop` (once): wait for the tile ring's stage; after it, release it (the
+        """Before `loop` (once): wait for the once ring's stage; after it, release it (the
         wgmma family's `wait_group 0` comes first, right after the loop). Returns the stage."""
         key = op_id(loop)
         if key in self.once_waited:
@@ -283,7 +283,7 @@ class RingKernel:
             raise LoweringError(
                 op, "the buffers loaded outside the pipelined loops are read by one pipelined "
                 "loop of the consumers, at the depth of loops their copies sit at in the "
-                "producer (both sides count the tile ring's turns alike)",
+                "producer (both sides count the once ring's turns alike)",
             )  # fmt: skip
         b = IndexBuilder()
         with ir.InsertionPoint(loop), loop.location:

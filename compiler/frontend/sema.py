@@ -354,7 +354,7 @@ class KernelChecker(Clauses):
             epilogue = self.ring_epilogue()
             size = {a.name: a.elems * SCALAR_TYPES[a.elem][1] for a in allocs}
             slots = [size[a.name] for a in allocs if a.pipelined]
-            # filled outside the pipelines: the tile ring (lowering/sm90_plan)
+            # filled outside the pipelines: the once ring (lowering/sm90_plan)
             once = (2 if self.c.consumer_pingpong else 1,
                     [size[a.name] for a in allocs if not a.pipelined])  # fmt: skip
 

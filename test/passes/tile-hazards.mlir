@@ -84,3 +84,58 @@ func.func @gemm_orders(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, 
   %2 = "tile.load"(%row) {other = 0.000000e+00 : f16} : (!tile.tensor<f16, "shared", "(64,32):(0,1)">) -> !tile.tensor<f16, "register", "(64,32):(32,1)">
   return
 }
+
+// -----
+
+// A warp-specialised kernel: the buffers its copy<tma> fill are tile-ring's everywhere in the
+// region, so Q's copy outside the pipelined loop (the once ring) and the consumers' gemm reading
+// it in theirs are ordered by its barriers, as K's and V's are.
+// CHECK-LABEL: func.func @once(
+// CHECK: "tile.copy"(%{{.*}}, %[[Q:.*]]) {atom = "tma"}
+// CHECK: "tile.gemm"(%{{.*}}, %[[Q]],
+func.func @once(%q: !llvm.ptr, %k: !llvm.ptr, %v: !llvm.ptr, %o: !llvm.ptr, %m: index, %n: index, %kt: index) attributes {tile.kernel, tile.target = "sm_90a", tile.threads = array<i64: 384, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %Q = "tile.make_tensor"(%q, %m, %c64, %c64) {name = "Q"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %K = "tile.make_tensor"(%k, %n, %c64, %c64) {name = "K"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %V = "tile.make_tensor"(%v, %n, %c64, %c64) {name = "V"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %O = "tile.make_tensor"(%o, %m, %c64, %c64) {name = "O"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,64):(?,1)">
+  %sQ = "tile.alloc_shared"() {name = "sQ"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">
+  %sK = "tile.alloc_shared"() {name = "sK"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">
+  %sV = "tile.alloc_shared"() {name = "sV"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">
+  %qk = "tile.tiled_mma"() : () -> !tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">
+  %pv = "tile.tiled_mma"() : () -> !tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">
+  scf.execute_region {
+    scf.execute_region {
+      %bx = "tile.block_id"() {dim = 0 : i64} : () -> index
+      %tq = "tile.local_tile"(%Q, %bx) {coord = "(?,0)", tile = array<i64: 128, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(128,64):(?,1)">
+      "tile.copy"(%tq, %sQ) {atom = "tma"} : (!tile.tensor<f16, "global", "(128,64):(?,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">) -> ()
+      scf.for %j = %c0 to %kt step %c1 {
+        %tk = "tile.local_tile"(%K, %j) {coord = "(?,0)", tile = array<i64: 64, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(64,64):(?,1)">
+        "tile.copy"(%tk, %sK) {atom = "tma"} : (!tile.tensor<f16, "global", "(64,64):(?,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">) -> ()
+        %tv = "tile.local_tile"(%V, %j) {coord = "(?,0)", tile = array<i64: 64, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(64,64):(?,1)">
+        "tile.copy"(%tv, %sV) {atom = "tma"} : (!tile.tensor<f16, "global", "(64,64):(?,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">) -> ()
+      } {tile.stages = 2 : i64}
+      scf.yield
+    } {tile.registers = 40 : i64, tile.role = "producer", tile.warpgroups = array<i64: 0>}
+    scf.execute_region {
+      %bx = "tile.block_id"() {dim = 0 : i64} : () -> index
+      %acc = "tile.fragment"(%pv) {block_shape = array<i64: 128, 64>} : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">) -> !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">
+      "tile.fill"(%acc) {value = 0.000000e+00 : f32} : (!tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+      scf.for %j = %c0 to %kt step %c1 {
+        %s = "tile.fragment"(%qk) {block_shape = array<i64: 128, 64>} : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">) -> !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">
+        "tile.fill"(%s) {value = 0.000000e+00 : f32} : (!tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+        "tile.gemm"(%qk, %sQ, %sK, %s) : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (128,64):(64,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">, !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+        %p = "tile.convert"(%s) : (!tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> !tile.tensor<f16, "register", "(32,1,1):(1,32,32)">
+        %vt = "tile.permute"(%sV) {perm = array<i64: 1, 0>} : (!tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">) -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(1,64)">
+        "tile.gemm"(%pv, %p, %vt, %acc) : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(2,1,1)">, !tile.tensor<f16, "register", "(32,1,1):(1,32,32)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(1,64)">, !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+      } {tile.stages = 2 : i64}
+      %to = "tile.local_tile"(%O, %bx) {coord = "(?,0)", tile = array<i64: 128, 64>} : (!tile.tensor<f32, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f32, "global", "(128,64):(?,1)">
+      "tile.store"(%acc, %to) : (!tile.tensor<f32, "register", "(32,1,1):(1,32,32)">, !tile.tensor<f32, "global", "(128,64):(?,1)">) -> ()
+      scf.yield
+    } {tile.registers = 232 : i64, tile.role = "consumer", tile.warpgroups = array<i64: 1, 2>}
+    scf.yield
+  } {tile.warp_specialize}
+  return
+}
