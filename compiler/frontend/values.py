@@ -162,10 +162,9 @@ class TensorV(V):
         differing only in wgmma's N (attention's S = Q Kᵀ, BM x BN, and O, BM x D), which
         does not move a row."""
         a, b = self.mma, frag.mma
-        if not isinstance(a, MmaV) or not isinstance(b, MmaV) or (a.atom, a.tiling) != (
-            b.atom,
-            b.tiling,
-        ):
+        if not isinstance(a, MmaV) or not isinstance(b, MmaV):
+            return False
+        if (a.atom, a.tiling) != (b.atom, b.tiling):
             return False
         rows = self.block_shape
         return (
