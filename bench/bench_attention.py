@@ -1,15 +1,18 @@
-"""Attention forward (examples/attention.tile, FlashAttention-2's loop on mma.sync, sm_80 PTX)
+"""Attention forward (examples/attention.tile, FlashAttention-2's loop on mma.sync, sm_80 PTX;
+or examples/attention_sm90.tile, FlashAttention-3's structure on wgmma and TMA, sm_90a PTX)
 beside PyTorch's flash (FlashAttention-2) and cuDNN backends of scaled_dot_product_attention,
 on the same randn (B, H, S, D) tensors, in one run: TFLOP/s = 4·B·H·S_q·S_kv·D per call
 (half that for the causal bundles, which SDPA runs with is_causal) and tilec's ratio to each.
 
-Bundles: test/gpu/build_attention_bundles.sh (build/attention/d<D>_<T>_c<CAUSAL>). Each case
+Bundles: test/gpu/build_attention_bundles.sh (build/attention/d<D>_<T>_c<CAUSAL>), and
+test/gpu/build_attention_sm90_bundles.sh (build/attention_sm90, the same names). Each case
 checks tilec's output against the flash backend's before timing; rounds interleave the three
 implementations, each a median of CUDA-event timings of back-to-back launches
 (tilec.runtime.measure.time_ms), and the table gives the median over rounds.
 
     python bench/bench_attention.py [--dir build/attention] [--bundles d64_f16_c0,d128_f16_c1]
         [--shapes 4x32x4096,2x16x8192,16x32x1024] [--rounds 3]
+    python bench/bench_attention.py --dir build/attention_sm90 --bundles d128_f16_c0,...
 """
 
 from __future__ import annotations
@@ -70,8 +73,9 @@ def case(bundle: Path, b: int, h: int, s: int, rounds: int) -> dict[str, float]:
 
 
 def main(args: argparse.Namespace) -> None:
+    target = load(Path(args.dir) / args.bundles.split(",")[0]).manifest.target
     print(
-        f"# attention forward, sm_80 PTX, {datetime.date.today()}, "
+        f"# attention forward, {target} PTX ({args.dir}), {datetime.date.today()}, "
         f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
     )
     print("| bundle | B x H x S | tilec TFLOP/s | FA2 | cuDNN | tilec / FA2 | tilec / cuDNN |")

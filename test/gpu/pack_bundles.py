@@ -18,7 +18,17 @@ import tarfile
 from pathlib import Path
 
 ARCHIVE = Path("build/tier.tar.xz")
-FOLDERS = ("sm90", "examples", "gemm", "bundles", "variants", "rows", "splitk", "attention")
+FOLDERS = (
+    "sm90",
+    "examples",
+    "gemm",
+    "bundles",
+    "variants",
+    "rows",
+    "splitk",
+    "attention",
+    "attention_sm90",
+)
 
 
 def pack(folders: list[str]) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import zlib
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,14 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
+from attention_check import DTYPES, check, generator, launch, reference  # noqa: E402
+
 from tilec.runtime import load  # noqa: E402  (after the skips)
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = Path(os.environ.get("TILEC_ATTENTION_BUNDLES", ROOT / "build/attention"))
 if not (BUNDLES / "d64_f16_c0" / "manifest.json").is_file():
     pytest.skip(f"no attention bundles in {BUNDLES}", allow_module_level=True)
-DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
-TOLERANCE = {"f16": 4e-3, "bf16": 2.5e-2}  # relative (Frobenius) error of O
-LSE_TOLERANCE = 2e-3  # absolute: the scores are the inputs' own, only the sums differ
 _KERNELS: dict[str, object] = {}
 
 
@@ -46,50 +44,6 @@ def parts(name: str) -> tuple[int, str, int]:
     return int(fields[0][1:]), fields[1], int(fields[2][1:])
 
 
-def generator(*case: object) -> torch.Generator:
-    """A generator seeded by the case (fresh data per case, the same on every run)."""
-    return torch.Generator(device="cuda").manual_seed(zlib.crc32(repr(case).encode()))
-
-
-def visible(m: int, n: int, causal: int) -> torch.Tensor:
-    """Which key each query sees: everything, c <= r (top-left) or c <= r + n - m."""
-    rows = torch.arange(m, device="cuda")[:, None]
-    cols = torch.arange(n, device="cuda")[None, :]
-    if causal == 0:
-        return torch.ones(m, n, dtype=torch.bool, device="cuda")
-    return cols <= rows + (0 if causal == 1 else n - m)
-
-
-def reference(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(O, LSE) in float64 for (B, H, M, D) q and (B, HK, N, D) k, v: SDPA with the mask,
-    kv head h // (H / HK) for query head h; rows that see no key are 0 with LSE -inf."""
-    q, k, v = (x.double() for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = (x.repeat_interleave(group, dim=1) for x in (k, v))
-    seen = visible(q.shape[2], k.shape[2], causal)
-    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=seen, scale=scale)
-    scores = (scale * q @ k.transpose(2, 3)).masked_fill(~seen, -math.inf)
-    lse = torch.logsumexp(scores, dim=-1)
-    empty = ~seen.any(dim=1)  # rows above a bottom-right diagonal (M > N): no key
-    out[:, :, empty] = 0.0
-    return out, lse
-
-
-def check(o: torch.Tensor, lse: torch.Tensor, ref: tuple, dtype: str) -> None:
-    ref_o, ref_lse = ref
-    assert not torch.isnan(o).any(), "unwritten or NaN outputs"
-    assert not torch.isnan(lse).any(), "unwritten or NaN log-sum-exp"
-    scale = ref_o.norm().item() or 1.0
-    err = (o.double() - ref_o).norm().item() / scale
-    assert err < TOLERANCE[dtype], err
-    finite = torch.isfinite(ref_lse)
-    assert torch.equal(torch.isfinite(lse), finite), "LSE is -inf exactly where a row sees no key"
-    gap = (lse.double() - ref_lse)[finite].abs().max().item() if finite.any() else 0.0
-    assert gap < LSE_TOLERANCE, gap
-
-
 def run(
     name: str,
     b: int,
@@ -100,23 +54,8 @@ def run(
     sharp: float = 1.0,
     bshd: bool = False,
 ) -> None:
-    """One launch of bundle `name` on fresh randn q, k, v of (B, H, M, D) and (B, HK, N, D)
-    (or (B, S, H, D) ones passed transposed), checked against float64."""
-    d, dtype, causal = parts(name)
-    g = generator(name, b, h, hk, m, n, bshd)
-
-    def rand(heads: int, rows: int) -> torch.Tensor:
-        shape = (b, rows, heads, d) if bshd else (b, heads, rows, d)
-        x = torch.randn(shape, device="cuda", generator=g).to(DTYPES[dtype])
-        return x.transpose(1, 2) if bshd else x
-
-    q, k, v = rand(h, m), rand(hk, n), rand(hk, n)
-    o = torch.full_like(rand(h, m), math.nan)
-    lse = torch.full((b, h, m), math.nan, device="cuda")
-    scale = sharp / math.sqrt(d)
-    kernel(name)(q, k, v, o, lse, scale)
-    torch.cuda.synchronize()
-    check(o, lse, reference(q, k, v, causal, scale), dtype)
+    """One launch of bundle `name` (attention_check.launch)."""
+    launch(kernel(name), name, parts(name), (b, h, hk, m, n), sharp, bshd)
 
 
 DENSE = sorted(p.name for p in BUNDLES.glob("d*") if (p / "manifest.json").is_file())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Bundles for test/gpu/test_attention_sm90.py and bench/bench_attention.py --dir
+# build/attention_sm90, sm_90a PTX, into OUTDIR (default build/attention_sm90; carry it to the
+# GPU machine, e.g. with `python test/gpu/pack_bundles.py pack build/attention_sm90`), where
+# MLIR is: examples/attention_sm90.tile as d<D>_<T>_c<CAUSAL>: head dims 64, 128 and 256 in
+# f16 without a mask and top-left causal, bottom-right causal at 64 and 128, bf16 at 128 (each
+# bundle holds its variant(N % BN == 0, MASK = 0) build in variant/ where one applies). Each
+# build checks the kernel's contract (ring depth, no spills, no serialised wgmma, the
+# instructions).
+set -euo pipefail
+out="${1:-build/attention_sm90}"
+rm -rf "$out"
+mkdir -p "$out"
+# one NAME [-D ...]: examples/attention_sm90.tile built into $out/NAME.
+one() {
+  name=$1; shift
+  tmp=$(mktemp -d)
+  tilec build examples/attention_sm90.tile "$@" -o "$tmp" >/dev/null
+  mv "$tmp/attention90" "$out/$name"
+  rm -rf "$tmp"
+}
+for d in 64 128 256; do
+  for c in 0 1; do one "d${d}_f16_c$c" -D D=$d -D CAUSAL=$c; done
+done
+for d in 64 128; do one "d${d}_f16_c2" -D D=$d -D CAUSAL=2; done
+for c in 0 1; do one "d128_bf16_c$c" -D D=128 -D CAUSAL=$c -D T=bf16; done
+echo "built $(find "$out" -maxdepth 2 -name manifest.json | wc -l) SM90 attention bundles in $out"
