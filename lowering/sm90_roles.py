@@ -29,7 +29,7 @@ from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
 
 WS = "tile.warp_specialize"
-KEYS = ("tile.role", "tile.warpgroups", "tile.registers", "tile.pingpong")
+KEYS = ("tile.role", "tile.warpgroups", "tile.registers", "tile.pingpong", "tile.stagger")
 WARPGROUP = 128  # threads
 
 

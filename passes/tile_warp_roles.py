@@ -9,6 +9,8 @@ thread of its group (one thread issues every TMA load). Ping-pong consumers
 each group skips the other's turns, waits on its named barrier before its main loop (the
 pipelined loop, from its second turn on) and, once it has issued that loop's last wgmma (right
 after the loop, before the wgmma family's `wait_group 0`), lets the other group start its own.
+Staggered consumers (`consumer(..., stagger = 1)`, sm90_stagger) split each tile but take
+turns issuing their gemms (attention: one group's softmax under the other's wgmmas).
 
     scf.execute_region {                                  %wg = tid / 128
       scf.execute_region { ... }                    →     scf.if %wg == 0 {
@@ -29,7 +31,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from tilec.binding import walk
-from tilec.lowering import IndexBuilder, LoweringError, sm90_pingpong, sm90_roles
+from tilec.lowering import IndexBuilder, LoweringError, sm90_pingpong, sm90_roles, sm90_stagger
 from tilec.lowering.sm90_roles import roles_of
 from tilec.lowering.tile_roles import WARPGROUP, Role, named_barrier
 from tilec.passes.base import Pass, register
@@ -87,6 +89,8 @@ def place_roles(func: ir.Operation) -> None:
     groups = [list(ir.DenseI64ArrayAttr(r.attributes["tile.warpgroups"])) for r in order]
     if sm90_pingpong.requested(roles["consumer"]):
         take_turns(roles["consumer"])
+    if sm90_stagger.requested(roles["consumer"]):
+        sm90_stagger.stagger(roles["consumer"])
     for role in order:
         if sm90_roles.kind(role) == "producer":
             with ir.InsertionPoint(role), role.location:

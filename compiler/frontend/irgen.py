@@ -319,7 +319,7 @@ class KernelGen(ExprGen):
                 attrs: dict[str, ir.Attribute] = {"tile.role": ir.StringAttr.get(role.kind)}
                 for kw in role.kwargs:
                     ints = static_ints(self.values[id(kw.value)]) or []
-                    if kw.name == "pingpong" and ints == [0]:
+                    if kw.name in ("pingpong", "stagger") and ints == [0]:
                         continue  # the cooperative schedule: no attribute
                     plural = kw.name.startswith("warpgroup")  # warpgroup = 0, warpgroups = 1..2
                     key = "tile.warpgroups" if plural else f"tile.{kw.name}"

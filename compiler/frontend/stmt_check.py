@@ -210,8 +210,11 @@ class StatementChecker:
                 self.error("pingpong takes 0 or 1 (a static int)", kw.value.span)
             else:
                 self.consumer_pingpong = value.value == 1
+        elif kw.name == "stagger" and role.kind == "consumer":
+            if not (isinstance(value, IntV) and value.value in (0, 1)):
+                self.error("stagger takes 0 or 1 (a static int)", kw.value.span)
         else:
-            also = " and pingpong =" if role.kind == "consumer" else ""
+            also = ", pingpong = and stagger =" if role.kind == "consumer" else ""
             self.error(
                 f"{role.kind}(...) takes warpgroup(s) =, registers ={also}, not '{kw.name}'",
                 kw.span,

@@ -5,7 +5,8 @@ The GEMM builds are the emulator's own check (their PTX is measured on the GPU);
 attention builds (examples/attention_sm90.tile) are checked here before any GPU sees them:
 the Q tile's ring, the K/V ring read by two gemms an iteration, the waits before the
 softmax reads S and before the next iteration rescales O, P·V with P from registers, the
-K-major D = 128 and 256 tiles in chunks, V MN-major, the masks, GQA, strided layouts, LSE.
+K-major D = 128 and 256 tiles in chunks, V MN-major, the masks, GQA, strided layouts, LSE,
+the staggered consumer groups' named barriers (ST = 1: no deadlock, every wait matched).
 Outputs are NaN-poisoned first; a stage released early, an accumulator read before its
 wgmma group retires or a wrong fragment fails here."""
 
@@ -84,6 +85,7 @@ ATTENTION = [
     ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 2, 2, 2, 200, 130, "bf16", "bshd"),
     ({"D": "128", "CAUSAL": "2"}, 1, 4, 2, 300, 140, "f16", "bhsd"),
     ({"D": "256", "CAUSAL": "2"}, 1, 1, 1, 100, 150, "f16", "bhsd"),
+    ({"D": "128", "CAUSAL": "1", "ST": "1"}, 1, 2, 1, 260, 300, "f16", "bhsd"),
 ]
 
 
