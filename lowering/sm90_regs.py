@@ -69,8 +69,8 @@ def operand(p: Frag) -> Callable[[int, int], object]:
     return lambda ks, mi: a_fragment(p, ks, mi)
 
 
-def mma(rb: SwizzledRows) -> Callable[[WgmmaAtom, ir.Value, object, ir.Value], ir.Value]:
-    def issue(atom: WgmmaAtom, acc: ir.Value, a: object, db: ir.Value) -> ir.Value:
-        return sm90_wgmma.mma_register_a(atom, acc, a, db, rb.mn_major)
+def mma(rb: SwizzledRows) -> Callable[[WgmmaAtom, ir.Value, object, ir.Value, bool], ir.Value]:
+    def issue(atom: WgmmaAtom, acc: ir.Value, a: object, db: ir.Value, add: bool) -> ir.Value:
+        return sm90_wgmma.mma_register_a(atom, acc, a, db, rb.mn_major, add)
 
     return issue

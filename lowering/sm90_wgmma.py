@@ -90,17 +90,18 @@ def advanced(desc: ir.Value, nbytes: int) -> ir.Value:
 
 def mma(
     atom: WgmmaAtom, acc: ir.Value, desc_a: ir.Value, desc_b: ir.Value,
-    mn_major: tuple[bool, bool] = (False, False),
+    mn_major: tuple[bool, bool] = (False, False), add: bool = True,
 ) -> ir.Value:  # fmt: skip
-    """acc += A·Bᵀ for one 64×N×16 step, both operands in shared memory: K-major, or (per
-    operand, `mn_major`) MN-major, the transpose bit of wgmma."""
+    """acc += A·Bᵀ (`add`; else acc = A·Bᵀ, scale-d 0) for one 64×N×16 step, both operands in
+    shared memory: K-major, or (per operand, `mn_major`) MN-major, the transpose bit of
+    wgmma."""
     attrs = {
         "layoutA": f"#nvvm.mma_layout<{'col' if mn_major[0] else 'row'}>",
         "layoutB": f"#nvvm.mma_layout<{'row' if mn_major[1] else 'col'}>",
         "satfinite": "#nvvm.mma_int_overflow<wrapped>",
         "scaleA": "#nvvm.wgmma_scale_in<one>",
         "scaleB": "#nvvm.wgmma_scale_in<one>",
-        "scaleD": "#nvvm.wgmma_scale_out<one>",
+        "scaleD": f"#nvvm.wgmma_scale_out<{'one' if add else 'zero'}>",
         "shape": f"#nvvm.shape<m = {atom.m}, n = {atom.n}, k = {atom.k}>",
         "typeA": f"#nvvm.wgmma_type<{atom.a}>",
         "typeB": f"#nvvm.wgmma_type<{atom.b}>",
@@ -116,9 +117,11 @@ def mma(
 
 
 def mma_register_a(
-    atom: WgmmaAtom, acc: ir.Value, a: list[ir.Value], desc_b: ir.Value, b_mn_major: bool
-) -> ir.Value:
-    """acc += A·Bᵀ for one 64×N×16 step with A from registers (four `.b32` of two 16-bit
+    atom: WgmmaAtom, acc: ir.Value, a: list[ir.Value], desc_b: ir.Value, b_mn_major: bool,
+    add: bool = True,
+) -> ir.Value:  # fmt: skip
+    """acc += A·Bᵀ (`add`; else acc = A·Bᵀ, scale-d 0) for one 64×N×16 step with A from
+    registers (four `.b32` of two 16-bit
     values each: the thread's m16n8k16 A fragment in its warp's 16 rows) and B in shared
     memory. MLIR's `nvvm.wgmma.mma_async` takes A only as a descriptor, so this is inline
     PTX, the accumulators tied in and out ("+f") as the NVVM op's own lowering writes them."""
@@ -129,7 +132,7 @@ def mma_register_a(
     # operands: n outputs, the n inputs tied to them, A's four registers, B's descriptor
     regs = ", ".join(f"${2 * n + i}" for i in range(4))
     asm = (
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        f"{{\n.reg .pred p;\nsetp.ne.b32 p, {int(add)}, 0;\n"
         f"wgmma.mma_async.sync.aligned.m{atom.m}n{atom.n}k{atom.k}.{atom.d}.{atom.a}.{atom.b} "
         f"{{{d}}}, {{{regs}}}, ${2 * n + 4}, p, 1, 1, {int(b_mn_major)};\n}}\n"
     )

@@ -120,7 +120,10 @@ def gemm(
         k, operand_a, mma = shared_a(op, a, rb, a_rows, b)
     i8 = ir.IntegerType.get_signless(8)
     desc_b = sm90_wgmma.descriptor(gep(bv.base, mn_bytes(rb, b_rows, b), i8, b), rb)
-    accs = w.structs(acc)
+    # an accumulator filled with zeros right before (attention's S, each iteration): its
+    # first k-step ignores it (scale-d 0) instead of 0 moved into every register
+    fresh = zeroed(acc)
+    accs = [llvm.UndefOp(w.atom.struct()).result] * (w.mt * w.nt) if fresh else w.structs(acc)
     step = w.atom.k
     nvvm.WgmmaFenceAlignedOp()
     for kk in range(k // step):
@@ -131,17 +134,31 @@ def gemm(
                     desc_b, rb.mn_offset(ni * w.atom.n) + rb.k_offset(kk * step)
                 )
                 at = mi * w.nt + ni
-                accs[at] = mma(w.atom, accs[at], da, db)
+                accs[at] = mma(w.atom, accs[at], da, db, not (fresh and kk == 0))
     nvvm.WgmmaGroupSyncAlignedOp()
     nvvm.WgmmaWaitGroupSyncOp(pending)
     out = w.fragment(acc, accs)
     return fenced(out) if pending == 0 else out
 
 
+def zeroed(acc: Frag) -> bool:
+    """Whether every value of `acc` is the constant 0 (a fill just before)."""
+    for row in acc.values:
+        for v in row:
+            owner = v.owner
+            if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+                return False
+            value = owner.attributes["value"]
+            if not isinstance(value, ir.FloatAttr) or value.value != 0.0:
+                return False
+    return True
+
+
 # An A operand of one k-step and 64-row tile: (K element, tile) -> descriptor or registers;
-# one wgmma: (atom, accumulator, A, B's descriptor) -> accumulator.
+# one wgmma: (atom, accumulator, A, B's descriptor, whether it adds to the accumulator) ->
+# accumulator.
 OperandA = Callable[[int, int], object]
-Mma = Callable[[WgmmaAtom, ir.Value, object, ir.Value], ir.Value]
+Mma = Callable[[WgmmaAtom, ir.Value, object, ir.Value, bool], ir.Value]
 
 
 def shared_a(
@@ -158,8 +175,8 @@ def shared_a(
     def operand(ks: int, mi: int) -> object:
         return sm90_wgmma.advanced(desc_a, ra.mn_offset(mi * 64) + ra.k_offset(ks))
 
-    def mma(atom: WgmmaAtom, acc: ir.Value, da: object, db: ir.Value) -> ir.Value:
-        return sm90_wgmma.mma(atom, acc, da, db, (ra.mn_major, rb.mn_major))
+    def mma(atom: WgmmaAtom, acc: ir.Value, da: object, db: ir.Value, add: bool) -> ir.Value:
+        return sm90_wgmma.mma(atom, acc, da, db, (ra.mn_major, rb.mn_major), add)
 
     return ra.cols, operand, mma
 

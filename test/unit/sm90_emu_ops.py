@@ -342,7 +342,9 @@ def issue_rs(g: Group, o: ir.Operation, text: str) -> object:
     elem, tnsp_b = m.group(4), m.group(5)
     regs = n // 2
     ops = list(o.operands)
-    acc = [g.get(v) for v in ops[:regs]]
+    # scale-d: the predicate `p` is set from a literal, 0 for D = A·B (the input ignored)
+    add = re.search(r"setp\.ne\.b32 p, (\d), 0;", text).group(1) == "1"
+    acc = [g.get(v) if add else np.float32(0) for v in ops[:regs]]
     a = [np.asarray(g.value(v)) for v in ops[regs : regs + 4]]
     desc = uniform(g.value(ops[regs + 4]), np.ones(WARPGROUP, dtype=bool))
     mma = Mma("rs", mm, n, k, elem, acc, a, desc, (False, tnsp_b == "1"))
@@ -356,6 +358,8 @@ def issue_ss(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     mm, n, k = (int(x) for x in re.findall(r"= (\d+)", shape))
     elem = re.search(r"<(\w+)>", str(o.attributes["typeA"])).group(1)
     acc = list(g.get(o.operands[0]))
+    if "zero" in str(o.attributes["scaleD"]):  # D = A·B: the input accumulator ignored
+        acc = [np.float32(0)] * (n // 2)
     da, db = (uniform(g.value(v), mask) for v in list(o.operands)[1:3])
     tnsp = ("col" in str(o.attributes["layoutA"]), "row" in str(o.attributes["layoutB"]))
     mma = Mma("ss", mm, n, k, elem, acc, da, db, tnsp)
