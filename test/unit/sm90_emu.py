@@ -2,20 +2,19 @@
 
 Each warp group of a block is a coroutine over 128 lanes (numpy vectors); the groups interleave
 where the hardware would make them wait: an mbarrier phase (`try_wait.parity`), a block or
-named barrier. What the PTX ISA says the asynchronous units do is modelled from the ISA, not
-from tilec's lowering:
+named barrier. The asynchronous units act as the PTX ISA says, placed by sm90_model (the SM90
+tests' one model of the hardware: swizzle, TMA box placement, matrix descriptors, the D
+fragment), never by tilec's lowering:
 
-- TMA (`cp.async.bulk.tensor`): the box, at the coordinates given, read from the tensor as the
-  runtime's map encodes it (tilec.runtime.binding.tma_encode_args: dims, byte strides, box,
-  swizzle), zeros out of bounds, written row after row from the slot's address with the
-  swizzle applied to the address bits (bits 4.. xor bits 7..), and its bytes completed on
-  the barrier;
-- mbarriers: arrivals and transaction bytes per phase, the phase's parity;
+- TMA (`cp.async.bulk.tensor`): the box at the coordinates given, from the tensor as the
+  runtime's map encodes it, zeros out of bounds, into the swizzled shared bytes
+  sm90_model.TensorMap.writes names, its bytes completed on the barrier;
+- mbarriers: arrivals and transaction bytes per phase, the phase's parity; named barriers;
 - wgmma: a group runs when `wait_group` retires it (so a stage released too early is read
-  after the producer refilled it: a wrong result), reading shared memory through the
-  matrix descriptors (start, leading and stride byte offsets, swizzle) and A from registers
-  for the RS form (the m16n8k16 A fragment per warp), writing the D fragment; reading an
-  accumulator before its group retires raises `EarlyRead`.
+  after the producer refilled it: a wrong result), reading shared memory through the matrix
+  descriptors (sm90_model.Descriptor) and A from registers for the RS form (the m16n8k16 A
+  fragment in each warp), honouring scale-d, writing the D fragment (sm90_model.d_fragment);
+  reading an accumulator before its group retires raises `EarlyRead`.
 
 Supported: what tilec emits for these kernels (arith, math, llvm, gpu, nvvm and scf ops it
 uses); anything else raises NotImplementedError naming the op.
@@ -33,16 +32,17 @@ from sm90_emu_model import (
     SHARED_BASE,
     WARPGROUP,
     Deadlock,
+    Mapped,
     MBarrier,
     Memory,
     Mma,
-    TensorMap,
     elem_size,
     resolve,
     run_mma,
     uniform,
 )
 from sm90_emu_ops import OPS
+from sm90_model import TensorMap
 
 # The block ---------------------------------------------------------------------------------
 
@@ -53,7 +53,7 @@ class Block:
     """One block of the kernel: its warp groups run as coroutines over a shared machine."""
 
     def __init__(
-        self, kernel: ir.Operation, args: list[object], maps: dict[int, TensorMap],
+        self, kernel: ir.Operation, args: list[object], maps: dict[int, Mapped],
         memory: Memory, block: tuple[int, int, int], grid: tuple[int, int, int],
     ) -> None:  # fmt: skip
         self.kernel, self.memory, self.maps = kernel, memory, maps
@@ -343,7 +343,7 @@ def run(c: Compiled, args: tuple, blocks: list[tuple[int, int, int]] | None = No
             bound.append(a)
     b = bind(m, tuple(bound), device=lambda ordinal: {"num_sms": num_sms})
     values: list[object] = []
-    maps: dict[int, TensorMap] = {}
+    maps: dict[int, Mapped] = {}
     for p, slot in zip(m.params, b.slots, strict=True):
         if isinstance(p, TensorParam):
             values.append(np.int64(pointers[tensors.index(p.name)]))
@@ -352,13 +352,10 @@ def run(c: Compiled, args: tuple, blocks: list[tuple[int, int, int]] | None = No
             values.append(np.float32(v) if isinstance(v, float) else np.int64(v))
         elif isinstance(p, TmaParam):
             address = (64 + len(maps)) << 40
-            enc = b.tma[p.descriptor]
-            tensor = next(d.tensor for d in m.tma if d.name == p.descriptor)
-            maps[address] = TensorMap(
-                tensors.index(tensor), enc["global_dim"], enc["global_strides"],
-                enc["box_dim"], int(enc["swizzle"].rstrip("B") or 0), elem_size(
-                    {"FLOAT16": "f16", "BFLOAT16": "bf16", "FLOAT32": "f32"}[enc["dtype"]]),
-            )  # fmt: skip
+            d = next(d for d in m.tma if d.name == p.descriptor)
+            view = b.views[d.tensor]
+            tmap = TensorMap.of(d, view.shape, view.strides, view.dtype, b.symbols)
+            maps[address] = Mapped(tmap, tensors.index(d.tensor), view.shape, view.strides)
             values.append(np.int64(address))
     grid = tuple(int(x) for x in b.grid)
     every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]

@@ -1,7 +1,8 @@
 """Test helper (sm90_emu): the machine state an emulated SM90 block has besides its registers:
 values not yet computed (a wgmma accumulator until its group retires), 16-bit floats, global
-and shared memory, mbarriers, tensor maps; and what the asynchronous units compute, modelled
-from the PTX ISA: a wgmma from its matrix descriptors (and A's registers), a TMA box."""
+and shared memory, mbarriers, tensor maps; and what the asynchronous units compute, with
+sm90_model's placements (PTX ISA): a wgmma from its matrix descriptors (and A's registers, the
+m16n8k16 A fragment in each warp), a TMA box."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+from sm90_model import Descriptor, TensorMap, d_fragment
 
 WARPGROUP = 128
 SHARED_BASE = 0x410  # a shared window that starts 16-byte but not 1024-byte aligned
@@ -117,13 +119,6 @@ def wrap(x: np.ndarray, t: str) -> np.ndarray:
     return np.where(x >= 1 << (width - 1), x - (1 << width), x)
 
 
-def swizzled(address: np.ndarray, swizzle: int) -> np.ndarray:
-    """The byte address with the 32/64/128-byte swizzle applied: bits 4.. xor bits 7.."""
-    bits = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle]
-    mask = (1 << bits) - 1
-    return address ^ (((address >> 7) & mask) << 4)
-
-
 # Memory ------------------------------------------------------------------------------------
 
 
@@ -202,41 +197,23 @@ class MBarrier:
 
 
 @dataclass
-class TensorMap:
-    """A map as the runtime encodes it (tma_encode_args), over tensor `index`."""
+class Mapped:
+    """A tensor map as the runtime encodes it (sm90_model.TensorMap) over kernel tensor
+    `index` of `shape` and element `strides` (which place a box's elements in memory)."""
 
+    tmap: TensorMap
     index: int
-    dims: list[int]  # innermost first
-    strides: list[int]  # bytes, of dims 1..
-    box: list[int]
-    swizzle: int
-    elem: int  # bytes
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
 
 
 # wgmma -------------------------------------------------------------------------------------
 
 
-def fields(desc: int) -> tuple[int, int, int, int]:
-    """(start, leading byte offset, stride byte offset, swizzle bytes) of a descriptor."""
-    d = desc & ((1 << 64) - 1)
-    swizzle = {0: 0, 1: 128, 2: 64, 3: 32}[d >> 62]
-    return (d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4, swizzle
-
-
 def operand(memory: Memory, desc: int, rows: int, mn_major: bool, elem: str) -> np.ndarray:
-    """[rows, 16] elements of a shared operand through its descriptor (K-major: 8-row groups
-    `stride` apart, each row one swizzle width; MN-major: chunks of one swizzle width along
-    M/N `leading` apart, 8-row groups along K `stride` apart)."""
-    start, leading, stride, swizzle = fields(desc)
-    r = np.arange(rows)[:, None]
-    k = np.arange(16)[None, :]
-    if mn_major:
-        width = swizzle // 2
-        address = start + (r // width) * leading + (k // 8) * stride + (k % 8) * swizzle
-        address = address + (r % width) * 2
-    else:
-        address = start + (r // 8) * stride + (r % 8) * swizzle + k * 2
-    address = swizzled(address, swizzle)
+    """[rows, 16] elements of a shared operand through its matrix descriptor
+    (sm90_model.Descriptor: CUTLASS's canonical layouts, the swizzle)."""
+    address = Descriptor.decode(desc).addresses(rows, 16, 2, mn_major)
     lo = memory.shared[address].astype(np.int64)
     hi = memory.shared[address + 1].astype(np.int64)
     return from_bits16(lo | (hi << 8), elem)
@@ -256,15 +233,6 @@ def fragment_a(regs: list[np.ndarray], elem: str) -> np.ndarray:
     return out
 
 
-def d_places() -> tuple[np.ndarray, np.ndarray]:
-    """[lanes, regs] (row, column) of each D register: 4j + 2h + e at row 16w + g + 8h,
-    column 8j + 2t + e."""
-    lane = np.arange(WARPGROUP)[:, None]
-    r = np.arange(256)[None, :]
-    j, h, e = r // 4, r % 4 // 2, r % 2
-    return 16 * (lane // 32) + lane % 32 // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e
-
-
 def run_mma(memory: Memory, mma: Mma) -> None:
     acc = np.array([np.broadcast_to(np.asarray(resolve(x), dtype=np.float32), (WARPGROUP,))
                     for x in mma.acc]).T  # fmt: skip
@@ -275,25 +243,21 @@ def run_mma(memory: Memory, mma: Mma) -> None:
     b = operand(memory, mma.b, mma.n, mma.tnsp[1], mma.elem)
     assert not np.isnan(a).any(), "an A element no register holds"
     d = a.astype(np.float64) @ b.astype(np.float64).T
-    rows, cols = d_places()
+    place = d_fragment(mma.n)  # [thread, register] -> (row, column)
     regs = mma.n // 2
-    out = acc.astype(np.float64) + d[rows[:, :regs], cols[:, :regs]]
+    out = acc.astype(np.float64) + d[place[..., 0], place[..., 1]]
     mma.out = [out[:, i].astype(np.float32) for i in range(regs)]
 
 
-def copy_box(memory: Memory, tmap: TensorMap, coords: list[int], dst: int) -> int:
-    """The box at `coords` (innermost first) into shared memory at `dst`, row after row,
-    swizzled by address; zeros outside the tensor. Returns the box's bytes."""
-    box = tmap.box
-    index = np.indices(box[::-1]).reshape(len(box), -1)[::-1]  # innermost first, row-major
-    at = np.array(coords)[:, None] + index
-    inside = ((at >= 0) & (at < np.array(tmap.dims)[:, None])).all(axis=0)
-    strides = np.array([tmap.elem, *tmap.strides])[:, None]
-    source = (at * strides).sum(axis=0)
-    buf = memory.buffers[tmap.index]
-    linear = np.arange(index.shape[1]) * tmap.elem
-    target = swizzled(dst + linear, tmap.swizzle)
-    for b in range(tmap.elem):
-        data = np.where(inside, buf[np.where(inside, source + b, 0)], 0)
-        memory.shared[target + b] = data
-    return index.shape[1] * tmap.elem
+def copy_box(memory: Memory, mapped: Mapped, coords: list[int], dst: int) -> int:
+    """The box at `coords` (innermost first) into shared memory at `dst`, where
+    sm90_model.TensorMap.writes places each element; zeros outside the tensor. Returns the
+    box's bytes."""
+    index, target = mapped.tmap.writes(coords, dst)
+    inside = ((index >= 0) & (index < np.array(mapped.shape))).all(axis=1)
+    elem = mapped.tmap.elem
+    source = (np.where(inside[:, None], index, 0) * np.array(mapped.strides)).sum(axis=1) * elem
+    buf = memory.buffers[mapped.index]
+    for b in range(elem):
+        memory.shared[target + b] = np.where(inside, buf[source + b], 0)
+    return mapped.tmap.box_bytes
