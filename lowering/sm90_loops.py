@@ -56,6 +56,16 @@ def step_term(step: ir.Value) -> Term:
     return step if found is None else found
 
 
+def siblings(loop: ir.Operation) -> list[ir.Operation]:
+    """The pipelined loops of `loop`'s block in order, `loop` among them (a block may run
+    several one after the other: attention's unmasked tiles, then its diagonal ones); just
+    `loop` when it is not pipelined."""
+    if "tile.stages" not in loop.attributes:
+        return [loop]
+    ops = [o.operation for o in loop.block.operations]
+    return [o for o in ops if o.name == "scf.for" and "tile.stages" in o.attributes]
+
+
 def counter_of(
     loop: ir.Operation,
     role: ir.Operation,
@@ -64,7 +74,11 @@ def counter_of(
     start: Callable[[ir.Operation], Term | None] = lambda lp: None,
 ) -> Term:
     """The kernel-wide number of the current iteration of `loop` (or, `at_end`, just after
-    the loop: of the iteration that would follow its last).
+    the loop: of the iteration that would follow its last). Pipelined loops one after the
+    other in a block number their iterations on from the earlier ones' (`siblings`): the
+    roles may split the same iterations into loops differently (one producer loop over a
+    tile's K/V blocks, two consumer loops over its unmasked and its diagonal blocks) as long
+    as each block's loops run as many in all.
 
     `start(lp)`, where not None, is the number of iterations of `lp` the block ran before
     this run of it (`sm90_split`: units of work whose share of K differs): the numbering
@@ -72,8 +86,16 @@ def counter_of(
     chain = [*enclosing_loops(loop, role), loop]
     for inner in chain[1:]:
         if start(inner) is not None:
+            if len(siblings(inner)) > 1:
+                raise LoweringError(inner, "a split unit runs one pipelined loop")
             continue
-        for v in list(inner.operands)[:3]:
+        for later in siblings(inner)[1:]:  # their counts are needed where the first starts
+            if any(defined_after(v, siblings(inner)[0]) for v in list(later.operands)[:3]):
+                raise LoweringError(
+                    later, "pipelined loops one after the other inside another loop take "
+                    "bounds computed before the first of them",
+                )  # fmt: skip
+        for v in [x for lp in siblings(inner) for x in list(lp.operands)[:3]]:
             if not invariant(v, role):
                 raise LoweringError(
                     inner,
@@ -82,11 +104,31 @@ def counter_of(
     count: Term = 0
     for k, lp in enumerate(chain):
         last = k == len(chain) - 1
-        n = trips(lp, b)
+        group = siblings(lp)
+        own = trips(lp, b)
+        n = own if len(group) == 1 or not k else total([trips(s, b) for s in group], b)
         base = start(lp)
-        i = n if last and at_end else index(lp, b)
+        i = own if last and at_end else index(lp, b)
+        if len(group) > 1:  # after the iterations of the loops before it in its block
+            i = b.add(total([trips(s, b) for s in group[: group.index(lp)]], b), i)
         if base is not None:
             count = b.add(base, i)
         else:
             count = b.add(b.mul(count, n), i) if k else i
     return count
+
+
+def defined_after(v: ir.Value, op: ir.Operation) -> bool:
+    """Whether `v` is made by an op of `op`'s block that comes after `op`."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return False
+    o = owner.operation
+    return o.block == op.block and op.is_before_in_block(o)
+
+
+def total(terms: list[Term], b: IndexBuilder) -> Term:
+    out: Term = 0
+    for t in terms:
+        out = b.add(out, t)
+    return out

@@ -3,8 +3,10 @@ each tile take turns issuing their gemms, so that one group's softmax runs while
 wgmmas keep the tensor cores busy (FlashAttention-3's ping-pong between warp groups; the
 whole-tile turns of `pingpong = 1` are CUTLASS's GEMM schedule).
 
-The consumers' pipelined loop holds two gemms an iteration: S_j = Q K_jᵀ, which the softmax
-reads, and O += P_j V_j. A group issues its wgmmas in blocks, P_j V_j with S_{j+1}, each block
+A consumer pipelined loop holds two gemms an iteration: S_j = Q K_jᵀ, which the softmax
+reads, and O += P_j V_j (attention's loop; or its two loops, over the unmasked tiles and the
+diagonal ones, each balanced on its own). A group issues its wgmmas in blocks, P_j V_j with
+S_{j+1}, each block
 started by a wait on the group's named barrier and ended by an arrival on the other group's;
 group 0 goes first (group 1 arrives once before its loop), so the blocks alternate and a
 group's softmax of S_{j+1} overlaps the other group's block:
@@ -54,8 +56,16 @@ def stagger(consumer: ir.Operation) -> None:
             consumer, f"stagger takes turns between the {GROUPS} consumer warp groups that "
             "split each tile (not with pingpong)",
         )  # fmt: skip
-    loop, first_commit, second_fence = two_gemm_loop(consumer)
     first = 2 + len(role.groups)  # after the groups' own barriers and the consumers' one
+    for loop, first_commit, second_fence in two_gemm_loops(consumer):
+        alternate(loop, first_commit, second_fence, role, first)
+
+
+def alternate(
+    loop: ir.Operation, first_commit: ir.Operation, second_fence: ir.Operation, role: Role,
+    first: int,
+) -> None:  # fmt: skip
+    """One loop's turns; each loop's arrivals balance its waits on its own."""
     b = IndexBuilder()
     with ir.InsertionPoint(loop), loop.location:
         group = uniform_group(role.first)
@@ -79,9 +89,9 @@ def turn(ident: Term, b: IndexBuilder, arrive: bool = False) -> None:
     named_barrier(ident, GROUPS * WARPGROUP, b, arrive=arrive)
 
 
-def two_gemm_loop(consumer: ir.Operation) -> tuple[ir.Operation, ir.Operation, ir.Operation]:
-    """The consumers' pipelined loop whose body commits two wgmma groups, its first commit and
-    the fence that opens its second gemm (a located error unless there is exactly one)."""
+def two_gemm_loops(consumer: ir.Operation) -> list[tuple]:
+    """The consumers' pipelined loops whose body commits two wgmma groups: each with its first
+    commit and the fence that opens its second gemm (a located error if there is none)."""
     found = []
     loops: list[ir.Operation] = []
     walk(consumer, lambda o: loops.append(o) if "tile.stages" in o.attributes else None)
@@ -91,12 +101,12 @@ def two_gemm_loop(consumer: ir.Operation) -> tuple[ir.Operation, ir.Operation, i
         if len(commits) == GROUPS:
             fence = next(o for o in ops[commits[0] :] if o.name == FENCE)
             found.append((loop, ops[commits[0]], fence))
-    if len(found) != 1:
+    if not found:
         raise LoweringError(
-            consumer, "stagger alternates the consumers' gemms in one pipelined loop holding "
-            f"two gemms an iteration, got {len(found)} such loops",
+            consumer, "stagger alternates the consumers' gemms in pipelined loops holding two "
+            "gemms an iteration: there is none",
         )  # fmt: skip
-    return found[0]
+    return found
 
 
 def next_op(op: ir.Operation) -> ir.Operation:

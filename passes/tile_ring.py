@@ -41,11 +41,11 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from tilec import smem
-from tilec.binding import enclosing_loops, op_id, walk
+from tilec.binding import before, enclosing_loops, op_id, walk
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term, sm90_cluster, sm90_split, sm90_tma
 from tilec.lowering.sm90_epilogue import EPILOGUE, TMA_STORE
-from tilec.lowering.sm90_loops import counter_of, index, trips
+from tilec.lowering.sm90_loops import counter_of, index, siblings, trips
 from tilec.lowering.sm90_plan import make_plan, pipelined
 from tilec.lowering.sm90_ring import Ring, aligned_base
 from tilec.lowering.sm90_roles import roles_of
@@ -84,7 +84,8 @@ class RingKernel:
         self.descriptors: dict[str, ir.Value] = {}
         self.issued: dict[int, tuple[Term, ir.Value]] = {}  # producer loop -> stage, barrier
         self.once_issued: tuple[Term, ir.Value] | None = None  # the once ring's, likewise
-        self.once_waited: dict[int, Term] = {}  # consumer loop -> the once ring's stage
+        # the consumers' first loop reading the once ring -> its stage, the release's arrive
+        self.once_waited: dict[int, tuple[Term, ir.Operation]] = {}
         self.first: dict[int, int] = {}  # consumer loop -> its first gemm
 
     def build(self) -> None:
@@ -274,24 +275,33 @@ class RingKernel:
         return view_cast(op, typ, view).results[0]
 
     def wait_once(self, op: ir.Operation, loop: ir.Operation) -> Term:
-        """Before `loop` (once): wait for the once ring's stage; after it, release it (the
-        wgmma family's `wait_group 0` comes first, right after the loop). Returns the stage."""
-        key = op_id(loop)
+        """Before the first consumer loop that reads the once ring (once): wait for its stage;
+        after the last of those loops (pipelined loops one after the other in one block:
+        `sm90_loops.siblings`), release it (the wgmma family's `wait_group 0` comes first,
+        right after the loop). Returns the stage."""
+        key = op_id(siblings(loop)[0])
         if key in self.once_waited:
-            return self.once_waited[key]
+            stage, release = self.once_waited[key]
+            if before(release, loop):  # a later loop reads it too: release after that one
+                release.move_after(loop)
+            return stage
         if self.once_waited or len(enclosing_loops(loop, role_of(loop))) != self.once_depth:
             raise LoweringError(
-                op, "the buffers loaded outside the pipelined loops are read by one pipelined "
-                "loop of the consumers, at the depth of loops their copies sit at in the "
-                "producer (both sides count the once ring's turns alike)",
+                op, "the buffers loaded outside the pipelined loops are read by the pipelined "
+                "loops of one block of the consumers, at the depth of loops their copies sit "
+                "at in the producer (both sides count the once ring's turns alike)",
             )  # fmt: skip
         b = IndexBuilder()
         with ir.InsertionPoint(loop), loop.location:
             counter = self.once_counter(loop, b)
-            self.once_waited[key] = self.once.wait_full(counter, b)
+            stage = self.once.wait_full(counter, b)
         with ir.InsertionPoint(_next(loop)), loop.location:
             self.once.release(counter, IndexBuilder())
-        return self.once_waited[key]
+            release = _next(loop)
+            while release.name != "nvvm.mbarrier.arrive":
+                release = _next(release)
+        self.once_waited[key] = (stage, release)
+        return stage
 
     def release_if(self, cond: ir.Value, counter: Term) -> None:
         def release() -> list:

@@ -3,8 +3,7 @@
 # build/attention_sm90, sm_90a PTX, into OUTDIR (default build/attention_sm90; carry it to the
 # GPU machine, e.g. with `python test/gpu/pack_bundles.py pack build/attention_sm90`), where
 # MLIR is: examples/attention_sm90.tile as d<D>_<T>_c<CAUSAL>: head dims 64, 128 and 256 in
-# f16 without a mask and top-left causal, bottom-right causal at 64 and 128, bf16 at 128 (each
-# bundle holds its variant(N % BN == 0, MASK = 0) build in variant/ where one applies), and
+# f16 without a mask and top-left causal, bottom-right causal at 64 and 128, bf16 at 128, and
 # d<D>_<T>_c<CAUSAL>_st the staggered consumers (ST = 1) at 64 and 128. Each
 # build checks the kernel's contract (ring depth, no spills, no serialised wgmma, the
 # instructions).

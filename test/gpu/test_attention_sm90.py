@@ -44,7 +44,7 @@ def run(name: str, *shape: int, sharp: float = 1.0, bshd: bool = False) -> None:
 
 
 BUILT = sorted(p.name for p in BUNDLES.glob("d*") if (p / "manifest.json").is_file())
-SHAPES = [  # (B, H, HK, M, N): ragged, M != N both ways, one row, tile multiples (MASK = 0)
+SHAPES = [  # (B, H, HK, M, N): ragged, M != N both ways, one row, tile multiples (no masked loop)
     (1, 2, 2, 100, 37),
     (2, 3, 3, 300, 700),
     (1, 1, 1, 1, 1),
@@ -82,8 +82,8 @@ def test_sharp_scores(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["d128_f16_c0", "d128_f16_c1", "d64_f16_c2"])
 def test_long_rows(name: str) -> None:
-    """Thousands of keys: the ring wraps hundreds of times (the unmasked variant where
-    N % BN == 0), and one key past it."""
+    """Thousands of keys: the ring wraps many times (no masked tile where N % BN == 0), and
+    one key past it (a masked last tile)."""
     run(name, 1, 2, 2, 300, 4096)
     run(name, 1, 2, 2, 300, 4097)
 

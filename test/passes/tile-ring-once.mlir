@@ -5,7 +5,7 @@
 // from K, P V from V): the stage is waited for and the stage before released with the first
 // one only; the second reads the permutation of V's slot (MN-major). Negative cases:
 // tile-ring-once.mlir.bad.
-// RUN: tile-opt -p tile-ring %s | filecheck %s
+// RUN: tile-opt -p tile-ring --split-input-file %s | filecheck %s
 // RUN: tile-opt -p tile-ring --split-input-file --verify-diagnostics %s.bad
 
 // Stages: 2 x (sK 8192 + sV 8192); the once ring: sQ 16384; barriers: 2 + 2 stage ones and
@@ -113,6 +113,65 @@ func.func @once(%q: !llvm.ptr, %k: !llvm.ptr, %v: !llvm.ptr, %o: !llvm.ptr, %m: 
       "tile.store"(%acc, %to) : (!tile.tensor<f32, "register", "(32,1,1):(1,32,32)">, !tile.tensor<f32, "global", "(128,64):(?,1)">) -> ()
       scf.yield
     } {tile.registers = 232 : i64, tile.role = "consumer", tile.warpgroups = array<i64: 1, 2>}
+    scf.yield
+  } {tile.warp_specialize}
+  return
+}
+
+// -----
+
+// The consumers split the producer's iterations into two loops (attention's unmasked tiles,
+// then the diagonal ones): the second loop's iteration i is the ring's max(ka, 0) + i; Q's
+// slot is waited for before the first loop and released after the second, not between.
+// CHECK-LABEL: func.func @siblings(
+// CHECK: nvvm.mbarrier.init %[[QFULL:[^,]*]], %c1_i32_{{[0-9]+}} :
+// CHECK-NEXT: nvvm.mbarrier.init %[[QEMPTY:[^,]*]], %c128_i32_{{[0-9]+}} :
+// CHECK: tile.role = "producer"
+// CHECK: nvvm.mbarrier.try_wait.parity %[[QFULL]],
+// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %arg5 step
+// CHECK: "tile.gemm"
+// CHECK: } {tile.stages = 2 : i64}
+// CHECK-NOT: nvvm.mbarrier.arrive %[[QEMPTY]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[D1:.*]] = arith.subi %arg5, %c0
+// CHECK: %[[T1:.*]] = arith.maxsi %[[D1]], %c0
+// CHECK-NEXT: %[[N:.*]] = arith.addi %[[T1]], %{{.*}} : index
+// CHECK: arith.andi %[[N]], %c1
+// CHECK: "tile.gemm"
+// CHECK: } {tile.stages = 2 : i64}
+// CHECK: nvvm.mbarrier.arrive %[[QEMPTY]]
+// CHECK-NEXT: scf.yield
+// CHECK: tile.role = "consumer"
+func.func @siblings(%q: !llvm.ptr, %k: !llvm.ptr, %m: index, %n: index, %kt: index, %ka: index) attributes {tile.kernel, tile.target = "sm_90a", tile.threads = array<i64: 256, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %Q = "tile.make_tensor"(%q, %m, %c64, %c64) {name = "Q"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %K = "tile.make_tensor"(%k, %n, %c64, %c64) {name = "K"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f16, "global", "(?,64):(?,1)">
+  %sQ = "tile.alloc_shared"() {name = "sQ"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">
+  %sK = "tile.alloc_shared"() {name = "sK"} : () -> !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">
+  %qk = "tile.tiled_mma"() : () -> !tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(1,1,1)">
+  %acc = "tile.fragment"(%qk) {block_shape = array<i64: 64, 64>} : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(1,1,1)">) -> !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">
+  scf.execute_region {
+    scf.execute_region {
+      %tq = "tile.local_tile"(%Q, %c0) {coord = "(?,0)", tile = array<i64: 64, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(64,64):(?,1)">
+      "tile.copy"(%tq, %sQ) {atom = "tma"} : (!tile.tensor<f16, "global", "(64,64):(?,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">) -> ()
+      scf.for %j = %c0 to %kt step %c1 {
+        %tk = "tile.local_tile"(%K, %j) {coord = "(?,0)", tile = array<i64: 64, 64>} : (!tile.tensor<f16, "global", "(?,64):(?,1)">, index) -> !tile.tensor<f16, "global", "(64,64):(?,1)">
+        "tile.copy"(%tk, %sK) {atom = "tma"} : (!tile.tensor<f16, "global", "(64,64):(?,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">) -> ()
+      } {tile.stages = 2 : i64}
+      scf.yield
+    } {tile.role = "producer", tile.warpgroups = array<i64: 0>}
+    scf.execute_region {
+      scf.for %j = %c0 to %ka step %c1 {
+        "tile.gemm"(%qk, %sQ, %sK, %acc) : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(1,1,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">, !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+      } {tile.stages = 2 : i64}
+      %rest = arith.subi %kt, %ka : index
+      scf.for %i = %c0 to %rest step %c1 {
+        "tile.gemm"(%qk, %sQ, %sK, %acc) : (!tile.mma<"sm90.wgmma_64x64x16.f32.f16.f16", "(1,1,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">, !tile.tensor<f16, "shared", "Sw<3,3,3> o 0 o (64,64):(64,1)">, !tile.tensor<f32, "register", "(32,1,1):(1,32,32)">) -> ()
+      } {tile.stages = 2 : i64}
+      scf.yield
+    } {tile.role = "consumer", tile.warpgroups = array<i64: 1>}
     scf.yield
   } {tile.warp_specialize}
   return

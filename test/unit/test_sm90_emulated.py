@@ -81,7 +81,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal:
 # the transpose of a (B, S, H, D) tensor
 ATTENTION = [
     ({"D": "64"}, 1, 2, 1, 150, 300, "f16", "bhsd"),
-    ({"D": "64", "MASK": "0"}, 1, 1, 1, 130, 256, "f16", "bhsd"),
+    ({"D": "64", "ST": "1"}, 1, 1, 1, 130, 256, "f16", "bhsd"),
     ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 2, 2, 2, 200, 130, "bf16", "bshd"),
     ({"D": "128", "CAUSAL": "2"}, 1, 4, 2, 300, 140, "f16", "bhsd"),
     ({"D": "256", "CAUSAL": "2"}, 1, 1, 1, 100, 150, "f16", "bhsd"),
