@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mlir import ir
+from mlir.dialects import llvm
 
 from tilec.lowering import LoweringError, sm90_wgmma
 from tilec.lowering.sm90_tma import SwizzledRows
@@ -63,10 +64,21 @@ def check(op: ir.Operation, p: Frag, acc: Frag, rb: SwizzledRows, w: Wgmma) -> i
     return k
 
 
-def operand(p: Frag) -> Callable[[int, int], object]:
+def ready(p: Frag, ksteps: int, tiles: int) -> Callable[[int, int], object]:
     """A's four registers at K element `ks` of 64-row tile `mi` (tile_mma_regs.a_fragment:
-    the wgmma tiles of a group are its m-atoms)."""
-    return lambda ks, mi: a_fragment(p, ks, mi)
+    the wgmma tiles of a group are its m-atoms), all packed now, before the gemm's fence, each
+    through an empty `asm volatile` ("=r,0") that keeps it there."""
+    i32 = ir.IntegerType.get_signless(32)
+
+    def fence(v: ir.Value) -> ir.Value:
+        return llvm.InlineAsmOp(i32, [v], "", "=r,0", has_side_effects=True).result
+
+    regs = {
+        (kk * AK, mi): [fence(r) for r in a_fragment(p, kk * AK, mi)]
+        for kk in range(ksteps)
+        for mi in range(tiles)
+    }
+    return lambda ks, mi: regs[ks, mi]
 
 
 def mma(rb: SwizzledRows) -> Callable[[WgmmaAtom, ir.Value, object, ir.Value, bool], ir.Value]:

@@ -115,7 +115,12 @@ def gemm(
     b_rows = b.mul(b.div(place, w.gm), w.nt * w.atom.n)
     if isinstance(a, Frag):
         k = sm90_regs.check(op, a, acc, rb, w)
-        operand_a, mma = sm90_regs.operand(a), sm90_regs.mma(rb)
+        # every register the wgmmas read written before their fence, and kept there (CUTLASS's
+        # warpgroup_fence_operand): else LLVM sinks P's packing and O's rescaling between
+        # the wgmmas, and ptxas injects a warpgroup.arrive before each (its C7519 note)
+        operand_a = sm90_regs.ready(a, k // w.atom.k, w.mt)
+        acc = fenced(acc)
+        mma = sm90_regs.mma(rb)
     else:
         k, operand_a, mma = shared_a(op, a, rb, a_rows, b)
     i8 = ir.IntegerType.get_signless(8)

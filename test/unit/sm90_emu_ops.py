@@ -329,7 +329,7 @@ def store(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
 def inline_asm(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     text = ir.StringAttr(o.attributes["asm_string"]).value
     constraints = ir.StringAttr(o.attributes["constraints"]).value
-    if text == "" and constraints == "=f,0":  # a fence: the value as it is (even pending)
+    if text == "" and constraints in ("=f,0", "=r,0"):  # a fence: the value as it is
         return g.get(o.operands[0])
     if "wgmma.mma_async" in text:
         return issue_rs(g, o, text)
