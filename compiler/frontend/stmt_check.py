@@ -174,15 +174,49 @@ class StatementChecker:
         kinds = {r.kind for r in stmt.roles}
         if kinds != {"producer", "consumer"}:
             self.error("warp_specialize needs a producer and a consumer", stmt.span)
+        budgets: dict[int, int] = {}  # warp group -> the registers a thread its role asks for
         for role in stmt.roles:
+            asked: tuple[list[int], int | None] = ([], None)
             for kw in role.kwargs:
-                self.role_kwarg(role, kw, groups, scope)
+                asked = self.role_kwarg(role, kw, groups, scope, asked)
+            budgets.update(dict.fromkeys(asked[0], asked[1]))
             self.block(role.body, Scope(parent=scope))
+        self.register_pool(stmt, budgets, groups)
 
-    def role_kwarg(self, role: ast.Role, kw: ast.Keyword, groups: int, scope: Scope) -> None:
+    def register_pool(self, stmt: ast.WarpSpecialize, budgets: dict, groups: int) -> None:
+        """setmaxnreg moves registers between the warp groups of a block, within what the
+        block is launched with (65536 / threads a thread, in steps of 8, at most 255): roles
+        asking for more in all would wait in setmaxnreg.inc forever."""
+        if all(r is None for r in budgets.values()):
+            return
+        threads = math.prod(self.threads)
+        launched = min(65536 // threads, 255) // 8 * 8
+        asked = [budgets.get(g) or launched for g in range(groups)]
+        if sum(asked) <= launched * groups:
+            return
+        self.error(
+            f"the roles' registers ({' + '.join(map(str, asked))} a thread, 128 threads a warp "
+            f"group) exceed the {launched * threads} the block is launched with ({launched} a "
+            f"thread x {threads}): setmaxnreg.inc would wait forever",
+            stmt.span,
+            [
+                note(
+                    f"the warp groups' budgets may add up to {launched} x {groups}: e.g. 24 + "
+                    "240 + 240 at 384 threads"
+                )
+            ],  # fmt: skip
+        )
+
+    def role_kwarg(
+        self, role: ast.Role, kw: ast.Keyword, groups: int, scope: Scope,
+        asked: tuple[list[int], int | None],
+    ) -> tuple[list[int], int | None]:  # fmt: skip
+        """Checks one keyword of a role; `asked` (the role's warp groups, the registers it
+        asks for) with what this keyword says."""
         value = self.expr(kw.value, scope)
         if kw.name in ("warpgroup", "warpgroups"):
             ids = static_ints(value)
+            asked = (list(ids or []), asked[1])
             if ids is not None and role.kind == "consumer":
                 self.consumer_groups = len(ids)
             if ids is None:
@@ -205,6 +239,8 @@ class StatementChecker:
                     f"{self.target}",
                     kw.span,
                 )
+            else:
+                asked = (asked[0], value.value)
         elif kw.name == "pingpong" and role.kind == "consumer":
             if not (isinstance(value, IntV) and value.value in (0, 1)):
                 self.error("pingpong takes 0 or 1 (a static int)", kw.value.span)
@@ -219,6 +255,7 @@ class StatementChecker:
                 f"{role.kind}(...) takes warpgroup(s) =, registers ={also}, not '{kw.name}'",
                 kw.span,
             )
+        return asked
 
     # Expressions ------------------------------------------------------------------------------
 
