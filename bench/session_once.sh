@@ -17,17 +17,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv,no
 s=build/sm90
 o=build/sm90_before
 t() { local limit=$1; shift; timeout "$limit" "$@"; echo "[exit $?: $*]" | cut -c1-120; }
-py() { python3 -m pytest -o addopts="" -q -p no:cacheprovider "$@"; }
+py="python3 -m pytest -o addopts= -q -p no:cacheprovider"
 if [ "${PHASE:-tests}" = tests ]; then
   # 1. the SM90 GEMM tier on the ladder's bundles, the consumers' rungs, rank-1 rows
-  t 130 py -x test/gpu/test_gemm_sm90.py 2>&1 | tee "$out/tests.log" | tail -3
-  t 40 py test/gpu/test_scores_softmax.py test/gpu/test_rank1_rows.py 2>&1 \
+  t 130 $py -x test/gpu/test_gemm_sm90.py 2>&1 | tee "$out/tests.log" | tail -3
+  t 40 $py test/gpu/test_scores_softmax.py test/gpu/test_rank1_rows.py 2>&1 \
     | tee "$out/rungs.log" | tail -3
   # 2. attention: SM80 (attention.tile, attention_varlen.tile) and SM90 against SDPA
-  t 100 py test/gpu/test_attention.py 2>&1 | tee "$out/attention.log" | tail -3
-  t 100 py test/gpu/test_attention_sm90.py 2>&1 | tee "$out/attention90.log" | tail -3
+  t 100 $py test/gpu/test_attention.py 2>&1 | tee "$out/attention.log" | tail -3
+  t 100 $py test/gpu/test_attention_sm90.py 2>&1 | tee "$out/attention90.log" | tail -3
   # 3. tilec.ops on the families, a tuning table round-tripping, the torch ops
-  t 110 py test/gpu/test_ops.py test/gpu/test_tuning_table.py test/gpu/test_torch_ops.py 2>&1 \
+  t 110 $py test/gpu/test_ops.py test/gpu/test_tuning_table.py test/gpu/test_torch_ops.py 2>&1 \
     | tee "$out/ops.log" | tail -3
   # 4. tilec run without torch (numpy + the driver)
   t 20 python3 -c "import sys; sys.modules['torch'] = None; sys.argv = ['tilec', 'run', \

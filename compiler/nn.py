@@ -60,7 +60,8 @@ def _flat(x: Tensor, shape: tuple[int, ...], module: str) -> Tensor:
 
 
 def _vec(p: Tensor | None) -> Tensor | None:
-    return None if p is None or p.dim() == 1 else p.reshape(-1)
+    """A norm's weight or bias as the kernels take it: one dimension (None stays None)."""
+    return p if p is None or p.dim() == 1 else p.reshape(-1)
 
 
 class LayerNorm(torch.nn.LayerNorm):
