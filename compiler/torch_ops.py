@@ -15,8 +15,10 @@ through the cache) only in the real implementation, on the first call with real 
 | `rmsnorm(x, weight, eps)` | `rmsnorm_backward(dy, x, weight, eps)`: dx, dw |
 | `gemm(a, b, bias, activation, out_dtype)` | `gemm`: dA = dZ B^T, dB = A^T dZ; dbias: sum of dZ |
 
-`gemm` runs `tilec.ops.gemm` (issue 45); where this build of tilec.ops has none, its real
-implementation raises NotImplementedError (its fake kernel and autograd still trace).
+`gemm` runs `tilec.ops.gemm`, whose output is a new row-major M x N tensor (as the fake
+kernel says). Its backward runs tilec::gemm on transposed views (dA = dZ B^T: B^T MN-major where
+B is an nn.Linear weight's transpose; dB = A^T dZ: both MN-major), so no operand is copied where
+M, N and K are multiples of 8.
 """
 
 from __future__ import annotations
@@ -225,7 +227,9 @@ rmsnorm.register_autograd(_rmsnorm_grad, setup_context=_rmsnorm_context)
 # gemm ------------------------------------------------------------------------------------------
 
 
-def _gemm_shape(a: Tensor, b: Tensor, bias: Tensor | None, activation: str | None) -> None:
+def _gemm_shape(
+    a: Tensor, b: Tensor, bias: Tensor | None, activation: str | None, out_dtype: Any = None
+) -> None:
     _check("gemm", a, "a")
     _check("gemm", b, "b")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
@@ -238,6 +242,8 @@ def _gemm_shape(a: Tensor, b: Tensor, bias: Tensor | None, activation: str | Non
                          f"{bias.dtype}{list(bias.shape)}")  # fmt: skip
     if activation not in ACTIVATIONS:
         raise ValueError(f"tilec::gemm: activation one of {ACTIVATIONS}, got {activation!r}")
+    if out_dtype not in (None, *FLOATS, torch.float32):
+        raise TypeError(f"tilec::gemm: out_dtype float16, bfloat16 or float32, got {out_dtype}")
 
 
 @torch.library.custom_op(
@@ -253,11 +259,7 @@ def gemm(
     activation: str | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> Tensor:
-    run = getattr(ops, "gemm", None)
-    if run is None:
-        raise NotImplementedError("tilec::gemm: this tilec has no tilec.ops.gemm (issue 45)")
-    out = run(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
-    return out if out.is_contiguous() else out.contiguous()
+    return ops.gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
 
 
 @gemm.register_fake
@@ -268,7 +270,7 @@ def _(
     activation: str | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> Tensor:
-    _gemm_shape(a, b, bias, activation)
+    _gemm_shape(a, b, bias, activation, out_dtype)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 

@@ -1,5 +1,5 @@
 """tilec.ops: operations on torch tensors, each backed by a kernel family (docs/runtime.md,
-"tilec.ops"): `softmax`, `layernorm`, `rmsnorm`.
+"tilec.ops"): `softmax`, `layernorm`, `rmsnorm`, `gemm`, `bmm` (tilec/ops/gemm.py).
 
 Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
 allocates its output on the input's device and launches on torch's current stream; `stream=`
@@ -31,7 +31,7 @@ from tilec.runtime.family import (
     repository_root,
 )
 
-__all__ = ["family", "layernorm", "on_stream", "op_specs", "rmsnorm", "softmax"]
+__all__ = ["bmm", "family", "gemm", "layernorm", "on_stream", "op_specs", "rmsnorm", "softmax"]
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
@@ -43,12 +43,13 @@ def families_dir() -> Path:
 
 
 def op_specs() -> dict[str, Callable[[], FamilySpec]]:
-    """Every family's spec by name: the operations' (tilec/ops/specs.py) and their backward
-    kernels' (tilec/ops/backward_specs.py)."""
+    """Every family's spec by name: the operations' (tilec/ops/specs.py), their backward
+    kernels' (tilec/ops/backward_specs.py) and the GEMMs' (tilec/ops/gemm_specs.py)."""
     from tilec.ops.backward_specs import BACKWARD_SPECS
+    from tilec.ops.gemm_specs import GEMM_SPECS
     from tilec.ops.specs import SPECS
 
-    return {**SPECS, **BACKWARD_SPECS}
+    return {**SPECS, **BACKWARD_SPECS, **GEMM_SPECS}
 
 
 def family(name: str) -> Family:
@@ -181,3 +182,7 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
     eps = torch.finfo(x.dtype).eps if eps is None else eps
     family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
     return out.view(x.shape)
+
+
+# After the helpers it imports from this module.
+from tilec.ops.gemm import bmm, gemm  # noqa: E402

@@ -79,6 +79,9 @@ class FamilySpec:
     # size -> (tensor argument, dim): rules naming only these are tested before their build is
     # loaded (or compiled on demand); other names need the build's manifest to bind them
     sizes: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # name -> (tensor argument, dim): that dim's stride in elements, which rules may name as
+    # they name sizes (a GEMM's majorness: "SA_K == 1"); always known before binding
+    strides: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class FamilySpec:
             "builds": [_build_json(b) for b in self.builds.values()],
             "rules": [_rule_json(r) for r in self.rules],
             **({"sizes": {k: list(v) for k, v in self.sizes.items()}} if self.sizes else {}),
+            **({"strides": {k: list(v) for k, v in self.strides.items()}} if self.strides else {}),
             **({"root": self.root} if self.root else {}),
         }
 
@@ -139,11 +143,13 @@ def _spec(data: Any) -> FamilySpec:
         builds[build.name] = build
     rules = tuple(_rule(r, builds) for r in data["rules"])
     tensors = {n for n, kind in args if kind == "tensor"}
-    sizes = {str(k): (str(v[0]), int(v[1])) for k, v in data.get("sizes", {}).items()}
-    if any(arg not in tensors or dim < 0 for arg, dim in sizes.values()):
-        raise ValueError("sizes: each is [a tensor argument, a dim]")
+    dims = {}
+    for key in ("sizes", "strides"):
+        dims[key] = {str(k): (str(v[0]), int(v[1])) for k, v in data.get(key, {}).items()}
+        if any(arg not in tensors or dim < 0 for arg, dim in dims[key].values()):
+            raise ValueError(f"{key}: each is [a tensor argument, a dim]")
     root = str(data.get("root", ""))
-    return FamilySpec(str(data["name"]), args, builds, rules, root, sizes)
+    return FamilySpec(str(data["name"]), args, builds, rules, root, dims["sizes"], dims["strides"])
 
 
 def _rule(r: Any, builds: dict[str, Build]) -> Rule:
@@ -276,7 +282,7 @@ class Family:
             except (TypeError, ValueError, ManifestError) as err:
                 refused.append(f"{rule.build}: {err}")
                 continue
-            symbols = dict(b.symbols)
+            symbols = {**b.symbols, **self._strides(views)}
             if any("num_sms" in symbols_of(w) for w in rule.when):
                 symbols.update(kernel._device_symbols(device))
             if all_hold(rule.when, symbols):
@@ -290,20 +296,28 @@ class Family:
         tried = "".join(f"\n  {r}" for r in refused)
         raise FamilyError(f"family {self.spec.name}: no rule takes ({shapes}) on {arch}{tried}")
 
+    def _strides(self, views: dict[str, Any]) -> dict[str, int]:
+        """The spec's `strides` of the arguments (those of a rank that has the dim)."""
+        out: dict[str, int] = {}
+        for name, (arg, dim) in self.spec.strides.items():
+            strides = views[arg].strides
+            if dim < len(strides):
+                out[name] = strides[dim]
+        return out
+
     def _may_hold(self, rule: Rule, views: dict[str, Any], device: int | None) -> bool:
-        """False where the rule's formulas name only the spec's `sizes` (and `num_sms`) and
-        one fails: then its build need not be loaded or compiled to pass it over."""
-        known: dict[str, int] = {}
+        """False where one of the rule's formulas that name only the spec's `sizes` and
+        `strides` (and `num_sms`) fails: then its build need not be loaded or compiled to pass
+        it over."""
+        known: dict[str, int] = self._strides(views)
         for name, (arg, dim) in self.spec.sizes.items():
             shape = views[arg].shape
             if dim < len(shape):
                 known[name] = shape[dim]
-        names = set().union(*(symbols_of(w) for w in rule.when))
-        if not names <= {*known, "num_sms"}:
-            return True
-        if "num_sms" in names:
+        decidable = [w for w in rule.when if symbols_of(w) <= {*known, "num_sms"}]
+        if any("num_sms" in symbols_of(w) for w in decidable):
             known["num_sms"] = driver.sm_count(device)
-        return all_hold(rule.when, known)
+        return all_hold(decidable, known)
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         key, ptrs, _alive = signature(self._params, args)

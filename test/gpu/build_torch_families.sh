@@ -2,8 +2,9 @@
 # The families test/gpu/test_torch_ops.py, examples/torch/mlp.py and bench/bench_torch.py run,
 # into build/families (where MLIR is): tilec.ops' forward families for sm_90a (as
 # test/gpu/test_ops.py builds them) and the backward families (their builds are all sm_80,
-# whose PTX runs on SM 8.x and 9.0), then packed for the GPU machine as build/tier.tar.xz
-# (test/gpu/pack_bundles.py; ~23 MB of PTX packs to a few MB).
+# whose PTX runs on SM 8.x and 9.0) and the GEMM families (test/gpu/build_gemm_families.sh:
+# tilec::gemm, tilec.nn.Linear), then packed for the GPU machine as build/tier.tar.xz
+# (test/gpu/pack_bundles.py; the PTX packs ~10x).
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
 for op in softmax layernorm rmsnorm; do
@@ -12,4 +13,5 @@ done
 for op in softmax_bwd layernorm_bwd rmsnorm_bwd colsum; do
   tilec family build --op "$op" -o "build/families/$op" -j "$jobs" --strict
 done
+JOBS="$jobs" PACK=0 bash test/gpu/build_gemm_families.sh
 python test/gpu/pack_bundles.py pack build/families

@@ -11,7 +11,7 @@ same function evaluated in float64 on the same inputs.
 Families: `tilec family build --op OP -o build/families/OP` (sm_90a for softmax, layernorm and
 rmsnorm; the backward families' builds are sm_80) on a machine with MLIR, or $TILEC_FAMILIES;
 this file needs only the runtime, torch and a GPU. Tests of gemm (tilec::gemm, tilec.nn.Linear)
-skip where tilec.ops has no gemm.
+skip where the GEMM families are not built (test/gpu/build_gemm_families.sh).
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ import tilec.torch_ops  # noqa: E402, F401  (registers torch.ops.tilec)
 from tilec.ops import backward  # noqa: E402
 from tilec.runtime.family import device_arch, runs_on  # noqa: E402
 
-HAS_GEMM = hasattr(ops, "gemm")
-needs_gemm = pytest.mark.skipif(not HAS_GEMM, reason="tilec.ops has no gemm (issue 45)")
+GEMM_FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
+                 "gemm_sm80", "gemm_f32_sm80")  # fmt: skip
+HAS_GEMM = all((ROOT / f / "family.json").is_file() for f in GEMM_FAMILIES)
+needs_gemm = pytest.mark.skipif(not HAS_GEMM, reason="no GEMM families (build_gemm_families.sh)")
 DTYPES = (torch.float16, torch.bfloat16)
 IDS = ("f16", "bf16")
 # Row lengths in every bucket of tilec/ops/backward_specs.py, either side of its edges, rows of

@@ -13,7 +13,9 @@ python3 test/gpu/pack_bundles.py unpack || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$out/device.txt"
-python3 -m pytest -o addopts="" -q -p no:cacheprovider -rs test/gpu/test_torch_ops.py 2>&1 \
-  | tee "$out/torch-tests.log"
+python3 -m pytest -o addopts="" -q -p no:cacheprovider -rs test/gpu/test_torch_ops.py \
+  test/gpu/test_ops_gemm.py 2>&1 | tee "$out/torch-tests.log"
 python3 examples/torch/mlp.py --steps "${STEPS:-300}" 2>&1 | tee "$out/mlp.log"
 python3 bench/bench_torch.py --json "$out/bench_torch.json" 2>&1 | tee "$out/bench_torch.log"
+python3 bench/bench_gemm_ops.py --graph --json "$out/bench_gemm_ops.json" 2>&1 \
+  | tee "$out/bench_gemm_ops.log"

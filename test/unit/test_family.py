@@ -6,6 +6,7 @@ rules. Launches go to a stand-in driver (test_runtime.Launches): no GPU here."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,28 @@ def test_a_missing_build_compiles_on_demand(
         Family(unbuilt, None, None).select(*tensors(900))
 
 
+def test_rules_name_strides_and_pass_over_unbuilt_builds_by_them(
+    family_dir: Path, sm90: Launches, tmp_path: Path
+) -> None:
+    """A rule may name an argument's strides (FamilySpec.strides: a GEMM's majorness): a rule
+    whose stride formula fails is passed over before its build is compiled, and the formulas
+    see the strides after binding too."""
+    spec = read_family(family_dir)
+    source = Path(spec.builds["c256_f16"].source)
+    rules = [Rule("c256_f16", ("SX_R == 2 * N",)), Rule("c1024_f16", ("SX_N == 1", "N <= 1024"))]
+    unbuilt = replace(spec_of(source, rules, built=False), strides={"SX_R": ("X", 0),
+                                                                    "SX_N": ("X", 1)})  # fmt: skip
+    assert FamilySpec.from_json(unbuilt.to_json()) == unbuilt
+    asked: list[str] = []
+    fam = Family(unbuilt, None, compiler_into(tmp_path, asked))
+    assert fam.select(*tensors(100)) == "c1024_f16"  # row-major: X's row stride is N, not 2N
+    assert asked == ["c1024_f16"]
+    wide = FakeCuda((4, 100), "<f2", strides=(800, 4))  # every other element: SX_N = 2
+    with pytest.raises(FamilyError, match="no rule takes"):
+        fam.select(wide, FakeCuda((4, 100), "<f2", ptr=0x7F1000000000))
+    assert asked == ["c1024_f16"]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -188,6 +211,7 @@ def test_a_missing_build_compiles_on_demand(
             "each kind is 'tensor' or 'scalar'",
         ),
         (lambda d: d.update(sizes={"N": ["Q", 1]}), r"sizes: each is \[a tensor argument, a dim\]"),
+        (lambda d: d.update(strides={"S": ["X", -1]}), r"strides: each is \[a tensor argument"),
     ],
 )
 def test_bad_family_files_are_refused_by_name(tmp_path: Path, change, message: str) -> None:  # noqa: ANN001

@@ -9,6 +9,7 @@ import pytest
 
 from tilec.ops import op_specs
 from tilec.ops.backward_specs import BACKWARD_SPECS, partial_rows
+from tilec.ops.gemm_specs import GEMM_SPECS
 from tilec.ops.specs import SPECS
 from tilec.runtime.family import runs_on
 from tilec.runtime.formula import all_hold
@@ -29,9 +30,10 @@ def first(name: str, arch: str, dtype: str, n: int) -> str:
     raise AssertionError(f"{name} {dtype} N={n} on {arch}: no rule")
 
 
-def test_op_specs_hold_both_tables() -> None:
-    assert set(op_specs()) == set(SPECS) | set(BACKWARD_SPECS)
+def test_op_specs_hold_every_table() -> None:
+    assert set(op_specs()) == set(SPECS) | set(BACKWARD_SPECS) | set(GEMM_SPECS)
     assert not set(SPECS) & set(BACKWARD_SPECS)
+    assert not (set(SPECS) | set(BACKWARD_SPECS)) & set(GEMM_SPECS)
 
 
 @pytest.mark.parametrize("name", ROWS)

@@ -86,8 +86,9 @@ def test_fake_kernels_refuse_bad_input() -> None:
 def test_tilec_ops_take_a_stream() -> None:
     import inspect
 
-    for fn in (tilec.ops.softmax, tilec.ops.layernorm, tilec.ops.rmsnorm,
-               tilec.ops.backward.softmax_backward, tilec.ops.backward.layernorm_backward,
+    for fn in (tilec.ops.softmax, tilec.ops.layernorm, tilec.ops.rmsnorm, tilec.ops.gemm,
+               tilec.ops.bmm, tilec.ops.backward.softmax_backward,
+               tilec.ops.backward.layernorm_backward,
                tilec.ops.backward.rmsnorm_backward):  # fmt: skip
         stream = inspect.signature(fn).parameters["stream"]
         assert (stream.kind, stream.default) == (inspect.Parameter.KEYWORD_ONLY, None)
@@ -105,11 +106,29 @@ def test_real_kernels_want_cuda_tensors() -> None:
         tilec.ops.backward.rmsnorm_backward(x, x)
 
 
-@pytest.mark.skipif(hasattr(tilec.ops, "gemm"), reason="tilec.ops has a gemm")
-def test_gemm_without_a_gemm_says_so() -> None:
+def test_gemm_wants_cuda_tensors_and_python_numbers() -> None:
     a = torch.zeros(4, 8, dtype=torch.float16)
-    with pytest.raises(NotImplementedError, match="tilec.ops.gemm"):
+    with pytest.raises(TypeError, match="CUDA tensor"):
         torch.ops.tilec.gemm(a, a.t())
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        tilec.ops.bmm(a[None], a.t()[None])
+    with pytest.raises(TypeError, match="out_dtype"):
+        torch.ops.tilec.gemm(meta(4, 8), meta(8, 2), out_dtype=torch.float64)
+
+
+def test_gemm_lays_operands_out_as_planned() -> None:
+    """tilec.ops.gemm.laid_out on CPU tensors: the values kept, the planned strides made."""
+    from tilec.ops.gemm import laid_out
+
+    x = torch.randn(6, 5).half()
+    assert laid_out(x, "keep", 5) is x
+    c = laid_out(x.t().contiguous().t(), "contiguous", 5)
+    assert c.stride() == (5, 1) and torch.equal(c, x)
+    t = laid_out(x, "transposed", 5)
+    assert t.stride() == (1, 6) and torch.equal(t, x)
+    p = laid_out(x.t().contiguous().t(), "pad", 8)
+    assert p.shape == (6, 8) and p.stride() == (8, 1)
+    assert torch.equal(p[:, :5], x) and not p[:, 5:].any()
 
 
 def _opcheck_cases() -> list[tuple[str, tuple[Any, ...]]]:

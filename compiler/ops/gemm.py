@@ -1,0 +1,257 @@
+"""tilec.ops.gemm and bmm: GEMMs on torch tensors through the GEMM families
+(tilec/ops/gemm_specs.py), the operands laid out by tilec/ops/gemm_plan.py (docs/runtime.md,
+"tilec.ops.gemm and bmm").
+
+`gemm(A, B)` computes alpha * act(A @ B + bias) + beta * C as torch.matmul reads A (M x K) and
+B (K x N). The kernels compute A @ B^T with B of N x K, so B enters as B.t() (a view): torch's
+row-major B is MN-major there, an nn.Linear weight's transpose K-major. Like every tilec.ops
+call it reads shapes, strides, dtypes, devices and pointer alignment only (never the data),
+allocates its output and launches on torch's current stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilec.ops import _check, family, on_stream
+from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan
+from tilec.ops.gemm_specs import ADDMM, EPILOGUES
+
+__all__ = ["bmm", "gemm"]
+
+_ARCH: dict[int, str] = {}  # device index -> "sm_90" etc.
+_ZEROS: dict[tuple[Any, ...], Any] = {}
+
+
+def _arch(device: Any) -> str:
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _ARCH:
+        major, minor = torch.cuda.get_device_capability(index)
+        _ARCH[index] = f"sm_{major}{minor}"
+    return _ARCH[index]
+
+
+def _number(op: str, name: str, value: Any) -> float:
+    """A Python number (a tensor would need a host read: refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"tilec.ops.{op}: {name} must be a Python int or float, got "
+                        f"{type(value).__name__}")  # fmt: skip
+    return float(value)
+
+
+def _check_pair(op: str, a: Any, b: Any, rank: int) -> Any:
+    torch = _check(op, a)
+    _check(op, b)
+    if a.dim() != rank or b.dim() != rank:
+        shape = "(M, K) and (K, N)" if rank == 2 else "(L, M, K) and (L, K, N)"
+        raise ValueError(f"tilec.ops.{op}: A {shape} expected, got {list(a.shape)} and "
+                         f"{list(b.shape)}")  # fmt: skip
+    if a.shape[-1] != b.shape[-2] or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"tilec.ops.{op}: A {list(a.shape)} and B {list(b.shape)} do not "
+                         f"multiply (A's K must be B's, and the batches agree)")  # fmt: skip
+    if a.dtype != b.dtype:
+        raise TypeError(f"tilec.ops.{op}: A and B of one dtype, got {a.dtype} and {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"tilec.ops.{op}: A is on {a.device}, B on {b.device}")
+    return torch
+
+
+def _operand(t: Any) -> Operand:
+    """A 2-D tensor of R x K as an Operand (its strides; its base's 16-byte alignment)."""
+    return Operand(t.shape[0], t.shape[1], tuple(t.stride()), t.data_ptr() % 16 == 0)
+
+
+def laid_out(t: Any, how: str, k: int) -> Any:
+    """The R x K operand `t` as `how` says (gemm_plan.Plan): itself, a K-major or MN-major
+    copy, or a K-major copy zero-padded to `k` columns."""
+    if how == "keep":
+        return t
+    rows, cols = t.shape
+    if how == "contiguous":
+        return t.new_empty((rows, cols)).copy_(t)
+    if how == "transposed":
+        return t.new_empty((cols, rows)).copy_(t.t()).t()
+    out = t.new_zeros((rows, k))
+    out[:, :cols].copy_(t)
+    return out
+
+
+def _cached_zeros(n: int, like: Any) -> Any:
+    key = (n, like.dtype, like.device)
+    if key not in _ZEROS:
+        _ZEROS[key] = like.new_zeros((n,))
+    return _ZEROS[key]
+
+
+def _product(torch: Any, a: Any, bt: Any, p: Plan, out_dtype: Any, arch: str) -> Any:
+    """A @ bt^T (bt: N x K, both laid out by `p`) in `out_dtype` (the inputs' or f32)."""
+    m, n = a.shape[0], bt.shape[0]
+    c = a.new_empty((m, n), dtype=out_dtype)
+    if arch == "sm_90":
+        family("gemm")(a, bt, c)
+    elif out_dtype == a.dtype:
+        family("gemm_sm80")(a, bt, c, 1.0)
+    else:  # the f32 product on SM 8.x: gemm_splitk with one split (K-major operands)
+        if p.layout != "kk":  # K-major copies, padded to whole 16-byte rows
+            kp = -(-p.k // CHUNK) * CHUNK
+            a, bt = laid_out(a, "pad", kp), laid_out(bt, "pad", kp)
+        w = a.new_empty((1, m, n), dtype=torch.float32)
+        family("gemm_f32_sm80")(a, bt, w)
+        c = w.view(m, n)
+    return c
+
+
+def _epilogue(torch: Any, z: Any, bias: Any, act: str | None, alpha: float, beta: float,
+              c: Any, out_dtype: Any) -> Any:  # fmt: skip
+    """alpha * act(z + bias) + beta * C in f32, then out_dtype (the composed epilogue)."""
+    y = z.float()
+    if bias is not None:
+        y = y + bias.float()
+    if act == "relu":
+        y = torch.relu(y)
+    elif act is not None:
+        y = torch.nn.functional.gelu(y, approximate="tanh" if act == "gelu_tanh" else "none")
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None and beta != 0.0:
+        y = y + beta * c.float()
+    return y.to(out_dtype)
+
+
+def _fused(a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: float, c: Any,
+           arch: str) -> Any | None:  # fmt: skip
+    """act(alpha * A B^T + bias') + beta * C through an epilogue family, where one computes
+    alpha * act(A B^T + bias) + beta * C (bias' = alpha * bias): no activation, or ReLU with
+    alpha > 0 and no C (relu(alpha z) = alpha relu(z)), or any activation with alpha = 1 and no
+    C. None where none does (the caller composes)."""
+    with_c = c is not None and beta != 0.0
+    if act is not None and (with_c or alpha != 1.0 and (act != "relu" or alpha <= 0.0)):
+        return None
+    name = ADDMM if with_c else EPILOGUES[act][0]
+    if arch != "sm_90" and act == "gelu_tanh":
+        return None  # gemm_sm80_bias_relu.tile has no tanh form
+    m, n = a.shape[0], bt.shape[0]
+    b = _cached_zeros(n, a) if bias is None else bias.to(a.dtype)
+    if alpha != 1.0 and bias is not None:
+        b = (b.float() * alpha).to(a.dtype)
+    b = b if b.stride(0) == 1 and b.data_ptr() % 16 == 0 else b.clone()
+    out = c.to(a.dtype).contiguous().clone() if with_c else a.new_empty((m, n))
+    family(name)(a, bt, out, b.expand(m, n), alpha, beta if with_c else 0.0)
+    return out
+
+
+def _check_epilogue(op: str, a: Any, n: int, m: int, bias: Any, act: Any, c: Any) -> None:
+    if act not in EPILOGUES:
+        raise ValueError(f"tilec.ops.{op}: activation one of {tuple(EPILOGUES)}, got {act!r}")
+    if bias is not None:
+        if tuple(bias.shape) != (n,):
+            raise ValueError(f"tilec.ops.{op}: bias of shape ({n},) expected, got "
+                             f"{tuple(bias.shape)}")  # fmt: skip
+        if bias.device != a.device:
+            raise ValueError(f"tilec.ops.{op}: bias is on {bias.device}, A on {a.device}")
+    if c is not None:
+        if tuple(c.shape[-2:]) != (m, n) or c.device != a.device:
+            raise ValueError(f"tilec.ops.{op}: C of shape {(m, n)} on {a.device} expected, "
+                             f"got {tuple(c.shape)} on {c.device}")  # fmt: skip
+
+
+def _out_dtype(torch: Any, op: str, a: Any, out_dtype: Any) -> Any:
+    out = a.dtype if out_dtype is None else out_dtype
+    if out not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"tilec.ops.{op}: out_dtype float16, bfloat16 or float32, got {out}")
+    return out
+
+
+@on_stream
+def gemm(
+    A: Any,
+    B: Any,
+    *,
+    bias: Any = None,
+    activation: str | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    C: Any = None,
+    out_dtype: Any = None,
+) -> Any:
+    """alpha * act(A @ B + bias) + beta * C, A of M x K and B of K x N (torch.matmul's), f16 or
+    bf16, any strides; bias of N values; act None, "relu", "gelu" or "gelu_tanh"; C of M x N
+    (read only where beta != 0); out_dtype the inputs' dtype (default), the other 16-bit one
+    or float32. A new M x N row-major tensor."""
+    torch = _check_pair("gemm", A, B, 2)
+    (m, k), n = A.shape, B.shape[1]
+    _check_epilogue("gemm", A, n, m, bias, activation, C)
+    alpha, beta = _number("gemm", "alpha", alpha), _number("gemm", "beta", beta)
+    out = _out_dtype(torch, "gemm", A, out_dtype)
+    plain = bias is None and activation is None and alpha == 1.0 and (C is None or beta == 0.0)
+    if m == 0 or n == 0 or k == 0:
+        z = A.new_zeros((m, n), dtype=torch.float32)
+        return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
+    bt = B.t()
+    p = plan(_operand(A), _operand(bt))
+    a, b = laid_out(A, p.a, p.k), laid_out(bt, p.b, p.k)
+    arch = _arch(A.device)
+    if plain:
+        direct = out if out in (A.dtype, torch.float32) else torch.float32
+        return _product(torch, a, b, p, direct, arch).to(out)
+    if p.layout == "kk" and out == A.dtype:
+        y = _fused(a, b, bias, activation, alpha, beta, C, arch)
+        if y is not None:
+            return y
+    z = _product(torch, a, b, p, torch.float32, arch)
+    return _epilogue(torch, z, bias, activation, alpha, beta, C, out)
+
+
+def _batched_operand(t: Any, k: int) -> Any:
+    """An L x R x K operand as the batched kernels take it (K contiguous, every other stride a
+    multiple of 16 bytes, the base aligned): itself, else a contiguous copy, zero-padded to k
+    columns where K is not a multiple of 8."""
+    strides = t.stride()
+    fine = strides[2] == 1 and all(s % CHUNK == 0 for s in strides[:2])
+    if fine and t.shape[2] == k and t.data_ptr() % 16 == 0:
+        return t
+    if t.shape[2] == k:
+        return t.contiguous() if not t.is_contiguous() else t.clone()
+    out = t.new_zeros((*t.shape[:2], k))
+    out[:, :, : t.shape[2]].copy_(t)
+    return out
+
+
+@on_stream
+def bmm(
+    A: Any,
+    B: Any,
+    *,
+    bias: Any = None,
+    activation: str | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    C: Any = None,
+    out_dtype: Any = None,
+) -> Any:
+    """gemm over a batch: A of L x M x K, B of L x K x N (torch.bmm's), the same arguments
+    as gemm (bias of N values for every batch, C of L x M x N). The batched kernels run the
+    plain product in the inputs' dtype (alpha applied after it); anything else runs gemm
+    batch by batch (L launches, no host synchronisation)."""
+    torch = _check_pair("bmm", A, B, 3)
+    (l, m, k), n = A.shape, B.shape[2]
+    _check_epilogue("bmm", A, n, m, bias, activation, C)
+    alpha, beta = _number("bmm", "alpha", alpha), _number("bmm", "beta", beta)
+    out = _out_dtype(torch, "bmm", A, out_dtype)
+    plain = bias is None and activation is None and (C is None or beta == 0.0)
+    if l == 0 or m == 0 or n == 0 or k == 0 or not plain or out != A.dtype:
+        y = A.new_empty((l, m, n), dtype=out)
+        kw = {"bias": bias, "activation": activation, "alpha": alpha, "beta": beta}
+        for i in range(l):
+            y[i] = gemm(A[i], B[i], C=None if C is None else C[i], out_dtype=out, **kw)
+        return y
+    kp = -(-k // CHUNK) * CHUNK
+    a, bt = _batched_operand(A, kp), _batched_operand(B.transpose(1, 2), kp)
+    y = A.new_empty((l, m, n))
+    if _arch(A.device) == "sm_90":
+        family("bmm")(a, bt, y)
+        return y if alpha == 1.0 else y.mul_(alpha)
+    family("bmm_sm80")(a, bt, y, alpha)
+    return y

@@ -1,0 +1,160 @@
+"""The families behind tilec.ops.gemm and bmm (tilec/ops/gemm.py): builds of the GEMM examples
+and the rules that pick one by majorness, alignment and dtype.
+
+In the kernels' terms C = A @ B^T with A of M x K and B of N x K (torch.matmul's B is this B's
+transpose). Each operand is K-major (its K contiguous: strides (K, 1)) or MN-major (its M or N
+contiguous: strides (1, M) or (1, N)); TMA takes a K-major operand whose rows are whole 16-byte
+chunks (K % 8 == 0 for f16/bf16) and an MN-major one whose M (N) is (M % 8 == 0). The rules
+name those strides (`SA_K`, `SA_M`, `SB_K`, `SB_N`: FamilySpec.strides) and sizes, so a family
+passes over a build whose layout is not the arguments' without loading it; tilec/ops/gemm.py
+lays the operands out so that exactly one layout rule holds (copying the others).
+
+- `gemm` (A, B, C): examples/gemm_sm90.tile for sm_90a, every (MA, MB) layout, f16 and bf16,
+  C of the inputs' dtype or f32 (-D O=f32). Its variant(...) clauses go with each bundle: the
+  swapped builds for up to 192 rows of K-major operands (decode shapes: they measured 0.8-1.1x
+  cuBLAS, where gemm_sm90_splitk.tile's split-K 0.65x at 16x4096x4096), the ping-pong 128x128
+  builds for under three waves, the clusters of two where B's rows are 16- but not 32-byte
+  aligned.
+- `gemm_sm80` (A, B, C, alpha): examples/gemm_sm80.tile for SM 8.x, every layout, f16 and bf16.
+- `gemm_f32_sm80` (A, B, W): examples/gemm_sm80_splitk.tile's gemm_splitk (K-major) on SM 8.x,
+  W of 1 x M x N f32: the f32 product, for out_dtype=f32 there (gemm_sm80.tile stores T only).
+- `gemm_bias`, `gemm_bias_relu`, `gemm_bias_gelu`, `gemm_bias_gelu_tanh` (A, B, C, bias, alpha,
+  beta): the fused epilogue act(alpha * A @ B^T + bias) (examples/gemm_sm90_bias_act.tile with
+  BETA = 0, C only written, and gemm_sm80_bias_relu.tile on SM 8.x, which has no tanh form);
+  `gemm_addmm`: alpha * A @ B^T + beta * C + bias (BETA = 1), no activation. K-major A and B.
+- `bmm` (A, B, C): examples/gemm_sm90_batched.tile (3-D, K-major: every other stride bound
+  from the tensors); `bmm_sm80` (A, B, C, alpha): gemm_sm80_batched.tile.
+
+Every build is for f16 and bf16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tilec.runtime.family import Build, FamilySpec, Rule
+
+DTYPES = ("f16", "bf16")
+ARCHS = ("sm_90a", "sm_80")
+SIZES = {"M": ("A", 0), "K": ("A", 1), "N": ("B", 0)}
+STRIDES = {"SA_M": ("A", 0), "SA_K": ("A", 1), "SB_N": ("B", 0), "SB_K": ("B", 1)}
+# (MA, MB) -> tag and the conditions under which TMA (and the build's strides) take it
+K_MAJOR = {"A": ("SA_K == 1", "K % 8 == 0"), "B": ("SB_K == 1", "K % 8 == 0")}
+MN_MAJOR = {"A": ("SA_M == 1", "M % 8 == 0"), "B": ("SB_N == 1", "N % 8 == 0")}
+LAYOUTS = {"kk": (0, 0), "mk": (1, 0), "km": (0, 1), "mm": (1, 1)}
+# activation -> (family, ACT of the sm_90a kernel, of the sm_80 kernel or None: it has none)
+EPILOGUES = {
+    None: ("gemm_bias", 0, 0),
+    "relu": ("gemm_bias_relu", 1, 1),
+    "gelu": ("gemm_bias_gelu", 2, 2),
+    "gelu_tanh": ("gemm_bias_gelu_tanh", 3, None),
+}
+ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
+
+
+def layout_when(tag: str) -> tuple[str, ...]:
+    """The rule conditions of a layout: each operand's unit stride and TMA's alignment."""
+    ma, mb = LAYOUTS[tag]
+    both = (*(MN_MAJOR if ma else K_MAJOR)["A"], *(MN_MAJOR if mb else K_MAJOR)["B"])
+    return tuple(dict.fromkeys(both))  # K % 8 == 0 once
+
+
+def _name(*parts: str) -> str:
+    return "_".join(p.replace("_", "") if p.startswith("sm_") else p for p in parts)
+
+
+def gemm_spec() -> FamilySpec:
+    """gemm90 builds for sm_90a: every layout, f16 and bf16, C of T or f32."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for out in ("T", "f32"):
+        for tag, (ma, mb) in LAYOUTS.items():
+            for t in DTYPES:
+                o = t if out == "T" else out
+                name = _name(tag, t, *(["of32"] if out == "f32" else []))
+                params = {"MA": str(ma), "MB": str(mb), "T": t, "O": o}
+                builds[name] = Build(name, "examples/gemm_sm90.tile", "gemm90", params, "sm_90a")
+                when = layout_when(tag)
+                rules.append(Rule(name, when, {"A": t, "C": o}, (), f"{tag} layout, C of {o}"))
+    return FamilySpec("gemm", (("A", "tensor"), ("B", "tensor"), ("C", "tensor")), builds,
+                      tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
+
+
+def gemm_sm80_spec() -> FamilySpec:
+    """gemm_sm80.tile's gemm for SM 8.x: every layout, f16 and bf16 (C of T)."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for tag, (ma, mb) in LAYOUTS.items():
+        for t in DTYPES:
+            name = _name(tag, t, "sm_80")
+            params = {"MA": str(ma), "MB": str(mb), "T": t}
+            builds[name] = Build(name, "examples/gemm_sm80.tile", "gemm", params, "sm_80")
+            rules.append(Rule(name, layout_when(tag), {"A": t, "C": t}, (), f"{tag} layout"))
+    args = (("A", "tensor"), ("B", "tensor"), ("C", "tensor"), ("alpha", "scalar"))
+    return FamilySpec("gemm_sm80", args, builds, tuple(rules), sizes=SIZES, strides=STRIDES)
+
+
+def gemm_f32_sm80_spec() -> FamilySpec:
+    """The f32 product on SM 8.x: gemm_splitk with one split, W of 1 x M x N."""
+    builds = {
+        _name("kk", t, "sm_80"): Build(_name("kk", t, "sm_80"), "examples/gemm_sm80_splitk.tile",
+                                       "gemm_splitk", {"T": t}, "sm_80")
+        for t in DTYPES
+    }  # fmt: skip
+    rules = tuple(Rule(b, layout_when("kk"), {"A": b.split("_")[1]}, (), "f32 product")
+                  for b in builds)  # fmt: skip
+    args = (("A", "tensor"), ("B", "tensor"), ("W", "tensor"))
+    return FamilySpec("gemm_f32_sm80", args, builds, rules, sizes=SIZES, strides=STRIDES)
+
+
+def epilogue_spec(family: str, act90: int, act80: int | None, beta: int) -> FamilySpec:
+    """One fused epilogue (ACT, BETA) for sm_90a and, where it has the activation, sm_80."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for arch in ARCHS:
+        act = act90 if arch == "sm_90a" else act80
+        if act is None:
+            continue
+        source = "gemm_sm90_bias_act" if arch == "sm_90a" else "gemm_sm80_bias_relu"
+        kernel = "gemm90_bias_act" if arch == "sm_90a" else "gemm_bias_act"
+        for t in DTYPES:
+            name = _name("kk", t, arch)
+            params = {"ACT": str(act), "BETA": str(beta), "T": t}
+            builds[name] = Build(name, f"examples/{source}.tile", kernel, params, arch)
+            rules.append(Rule(name, layout_when("kk"), {"A": t, "C": t}, (), f"ACT={act}"))
+    args = (("A", "tensor"), ("B", "tensor"), ("C", "tensor"), ("bias", "tensor"),
+            ("alpha", "scalar"), ("beta", "scalar"))  # fmt: skip
+    return FamilySpec(family, args, builds, tuple(rules), sizes=SIZES, strides=STRIDES)
+
+
+def bmm_spec(arch: str) -> FamilySpec:
+    """Batched GEMM, K-major operands (3-D; strides other than K's bound from the tensors)."""
+    sm90 = arch == "sm_90a"
+    source = "gemm_sm90_batched" if sm90 else "gemm_sm80_batched"
+    kernel = "gemm90_batched" if sm90 else "gemm_batched"
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for t in DTYPES:
+        name = _name("kk", t, arch)
+        builds[name] = Build(name, f"examples/{source}.tile", kernel, {"T": t}, arch)
+        when = ("SA_K == 1", "SB_K == 1", "K % 8 == 0")
+        rules.append(Rule(name, when, {"A": t, "C": t}, (), "batched, K-major"))
+    args = [("A", "tensor"), ("B", "tensor"), ("C", "tensor")] + [("alpha", "scalar")] * (not sm90)
+    sizes = {"L": ("A", 0), "M": ("A", 1), "K": ("A", 2), "N": ("B", 1)}
+    strides = {"SA_K": ("A", 2), "SB_K": ("B", 2)}
+    name = "bmm" if sm90 else "bmm_sm80"
+    return FamilySpec(name, tuple(args), builds, tuple(rules), sizes=sizes, strides=strides)
+
+
+GEMM_SPECS: dict[str, Callable[[], FamilySpec]] = {
+    "gemm": gemm_spec,
+    "gemm_sm80": gemm_sm80_spec,
+    "gemm_f32_sm80": gemm_f32_sm80_spec,
+    **{
+        fam: (lambda f=fam, a=a90, b=a80: epilogue_spec(f, a, b, 0))
+        for fam, a90, a80 in EPILOGUES.values()
+    },
+    ADDMM: lambda: epilogue_spec(ADDMM, 0, 0, 1),
+    "bmm": lambda: bmm_spec("sm_90a"),
+    "bmm_sm80": lambda: bmm_spec("sm_80"),
+}

@@ -1,0 +1,183 @@
+"""tilec.ops.gemm's dispatch without a GPU or torch (tilec/ops/gemm_plan.py, gemm_specs.py): over
+a grid of shapes (M = 1, few rows, K = 1001 and 2002, odd N) and operand layouts (row- and
+column-major A and B, an nn.Linear weight's transpose, sliced and misaligned views), the plan
+never refuses, the laid-out operands have the exact strides and alignment TMA and the builds'
+manifests take, and exactly the expected build of each family's rules takes them (the rules'
+formulas evaluated as a family evaluates them, over sizes and strides)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tilec.ops.gemm_plan import FEW_ROWS, Operand, Plan, plan
+from tilec.ops.gemm_specs import EPILOGUES, GEMM_SPECS, LAYOUTS
+from tilec.runtime.family import FamilySpec, runs_on
+from tilec.runtime.formula import all_hold
+
+MS = (1, 7, 8, 16, 129, 192, 193, 256, 1000, 4096)
+NS = (1, 3, 8, 1001, 4096, 50257)
+KS = (1, 7, 8, 1001, 2002, 4096)
+
+
+def torch_a(m: int, k: int, form: str) -> Operand:
+    """A (M x K) as torch holds it: row-major, column-major (X.t()), a slice of wider rows,
+    or row-major at a 2-byte offset."""
+    return {
+        "row": Operand(m, k, (k, 1)),
+        "col": Operand(m, k, (1, m)),
+        "slice": Operand(m, k, (k + 8, 1)),
+        "offset": Operand(m, k, (k, 1), aligned=False),
+    }[form]
+
+
+def torch_b(k: int, n: int, form: str) -> Operand:
+    """B (K x N) as torch holds it, returned as the kernels' N x K operand B^T: row-major B
+    (MN-major B^T), an nn.Linear weight's transpose W.t() (K-major B^T), a column slice."""
+    return {
+        "row": Operand(n, k, (1, n)),
+        "weight": Operand(n, k, (k, 1)),
+        "slice": Operand(n, k, (1, n + 5)),
+        "offset": Operand(n, k, (1, n), aligned=False),
+    }[form]
+
+
+def after(op: Operand, how: str, k: int) -> Operand:
+    """The operand once laid out (tilec.ops.gemm.laid_out, in strides): torch's fresh
+    allocations are 16-byte aligned."""
+    if how == "keep":
+        return op
+    if how == "transposed":
+        return Operand(op.rows, k, (1, op.rows))
+    return Operand(op.rows, k, (k, 1))
+
+
+def symbols(a: Operand, b: Operand) -> dict[str, int]:
+    return {"M": a.rows, "N": b.rows, "K": a.k, "SA_M": a.strides[0], "SA_K": a.strides[1],
+            "SB_N": b.strides[0], "SB_K": b.strides[1]}  # fmt: skip
+
+
+def chosen(spec: FamilySpec, arch: str, dtypes: dict[str, str], syms: dict[str, int]) -> str:
+    for rule in spec.rules:
+        if not runs_on(spec.builds[rule.build].arch, arch):
+            continue
+        if any(rule.dtypes.get(k, v) != v for k, v in dtypes.items()):
+            continue
+        if all_hold(rule.when, syms):
+            return rule.build
+    raise AssertionError(f"{spec.name}: no rule takes {syms} {dtypes} on {arch}")
+
+
+def binds(op: Operand, major: str) -> bool:
+    """What a build's manifest and TMA check: the exact strides (a dim of extent 1 takes any)
+    and 16-byte strides and base."""
+    want = (op.k, 1) if major == "k" else (1, op.rows)
+    exact = all(s == w or n == 1 for s, w, n in zip(op.strides, want, (op.rows, op.k), strict=True))
+    chunk = op.k if major == "k" else op.rows
+    return exact and op.aligned and chunk % 8 == 0
+
+
+GRID = list(itertools.product(MS, NS, KS, ("row", "col", "slice", "offset"),
+                              ("row", "weight", "slice", "offset")))  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_nothing_is_refused_and_one_layout_rule_takes_it(dtype: str) -> None:
+    gemm, sm80 = GEMM_SPECS["gemm"](), GEMM_SPECS["gemm_sm80"]()
+    for m, n, k, fa, fb in GRID:
+        a, b = torch_a(m, k, fa), torch_b(k, n, fb)
+        p = plan(a, b)
+        la, lb = after(a, p.a, p.k), after(b, p.b, p.k)
+        what = f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
+        ma, mb = LAYOUTS[p.layout]
+        assert binds(la, "mn" if ma else "k"), what
+        assert binds(lb, "mn" if mb else "k"), what
+        syms = symbols(la, lb)
+        build = chosen(gemm, "sm_90", {"A": dtype, "C": dtype}, syms)
+        assert build == f"{p.layout}_{dtype}", what
+        assert gemm.builds[build].params["MA"] == str(ma), what
+        f32 = chosen(gemm, "sm_90", {"A": dtype, "C": "f32"}, syms)
+        assert f32 == f"{p.layout}_{dtype}_of32", what
+        assert chosen(sm80, "sm_80", {"A": dtype, "C": dtype}, syms).startswith(p.layout), what
+        if p.layout == "kk":  # the fused epilogues take it, on both targets where they exist
+            for fam, _, act80 in EPILOGUES.values():
+                spec = GEMM_SPECS[fam]()
+                assert chosen(spec, "sm_90", {"A": dtype}, syms) == f"kk_{dtype}_sm90a"
+                if act80 is not None:
+                    assert chosen(spec, "sm_86", {"A": dtype}, syms) == f"kk_{dtype}_sm80"
+
+
+def test_the_plan_copies_only_what_tma_refuses() -> None:
+    # torch's x @ W.t() (nn.Linear): both K-major, nothing copied, at any M and N
+    assert plan(torch_a(4096, 4096, "row"), torch_b(4096, 50257, "weight")) == Plan(
+        "keep", "keep", 4096, "kk"
+    )
+    # row-major A @ row-major B: B^T is MN-major, kept where N % 8 == 0
+    assert plan(torch_a(512, 4096, "row"), torch_b(4096, 1024, "row")).layout == "km"
+    # ... and copied K-major where N is odd (its columns are not 16-byte chunks)
+    assert plan(torch_a(512, 4096, "row"), torch_b(4096, 1001, "row")) == Plan(
+        "keep", "contiguous", 4096, "kk"
+    )
+    # column-major A (a transpose, as autograd's A^T dZ): kept MN-major
+    assert plan(torch_a(1024, 512, "col"), torch_b(512, 256, "row")) == Plan(
+        "keep", "keep", 512, "mm"
+    )
+    # a slice with a wider leading dimension, a misaligned base: copied
+    assert plan(torch_a(64, 512, "slice"), torch_b(512, 256, "weight")).a == "contiguous"
+    assert plan(torch_a(300, 512, "offset"), torch_b(512, 256, "weight")).a == "contiguous"
+
+
+def test_few_rows_go_k_major_for_the_swapped_builds() -> None:
+    for m in (16, FEW_ROWS):
+        p = plan(torch_a(m, 4096, "col"), torch_b(4096, 4096, "weight"))
+        assert p == Plan("contiguous", "keep", 4096, "kk"), m
+    # one row: a column-major 1 x K is K-major already
+    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight")).a == "keep"
+    p = plan(torch_a(FEW_ROWS + 8, 4096, "col"), torch_b(4096, 4096, "weight"))
+    assert p == Plan("keep", "keep", 4096, "mk")
+
+
+def test_k_not_a_multiple_of_8() -> None:
+    # M and N multiples of 8: the operands go MN-major (row-major B^T is already)
+    assert plan(torch_a(4096, 2002, "row"), torch_b(2002, 4096, "row")) == Plan(
+        "transposed", "keep", 2002, "mm"
+    )
+    assert plan(torch_a(4096, 2002, "col"), torch_b(2002, 4096, "weight")) == Plan(
+        "keep", "transposed", 2002, "mm"
+    )
+    # one row (decode) or an odd N: both padded with zeros to K' = 1008
+    assert plan(torch_a(1, 1001, "row"), torch_b(1001, 4096, "weight")) == Plan(
+        "pad", "pad", 1008, "kk"
+    )
+    assert plan(torch_a(64, 1001, "row"), torch_b(1001, 1001, "row")) == Plan(
+        "pad", "pad", 1008, "kk"
+    )
+    assert plan(torch_a(8, 1, "row"), torch_b(1, 3, "row")).k == 8
+
+
+def test_mismatched_k_is_an_error() -> None:
+    with pytest.raises(ValueError, match="K = 8, B has K = 16"):
+        plan(Operand(4, 8, (8, 1)), Operand(4, 16, (16, 1)))
+
+
+def test_specs_round_trip_and_name_real_sources() -> None:
+    from tilec.runtime.family import repository_root
+
+    for name, make in GEMM_SPECS.items():
+        spec = make()
+        assert spec.name == name
+        assert FamilySpec.from_json(spec.to_json()) == spec
+        for build in spec.builds.values():
+            assert (repository_root() / build.source).is_file(), build
+            assert build.params["T"] in ("f16", "bf16")
+        assert {r.build for r in spec.rules} == set(spec.builds), name
+
+
+def test_bmm_rules() -> None:
+    spec = GEMM_SPECS["bmm"]()
+    syms = {"L": 4, "M": 100, "N": 77, "K": 64, "SA_K": 1, "SB_K": 1}
+    assert chosen(spec, "sm_90", {"A": "bf16"}, syms) == "kk_bf16_sm90a"
+    with pytest.raises(AssertionError, match="no rule"):
+        chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63})
+    assert chosen(GEMM_SPECS["bmm_sm80"](), "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
