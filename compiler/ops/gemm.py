@@ -120,8 +120,8 @@ def _epilogue(torch: Any, z: Any, bias: Any, act: str | None, alpha: float, beta
     return y.to(out_dtype)
 
 
-def _fused(a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: float, c: Any,
-           arch: str) -> Any | None:  # fmt: skip
+def _fused(torch: Any, a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: float,
+           c: Any, arch: str) -> Any | None:  # fmt: skip
     """act(alpha * A B^T + bias') + beta * C through an epilogue family, where one computes
     alpha * act(A B^T + bias) + beta * C (bias' = alpha * bias): no activation, or ReLU with
     alpha > 0 and no C (relu(alpha z) = alpha relu(z)), or any activation with alpha = 1 and no
@@ -137,7 +137,10 @@ def _fused(a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: floa
     if alpha != 1.0 and bias is not None:
         b = (b.float() * alpha).to(a.dtype)
     b = b if b.stride(0) == 1 and b.data_ptr() % 16 == 0 else b.clone()
-    out = c.to(a.dtype).contiguous().clone() if with_c else a.new_empty((m, n))
+    if with_c:  # C's values in a fresh row-major buffer the kernel reads and overwrites
+        out = c.to(a.dtype, copy=True, memory_format=torch.contiguous_format)
+    else:
+        out = a.new_empty((m, n))
     family(name)(a, bt, out, b.expand(m, n), alpha, beta if with_c else 0.0)
     return out
 
@@ -151,10 +154,10 @@ def _check_epilogue(op: str, a: Any, n: int, m: int, bias: Any, act: Any, c: Any
                              f"{tuple(bias.shape)}")  # fmt: skip
         if bias.device != a.device:
             raise ValueError(f"tilec.ops.{op}: bias is on {bias.device}, A on {a.device}")
-    if c is not None:
-        if tuple(c.shape[-2:]) != (m, n) or c.device != a.device:
-            raise ValueError(f"tilec.ops.{op}: C of shape {(m, n)} on {a.device} expected, "
-                             f"got {tuple(c.shape)} on {c.device}")  # fmt: skip
+    shape = (*a.shape[:-2], m, n)
+    if c is not None and (tuple(c.shape) != shape or c.device != a.device):
+        raise ValueError(f"tilec.ops.{op}: C of shape {shape} on {a.device} expected, got "
+                         f"{tuple(c.shape)} on {c.device}")  # fmt: skip
 
 
 def _out_dtype(torch: Any, op: str, a: Any, out_dtype: Any) -> Any:
@@ -197,7 +200,7 @@ def gemm(
         direct = out if out in (A.dtype, torch.float32) else torch.float32
         return _product(torch, a, b, p, direct, arch).to(out)
     if p.layout == "kk" and out == A.dtype:
-        y = _fused(a, b, bias, activation, alpha, beta, C, arch)
+        y = _fused(torch, a, b, bias, activation, alpha, beta, C, arch)
         if y is not None:
             return y
     z = _product(torch, a, b, p, torch.float32, arch)

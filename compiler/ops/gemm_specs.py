@@ -11,10 +11,10 @@ lays the operands out so that exactly one layout rule holds (copying the others)
 
 - `gemm` (A, B, C): examples/gemm_sm90.tile for sm_90a, every (MA, MB) layout, f16 and bf16,
   C of the inputs' dtype or f32 (-D O=f32). Its variant(...) clauses go with each bundle: the
-  swapped builds for up to 192 rows of K-major operands (decode shapes: they measured 0.8-1.1x
-  cuBLAS, where gemm_sm90_splitk.tile's split-K 0.65x at 16x4096x4096), the ping-pong 128x128
-  builds for under three waves, the clusters of two where B's rows are 16- but not 32-byte
-  aligned.
+  swapped builds for up to 192 rows of K-major operands (decode shapes: no split-K build here,
+  docs/performance.md "Split-K and decode-sized rows": the default with these variants beside
+  gemm_sm90_splitk.tile 0.71-1.07x against 0.75-1.01x cuBLAS), the ping-pong 128x128 builds
+  for under three waves, the clusters of two where B's rows are 16- but not 32-byte aligned.
 - `gemm_sm80` (A, B, C, alpha): examples/gemm_sm80.tile for SM 8.x, every layout, f16 and bf16.
 - `gemm_f32_sm80` (A, B, W): examples/gemm_sm80_splitk.tile's gemm_splitk (K-major) on SM 8.x,
   W of 1 x M x N f32: the f32 product, for out_dtype=f32 there (gemm_sm80.tile stores T only).
