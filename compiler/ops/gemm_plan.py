@@ -50,15 +50,16 @@ class Plan:
 
 
 def k_major(op: Operand) -> bool:
-    """Whether the operand is exactly K-major (a dim of extent 1 takes any stride)."""
+    """Whether the operand is exactly K-major. A dim of extent 1 takes any stride in a build's
+    manifest, but TMA still wants it a whole number of 16-byte chunks."""
     sr, sk = op.strides
-    return (sk == 1 or op.k == 1) and (sr == op.k or op.rows == 1)
+    return (sk == 1 or op.k == 1) and (sr == op.k or op.rows == 1 and sr % CHUNK == 0)
 
 
 def mn_major(op: Operand) -> bool:
-    """Whether the operand is exactly MN-major."""
+    """Whether the operand is exactly MN-major (extent-1 dims as in `k_major`)."""
     sr, sk = op.strides
-    return (sr == 1 or op.rows == 1) and (sk == op.rows or op.k == 1)
+    return (sr == 1 or op.rows == 1) and (sk == op.rows or op.k == 1 and sk % CHUNK == 0)
 
 
 def takes(op: Operand, major: str) -> bool:

@@ -27,7 +27,7 @@ def torch_a(m: int, k: int, form: str) -> Operand:
     return {
         "row": Operand(m, k, (k, 1)),
         "col": Operand(m, k, (1, m)),
-        "slice": Operand(m, k, (k + 8, 1)),
+        "slice": Operand(m, k, (k + 3, 1)),
         "offset": Operand(m, k, (k, 1), aligned=False),
     }[form]
 
@@ -70,12 +70,12 @@ def chosen(spec: FamilySpec, arch: str, dtypes: dict[str, str], syms: dict[str, 
 
 
 def binds(op: Operand, major: str) -> bool:
-    """What a build's manifest and TMA check: the exact strides (a dim of extent 1 takes any)
-    and 16-byte strides and base."""
+    """What a build's manifest and TMA check: the exact strides (a dim of extent 1 takes any),
+    the outer one a multiple of 16 bytes whatever its extent, and a 16-byte base."""
     want = (op.k, 1) if major == "k" else (1, op.rows)
     exact = all(s == w or n == 1 for s, w, n in zip(op.strides, want, (op.rows, op.k), strict=True))
-    chunk = op.k if major == "k" else op.rows
-    return exact and op.aligned and chunk % 8 == 0
+    outer = op.strides[0] if major == "k" else op.strides[1]
+    return exact and op.aligned and outer % 8 == 0
 
 
 GRID = list(itertools.product(MS, NS, KS, ("row", "col", "slice", "offset"),
@@ -123,6 +123,9 @@ def test_the_plan_copies_only_what_tma_refuses() -> None:
     assert plan(torch_a(1024, 512, "col"), torch_b(512, 256, "row")) == Plan(
         "keep", "keep", 512, "mm"
     )
+    # one row of a matrix whose rows are not 16-byte chunks: TMA refuses its outer stride
+    assert plan(Operand(1, 4096, (4099, 1)), torch_b(4096, 256, "weight")).a == "contiguous"
+    assert plan(Operand(1, 4096, (4104, 1)), torch_b(4096, 256, "weight")).a == "keep"
     # a slice with a wider leading dimension, a misaligned base: copied
     assert plan(torch_a(64, 512, "slice"), torch_b(512, 256, "weight")).a == "contiguous"
     assert plan(torch_a(300, 512, "offset"), torch_b(512, 256, "weight")).a == "contiguous"
@@ -132,8 +135,8 @@ def test_few_rows_go_k_major_for_the_swapped_builds() -> None:
     for m in (16, FEW_ROWS):
         p = plan(torch_a(m, 4096, "col"), torch_b(4096, 4096, "weight"))
         assert p == Plan("contiguous", "keep", 4096, "kk"), m
-    # one row: a column-major 1 x K is K-major already
-    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight")).a == "keep"
+    # one row, column-major: strides (1, 1), K-major but for TMA's outer stride of 2 bytes
+    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight")).a == "contiguous"
     p = plan(torch_a(FEW_ROWS + 8, 4096, "col"), torch_b(4096, 4096, "weight"))
     assert p == Plan("keep", "keep", 4096, "mk")
 
@@ -181,3 +184,23 @@ def test_bmm_rules() -> None:
     with pytest.raises(AssertionError, match="no rule"):
         chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63})
     assert chosen(GEMM_SPECS["bmm_sm80"](), "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
+
+
+def test_the_bench_parses_its_arguments_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/bench_gemm_ops.py imports torch only to run: --list and bad arguments work here."""
+    import importlib.util
+
+    from tilec.runtime.family import repository_root
+
+    path = repository_root() / "bench" / "bench_gemm_ops.py"
+    spec = importlib.util.spec_from_file_location("bench_gemm_ops", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--list", "--sets", "few,odd_k"]) == 0
+    out = capsys.readouterr().out
+    assert "few: 1x4096x4096" in out and "odd_k: 2048x2048x2002" in out
+    assert bench.parse(["--shapes", "1x2x3"]).shape_list == [("shapes", (1, 2, 3))]
+    for bad in (["--sets", "cubes"], ["--shapes", "1x2"], ["--dtypes", "f32"]):
+        with pytest.raises(SystemExit):
+            bench.parse(bad)
