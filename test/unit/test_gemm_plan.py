@@ -8,6 +8,7 @@ formulas evaluated as a family evaluates them, over sizes and strides)."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -204,3 +205,44 @@ def test_the_bench_parses_its_arguments_without_torch(capsys: pytest.CaptureFixt
     for bad in (["--sets", "cubes"], ["--shapes", "1x2"], ["--dtypes", "f32"]):
         with pytest.raises(SystemExit):
             bench.parse(bad)
+
+
+def test_the_built_families_bind_the_planned_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where build/families holds the GEMM families (test/gpu/build_gemm_families.sh), their
+    real manifests (exact strides, TMA's 16-byte rules, requires) take each planned layout
+    through the rules, on a stand-in SM 9.0 (Family.select binds; nothing launches)."""
+    from test_runtime import FakeCuda
+
+    from tilec.runtime import driver
+    from tilec.runtime.family import open_family, repository_root
+
+    root = repository_root() / "build" / "families"
+    if not all((root / f / "family.json").is_file() for f in ("gemm", "gemm_bias", "bmm")):
+        pytest.skip("no GEMM families in build/families (test/gpu/build_gemm_families.sh)")
+    monkeypatch.setattr(driver, "capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(driver, "sm_count", lambda device=None: 132)
+    gemm, bias = (open_family(root / f, compile_build=False) for f in ("gemm", "gemm_bias"))
+    ptrs = iter(range(0x7F0000000000, 0x7FF000000000, 1 << 24))
+
+    def arr(shape: tuple[int, ...], strides: tuple[int, ...], typestr: str = "<f2") -> Any:
+        size = 2 if typestr == "<f2" else 4
+        return FakeCuda(shape, typestr, next(ptrs), tuple(s * size for s in strides))
+
+    grid = itertools.product(
+        (1, 8, 129, 1000), (3, 8, 4096), (7, 8, 2002), ("row", "col", "slice"), ("row", "weight")
+    )
+    for m, n, k, fa, fb in grid:
+        a, b = torch_a(m, k, fa), torch_b(k, n, fb)
+        p = plan(a, b)
+        la, lb = after(a, p.a, p.k), after(b, p.b, p.k)
+        x, y = arr((m, p.k), la.strides), arr((n, p.k), lb.strides)
+        for typestr, tag in (("<f2", ""), ("<f4", "_of32")):
+            got = gemm.select(x, y, arr((m, n), (n, 1), typestr))
+            assert got == f"{p.layout}_f16{tag}", f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
+        if p.layout == "kk":
+            c, v = arr((m, n), (n, 1)), arr((m, n), (0, 1))
+            assert bias.select(x, y, c, v, 1.0, 0.0) == "kk_f16_sm90a"
+    bmm = open_family(root / "bmm", compile_build=False)
+    x, y = arr((3, 100, 64), (6400, 64, 1)), arr((3, 77, 64), (0, 64, 1))
+    c = arr((3, 100, 77), (7700, 77, 1))
+    assert bmm.select(x, y, c) == "kk_f16_sm90a"
