@@ -310,7 +310,18 @@ def encode_tma_tiled(args: dict[str, Any], address: int) -> bytes:
     return ctypes.string_at(tensor_map.getPtr(), 128)
 
 
-def upload(data: bytes, stream: int) -> int:
-    """A new device buffer holding `data` (e.g. a CUtensorMap the kernel reads by pointer)."""
-    host = np.frombuffer(data, np.uint8)
-    return to_device(host, stream)
+def alloc_pinned(nbytes: int) -> int:
+    """Page-locked host memory (a copy from it may be captured into a CUDA graph)."""
+    return int(check(cu.cuMemHostAlloc(max(nbytes, 1), 0), f"cuMemHostAlloc({nbytes})"))
+
+
+def write_host(host: int, data: bytes) -> None:
+    ctypes.memmove(host, data, len(data))
+
+
+def copy_to_device(device: int, host: int, nbytes: int, stream: int) -> None:
+    """Copies `nbytes` at host address `host` to `device` on `stream` (not waited for)."""
+    check(
+        cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(device), host, nbytes, cu.CUstream(stream)),
+        "cuMemcpyHtoDAsync",
+    )

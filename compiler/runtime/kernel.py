@@ -28,6 +28,7 @@ from tilec.runtime.bundle import (
     write_bundle,
 )
 from tilec.runtime.formula import all_hold
+from tilec.runtime.maps import MapStore
 from tilec.runtime.tensors import as_view
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
@@ -66,9 +67,6 @@ def _current_stream(framework: str, device: int | None) -> int:
 
 # Launches a plan keeps ready (one per context, pointers and scalar values) before it starts over.
 LAUNCH_LIMIT = 256
-
-# Device copies of tensor maps a kernel keeps (a launch still in flight may read an older one).
-MAP_LIMIT = 4096
 
 
 class _Plan:
@@ -165,7 +163,7 @@ class Kernel:
         # (context, variant) → CUfunction; modules live as long.
         self._functions: dict[tuple[int, str], Any] = {}
         self._modules: dict[tuple[int, str], Any] = {}
-        self._tma_buffers: dict[tuple[int, bytes], int] = {}  # (context, map) → device copy
+        self._maps = MapStore()  # the tensor maps' device copies (runtime/maps.py)
         self._params = user_params(manifest)
         # Integer scalars a launch formula reads (grid(cdiv(max_q, BM))): their values are part
         # of a call's signature, as shapes are.
@@ -174,7 +172,8 @@ class Kernel:
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
         self._cluster_sms: dict[int, int] = {}  # context → num_sms of a cluster kernel
-        self._flushes = 0  # how many times the tensor maps' device copies were all freed
+        self._flushes = 0  # the map store's flushes this kernel's plans have seen
+        self._settled = True  # every map the launch being prepared passes is in place
         # A stateful kernel (manifest.stateful: its module's globals hold a launch's partial
         # sums) launches on one stream after another: context → the stream of its last launch.
         self._last_stream: dict[int, int] = {}
@@ -294,10 +293,12 @@ class Kernel:
         call = (ctx, *ptrs, *[bytes(v) for v in scalars])
         ready = plan.launches.get(call)
         if ready is None:
+            self._settled = True
             ready = self._prepare(plan, ctx, ptrs, scalars, handle)
             if len(plan.launches) >= LAUNCH_LIMIT:
                 plan.launches.clear()
-            plan.launches[call] = ready
+            if self._settled:  # not one captured whose maps only the graph writes
+                plan.launches[call] = ready
         if self.manifest.stateful:
             self._in_turn(ctx, handle)
         driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
@@ -433,25 +434,22 @@ class Kernel:
         found = plan.maps.get(key)
         if found is None:
             data = driver.encode_tma_tiled(plan.tma[name], ptr)
-            found = plan.maps[key] = self._map_buffer(ctx, data, stream)
+            found = self._map_buffer(ctx, data, stream)
+            if self._settled:
+                plan.maps[key] = found
         return found
 
     def _map_buffer(self, ctx: int, data: bytes, stream: int) -> int:
-        """The device copy of the tensor map `data`, made once. Past MAP_LIMIT copies (new
-        pointers every call) the stream is synchronised, so that no launch still reads one,
-        and they are all freed."""
-        if (ctx, data) not in self._tma_buffers:
-            if len(self._tma_buffers) >= MAP_LIMIT:
-                driver.synchronize(stream)
-                for ptr in self._tma_buffers.values():
-                    driver.free(ptr)
-                self._tma_buffers.clear()
-                self._flushes += 1
-                for plan in self._plans.values():
-                    plan.maps.clear()
-                    plan.launches.clear()  # they pass the maps freed here
-            self._tma_buffers[(ctx, data)] = driver.upload(data, stream)
-        return self._tma_buffers[(ctx, data)]
+        """The device copy of the tensor map `data` (runtime/maps.py). Where the store reused
+        the slots of older maps, the plans' launches that passed them are dropped."""
+        address, written = self._maps.address(ctx, data, stream)
+        self._settled = self._settled and written
+        if self._maps.flushes != self._flushes:
+            self._flushes = self._maps.flushes
+            for plan in self._plans.values():
+                plan.maps.clear()
+                plan.launches.clear()  # they pass the maps of the slots reused
+        return address
 
     def _tma_pointer(self, ctx: int, b: Binding, descriptor: str, stream: int) -> int:
         spec = next(d for d in self.manifest.tma if d.name == descriptor)

@@ -712,25 +712,67 @@ def test_a_repeated_call_reuses_its_packed_parameters(monkeypatch: pytest.Monkey
         k(*args[:3], "0.5")  # the scalar is still checked at every call
 
 
+class FakeMaps:
+    """Stands in for the driver calls of the tensor-map store (runtime/maps.py): device memory
+    as a dict of 128-byte slots, a capture switched on and off by the test. `check(launch)`
+    asserts that every map a launch passed holds, on the device, the map of its pointer (or,
+    in a capture, will once the graph's copy runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tilec.runtime import driver
+
+        self.device: dict[int, bytes] = {}
+        self.host: dict[int, bytes] = {}
+        self.graph: dict[int, int] = {}  # device slot → host slot a captured copy reads
+        self.allocs: list[int] = []
+        self.capture = False
+        self._next = iter(range(0x100000, 0x10000000, 0x100000))
+        self.encoded: list[int] = []
+        monkeypatch.setattr(driver, "encode_tma_tiled", self.encode)
+        monkeypatch.setattr(driver, "alloc", self.alloc)
+        monkeypatch.setattr(driver, "alloc_pinned", self.alloc)
+        monkeypatch.setattr(driver, "write_host", self.host.__setitem__)
+        monkeypatch.setattr(driver, "copy_to_device", self.copy)
+        monkeypatch.setattr(driver, "capturing", lambda stream: self.capture)
+        monkeypatch.setattr(driver, "synchronize", lambda stream: None)
+        monkeypatch.setattr(driver, "synchronize_context", lambda: None)
+        monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
+        monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
+        monkeypatch.setattr(driver, "free", lambda ptr: None)
+
+    def encode(self, args: dict, address: int) -> bytes:
+        self.encoded.append(address)
+        return address.to_bytes(8, "little") * 16
+
+    def alloc(self, nbytes: int) -> int:
+        assert not self.capture, "no allocation inside a capture"
+        self.allocs.append(nbytes)
+        return next(self._next)
+
+    def copy(self, device: int, host: int, nbytes: int, stream: int) -> None:
+        if self.capture:
+            self.graph[device] = host
+        else:
+            self.device[device] = self.host[host]
+
+    def replay(self) -> None:
+        for device, host in self.graph.items():
+            self.device[device] = self.host[host]
+
+    def holds(self, address: int, ptr: int, captured: bool = False) -> bool:
+        want = ptr.to_bytes(8, "little") * 16
+        if captured:
+            return self.host[self.graph[address]] == want
+        return self.device.get(address) == want
+
+
 def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tilec.runtime import Kernel, driver
+    from tilec.runtime import Kernel
 
     seen = Launches(monkeypatch)
-    monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
-    monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
-    monkeypatch.setattr(driver, "synchronize", lambda stream: None)
-    monkeypatch.setattr(driver, "free", lambda ptr: None)
-    encoded: list[int] = []
-
-    def encode(args: dict, address: int) -> bytes:
-        encoded.append(address)
-        return address.to_bytes(8, "little") * 16
-
-    uploads = iter(range(0x60000, 0x70000, 0x100))
-    monkeypatch.setattr(driver, "encode_tma_tiled", encode)
-    monkeypatch.setattr(driver, "upload", lambda data, stream: next(uploads))
+    fake = FakeMaps(monkeypatch)
     k = Kernel(planned_manifest(), "ptx")
     a, b, _, alpha = gemm_args()
     k(a, b, np.zeros((300, 200), np.float32), alpha)
@@ -740,52 +782,38 @@ def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
     for _ in range(3):
         tma(*args)
     assert tma.plans == 1
-    assert encoded == [args[0].__cuda_array_interface__["data"][0]], "one map, encoded once"
+    assert fake.encoded == [0x10000], "one map, encoded once"
+    assert fake.holds(seen.calls[-1][4][-1], 0x10000)
     first = seen.calls[-1]
     moved = gemm_args()
     moved[0].__cuda_array_interface__["data"] = (0x90000, False)
     tma(*moved)
-    assert encoded[-1] == 0x90000 and tma.plans == 1
+    assert fake.encoded[-1] == 0x90000 and tma.plans == 1
     assert seen.calls[-1] != first, "a new pointer gets its own map"
-    # Past MAP_LIMIT device copies every map is freed: a ready launch that passed one is dropped
-    # with it, and the next call with those pointers makes (and passes) a new copy.
-    from tilec.runtime import kernel as kernel_module
+    assert fake.holds(seen.calls[-1][4][-1], 0x90000)
+    # Past MAP_LIMIT copies the slots are reused: a ready launch that passed one is dropped with
+    # it, and the next call with those pointers makes (and passes) a new copy.
+    from tilec.runtime import maps
 
-    freed: list[int] = []
-    monkeypatch.setattr(driver, "free", freed.append)
-    monkeypatch.setattr(kernel_module, "MAP_LIMIT", 2)
+    monkeypatch.setattr(maps, "MAP_LIMIT", 2)
     third = gemm_args()
     third[0].__cuda_array_interface__["data"] = (0xA0000, False)
-    tma(*third)  # the third map: the two before are freed
-    assert freed == [first[4][-1], seen.calls[-2][4][-1]]
+    tma(*third)  # the third map: the slots of the two before are reused
+    assert fake.holds(seen.calls[-1][4][-1], 0xA0000)
     tma(*args)
-    assert encoded[-1] == args[0].__cuda_array_interface__["data"][0]
-    assert seen.calls[-1][4][-1] not in freed, "a freed map is never passed again"
+    assert fake.encoded[-1] == 0x10000
+    assert fake.holds(seen.calls[-1][4][-1], 0x10000), "a reused slot is never passed stale"
+    assert len(fake.allocs) == 2, "one arena (device and pinned host) for all of them"
 
 
 def test_a_map_flush_midway_through_a_launch_makes_the_maps_before_it_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tilec.runtime import Kernel, driver
-    from tilec.runtime import kernel as kernel_module
+    from tilec.runtime import Kernel, maps
 
     seen = Launches(monkeypatch)
-    live: set[int] = set()
-    uploads = iter(range(0x60000, 0x70000, 0x100))
-
-    def upload(data: bytes, stream: int) -> int:
-        live.add(address := next(uploads))
-        return address
-
-    monkeypatch.setattr(
-        driver, "encode_tma_tiled", lambda args, address: address.to_bytes(8, "little")
-    )
-    monkeypatch.setattr(driver, "upload", upload)
-    monkeypatch.setattr(driver, "synchronize", lambda stream: None)
-    monkeypatch.setattr(driver, "free", live.discard)
-    monkeypatch.setattr(driver, "to_device", lambda host, stream: 0x50000)
-    monkeypatch.setattr(driver, "to_host", lambda ptr, host, stream: None)
-    monkeypatch.setattr(kernel_module, "MAP_LIMIT", 2)
+    fake = FakeMaps(monkeypatch)
+    monkeypatch.setattr(maps, "MAP_LIMIT", 2)
     m = gemm_manifest()
     two = gemm_manifest(
         params=(*m.params, TmaParam("tmaC", "tmaC")),
@@ -796,13 +824,54 @@ def test_a_map_flush_midway_through_a_launch_makes_the_maps_before_it_again(
     k(*args)  # maps of A and C: the limit reached
     moved = gemm_args()
     moved[2].__cuda_array_interface__["data"] = (0x40000, False)
-    k(*moved)  # A's map is made; C's frees it, so A's is made again
-    maps = seen.calls[-1][4][-2:]
-    assert all(address in live for address in maps), "every map a launch passes is alive"
+    k(*moved)  # A's map is made; C's reuses its slot, so A's is made again
+    a_map, c_map = seen.calls[-1][4][-2:]
+    assert fake.holds(a_map, 0x10000) and fake.holds(c_map, 0x40000)
     for call in (args, moved):  # and unplanned (a host array), the same
         bound = (*call[:2], np.zeros((300, 200), np.float32), call[3])
         k(*bound)
-        assert all(address in live for address in seen.calls[-1][4][-2:])
+        a_map, c_map = seen.calls[-1][4][-2:]
+        assert fake.holds(a_map, 0x10000) and fake.holds(c_map, 0x50000)  # C staged at 0x50000
+
+
+def test_tma_maps_in_a_cuda_graph_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch captured into a CUDA graph with new pointers allocates nothing (the capture
+    would fail), its maps are copied by the graph, their slots are never reused, and a call
+    outside the capture with those pointers copies them first rather than reusing the
+    captured launch."""
+    from tilec.runtime import Kernel, maps
+
+    seen = Launches(monkeypatch)
+    fake = FakeMaps(monkeypatch)
+    k = Kernel(gemm_manifest(), "ptx")
+    k(*gemm_args())  # warm-up: the arena is allocated
+    allocs = len(fake.allocs)
+    fake.capture = True
+    captured = gemm_args()
+    captured[0].__cuda_array_interface__["data"] = (0x70000, False)
+    k(*captured)
+    k(*captured)
+    graph_map = seen.calls[-1][4][-1]
+    assert len(fake.allocs) == allocs
+    assert fake.holds(graph_map, 0x70000, captured=True) and not fake.holds(graph_map, 0x70000)
+    fake.capture = False
+    k(*captured)  # before any replay: copied now
+    assert seen.calls[-1][4][-1] == graph_map and fake.holds(graph_map, 0x70000)
+    monkeypatch.setattr(maps, "MAP_LIMIT", 1)
+    for ptr in (0x80000, 0x90000, 0xA0000):  # flushes: the graph's slot stays its own
+        other = gemm_args()
+        other[0].__cuda_array_interface__["data"] = (ptr, False)
+        k(*other)
+        assert seen.calls[-1][4][-1] != graph_map and fake.holds(seen.calls[-1][4][-1], ptr)
+    fake.replay()
+    assert fake.holds(graph_map, 0x70000)
+    monkeypatch.setattr(maps, "SPARE", 0)
+    fresh = Kernel(gemm_manifest(), "ptx")
+    fake.capture = True
+    from tilec.runtime import driver
+
+    with pytest.raises(driver.CudaError, match="launch the captured calls once before"):
+        fresh(*gemm_args())
 
 
 # --- what a launch must not get wrong silently -------------------------------------------------
