@@ -4,7 +4,7 @@
 # GPU machine, e.g. with `python test/gpu/pack_bundles.py pack build/attention_sm90`), where
 # MLIR is: examples/attention_sm90.tile as d<D>_<T>_c<CAUSAL>: head dims 64, 128 and 256 in
 # f16 without a mask and top-left causal, bottom-right causal at 64 and 128, bf16 at 128, and
-# d<D>_<T>_c<CAUSAL>_st the staggered consumers (ST = 1) at 64 and 128. Each
+# d<D>_<T>_c<CAUSAL>_st0 the consumers not staggered (ST = 0, the default is 1) at 64 and 128. Each
 # build checks the kernel's contract (ring depth, no spills, no serialised wgmma, the
 # instructions).
 set -euo pipefail
@@ -24,8 +24,8 @@ for d in 64 128 256; do
 done
 for d in 64 128; do one "d${d}_f16_c2" -D D=$d -D CAUSAL=2; done
 for c in 0 1; do one "d128_bf16_c$c" -D D=128 -D CAUSAL=$c -D T=bf16; done
-# staggered consumer groups (ST = 1), beside the plain builds for the bench
-for c in 0 1; do one "d128_f16_c${c}_st" -D D=128 -D CAUSAL=$c -D ST=1; done
-one d64_f16_c0_st -D D=64 -D ST=1
-one d128_bf16_c0_st -D D=128 -D T=bf16 -D ST=1
+# consumer groups not staggered (ST = 0), beside the default builds for the bench
+for c in 0 1; do one "d128_f16_c${c}_st0" -D D=128 -D CAUSAL=$c -D ST=0; done
+one d64_f16_c0_st0 -D D=64 -D ST=0
+one d128_bf16_c0_st0 -D D=128 -D T=bf16 -D ST=0
 echo "built $(find "$out" -maxdepth 2 -name manifest.json | wc -l) SM90 attention bundles in $out"
