@@ -1,7 +1,7 @@
 """Every stage: the one shared-memory planner — what a buffer, its stages and a kernel take.
 
 The frontend's budget check (sema), the pipelining pass (its stage stride and how many stages
-fit), the views' allocation (tile_views.alloc_shared), outline-tile-kernels (offsets inside
+fit), the views' allocation (tile_shared.alloc_shared), outline-tile-kernels (offsets inside
 the dynamic array) and the SM90 ring all ask here, so they cannot disagree:
 
     buffer      extent(L) = (floor, elems): the offsets L reaches, from the algebra

@@ -49,7 +49,8 @@ from tilec.binding import defined_inside
 from tilec.lowering import Flag, IndexBuilder, LoweringError, Term
 from tilec.lowering.sm90_loops import invariant
 from tilec.lowering.tile_access import when
-from tilec.lowering.tile_views import gep, global_names
+from tilec.lowering.tile_shared import global_names
+from tilec.lowering.tile_views import gep
 from tilec.passes.layout_fold import constant_index
 
 SLOTS = 160  # partial-sum slots: no fewer than the SMs of a GPU the kernel runs on

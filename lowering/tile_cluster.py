@@ -30,7 +30,8 @@ from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError
 from tilec.lowering.tile_carry import Lowered, flatten, unflatten
 from tilec.lowering.tile_fragments import combine
-from tilec.lowering.tile_views import gep, shared_global, shared_pointer
+from tilec.lowering.tile_shared import shared_global, shared_pointer
+from tilec.lowering.tile_views import gep
 
 
 def cluster_barrier() -> None:

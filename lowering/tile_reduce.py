@@ -32,7 +32,8 @@ from tilec.lowering.tile_fragments import (
     group_key,
     identity,
 )
-from tilec.lowering.tile_views import gep, shared_global, shared_pointer
+from tilec.lowering.tile_shared import shared_global, shared_pointer
+from tilec.lowering.tile_views import gep
 
 LANES = 5  # log2 of the warp size
 

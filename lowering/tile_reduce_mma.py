@@ -27,7 +27,8 @@ from tilec.dialects.tile.atoms import shuffle_masks, split, thread_mode
 from tilec.lowering import IndexBuilder, LoweringError
 from tilec.lowering.tile_fragments import REDUCE_OP, Frag, Reduced, combine, constant
 from tilec.lowering.tile_mma import AM, ATOM, WARP, Lanes, MmaPartition, PairCoords
-from tilec.lowering.tile_views import gep, shared_global, shared_pointer
+from tilec.lowering.tile_shared import shared_global, shared_pointer
+from tilec.lowering.tile_views import gep
 
 # xor distances of the lanes that share a row (mode 1 reduced) or a column (mode 0), read off
 # the atom's C layout: (1, 2) and (4, 8, 16) for m16n8k16.

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError, tile_views
+from tilec.lowering import DIMS, ID_OPS, IndexBuilder, LoweringError, tile_shared, tile_views
 from tilec.lowering.tile_access import if_else
 from tilec.lowering.tile_refusals import VIEW_OPS
 from tilec.lowering.tile_rungs import Rung, lower_kernel
@@ -84,7 +84,7 @@ class Views(Rung):
         return tile_views.permute(op, self.view(op, op.operands[0]))
 
     def alloc_shared(self, op: ir.Operation, b: IndexBuilder) -> View:
-        return tile_views.alloc_shared(op, self.module, self.name, self.buffers)
+        return tile_shared.alloc_shared(op, self.module, self.name, self.buffers)
 
     def prepend(self, op: ir.Operation, b: IndexBuilder) -> View:
         return tile_views.add_mode(op, self.view(op, op.operands[0]))

@@ -11,7 +11,8 @@ from tilec.dialects.layout import algebra as A
 from tilec.dialects.layout.ir import make
 from tilec.lowering import LoweringError, after
 from tilec.lowering.tile_access import when
-from tilec.lowering.tile_views import buffer_extent, elem_bytes, tensor_type
+from tilec.lowering.tile_shared import buffer_extent
+from tilec.lowering.tile_views import elem_bytes, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.targets import smem_optin
 

@@ -52,8 +52,9 @@ from tilec.lowering.sm90_roles import roles_of
 from tilec.lowering.sm90_sources import tensor_of
 from tilec.lowering.tile_access import if_else
 from tilec.lowering.tile_roles import Role, role_of
+from tilec.lowering.tile_shared import shared_global, shared_pointer
 from tilec.lowering.tile_values import view_cast
-from tilec.lowering.tile_views import View, gep, shared_global, shared_pointer, tensor_type
+from tilec.lowering.tile_views import View, gep, tensor_type
 from tilec.passes.base import Pass, register
 from tilec.passes.tile_schedule import UNIT, cluster_width
 from tilec.targets import smem_optin
