@@ -14,11 +14,17 @@ through the cache) only in the real implementation, on the first call with real 
 | `layernorm(x, weight, bias, eps)` | `layernorm_backward(dy, x, weight, eps)`: dx, dw, db |
 | `rmsnorm(x, weight, eps)` | `rmsnorm_backward(dy, x, weight, eps)`: dx, dw |
 | `gemm(a, b, bias, activation, out_dtype)` | `gemm`: dA = dZ B^T, dB = A^T dZ; dbias: sum of dZ |
+| `attention(q, k, v, causal, causal_alignment, scale)` | none yet: backward raises |
 
 `gemm` runs `tilec.ops.gemm`, whose output is a new row-major M x N tensor (as the fake
 kernel says). Its backward runs tilec::gemm on transposed views (dA = dZ B^T: B^T MN-major where
 B is an nn.Linear weight's transpose; dB = A^T dZ: both MN-major), so no operand is copied where
 M, N and K are multiples of 8.
+
+`attention` returns (O, LSE) always: the kernels write the row log-sum-exp anyway, and a
+schema with one return type traces more simply than an optional second output. It has no
+backward yet (attention's backward kernels are a later issue): its registered backward raises
+NotImplementedError rather than leave q, k and v without gradients silently.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from torch import Tensor
 
 import tilec.ops as ops
 from tilec.ops import backward as grads
+from tilec.ops.attention import attention_scale, causal_mode, check_attention, outputs
 
 __all__ = ["ACTIVATIONS", "FLOATS", "OPS"]
 
@@ -38,7 +45,7 @@ WEIGHTS = (torch.float16, torch.bfloat16, torch.float32)  # a norm's weight and 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh")
 # The operators this module registers (torch.ops.tilec.<name>).
 OPS = ("softmax", "softmax_backward", "layernorm", "layernorm_backward", "rmsnorm",
-       "rmsnorm_backward", "gemm")  # fmt: skip
+       "rmsnorm_backward", "gemm", "attention")  # fmt: skip
 
 
 def _check(op: str, x: Tensor, name: str = "x") -> None:
@@ -302,3 +309,55 @@ def _gemm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
 
 
 gemm.register_autograd(_gemm_grad, setup_context=_gemm_context)
+
+
+# attention -------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op(
+    "tilec::attention",
+    mutates_args=(),
+    schema="(Tensor q, Tensor k, Tensor v, bool causal=False, "
+    'str causal_alignment="top_left", float? scale=None) -> (Tensor, Tensor)',
+)
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    causal: bool = False,
+    causal_alignment: str = "top_left",
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    return ops.attention(
+        q, k, v, causal=causal, causal_alignment=causal_alignment, scale=scale, return_lse=True
+    )
+
+
+@attention.register_fake
+def _(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    causal: bool = False,
+    causal_alignment: str = "top_left",
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    check_attention(q, k, v)
+    causal_mode(causal, causal_alignment)
+    attention_scale(scale, q.shape[3])
+    return outputs(q)
+
+
+def _attention_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    pass
+
+
+def _attention_grad(ctx: Any, grad_o: Tensor, grad_lse: Tensor) -> None:
+    raise NotImplementedError(
+        "tilec::attention has no backward yet (its backward kernels are a later issue): run "
+        "it under torch.no_grad() or on tensors that do not require grad, or train with "
+        "torch.nn.functional.scaled_dot_product_attention"
+    )
+
+
+attention.register_autograd(_attention_grad, setup_context=_attention_context)

@@ -1,5 +1,6 @@
 """tilec.ops: operations on torch tensors, each backed by a kernel family (docs/runtime.md,
-"tilec.ops"): `softmax`, `layernorm`, `rmsnorm`, `gemm`, `bmm` (tilec/ops/gemm.py).
+"tilec.ops"): `softmax`, `layernorm`, `rmsnorm`, `gemm`, `bmm` (tilec/ops/gemm.py) and
+`attention` (tilec/ops/attention.py).
 
 Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
 allocates its output on the input's device and launches on torch's current stream; `stream=`
@@ -31,7 +32,8 @@ from tilec.runtime.family import (
     repository_root,
 )
 
-__all__ = ["bmm", "family", "gemm", "layernorm", "on_stream", "op_specs", "rmsnorm", "softmax"]
+__all__ = ["attention", "bmm", "family", "gemm", "layernorm", "on_stream", "op_specs", "rmsnorm",
+           "softmax"]  # fmt: skip
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
@@ -44,12 +46,14 @@ def families_dir() -> Path:
 
 def op_specs() -> dict[str, Callable[[], FamilySpec]]:
     """Every family's spec by name: the operations' (tilec/ops/specs.py), their backward
-    kernels' (tilec/ops/backward_specs.py) and the GEMMs' (tilec/ops/gemm_specs.py)."""
+    kernels' (tilec/ops/backward_specs.py), the GEMMs' (tilec/ops/gemm_specs.py) and
+    attention's (tilec/ops/attention_specs.py)."""
+    from tilec.ops.attention_specs import ATTENTION_SPECS
     from tilec.ops.backward_specs import BACKWARD_SPECS
     from tilec.ops.gemm_specs import GEMM_SPECS
     from tilec.ops.specs import SPECS
 
-    return {**SPECS, **BACKWARD_SPECS, **GEMM_SPECS}
+    return {**SPECS, **BACKWARD_SPECS, **GEMM_SPECS, **ATTENTION_SPECS}
 
 
 def family(name: str) -> Family:
@@ -185,4 +189,5 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
 
 
 # After the helpers it imports from this module.
+from tilec.ops.attention import attention  # noqa: E402
 from tilec.ops.gemm import bmm, gemm  # noqa: E402

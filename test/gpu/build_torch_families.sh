@@ -2,8 +2,9 @@
 # The families test/gpu/test_torch_ops.py, examples/torch/mlp.py and bench/bench_torch.py run,
 # into build/families (where MLIR is): tilec.ops' forward families for sm_90a (as
 # test/gpu/test_ops.py builds them) and the backward families (their builds are all sm_80,
-# whose PTX runs on SM 8.x and 9.0) and the GEMM families (test/gpu/build_gemm_families.sh:
-# tilec::gemm, tilec.nn.Linear), then packed for the GPU machine as build/tier.tar.xz
+# whose PTX runs on SM 8.x and 9.0), the GEMM families (test/gpu/build_gemm_families.sh:
+# tilec::gemm, tilec.nn.Linear) and the attention families (test/gpu/build_attention_families.sh:
+# tilec::attention, test/gpu/test_ops_attention.py), then packed for the GPU machine as build/tier.tar.xz
 # (test/gpu/pack_bundles.py; the PTX packs ~10x).
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
@@ -14,4 +15,5 @@ for op in softmax_bwd layernorm_bwd rmsnorm_bwd colsum; do
   tilec family build --op "$op" -o "build/families/$op" -j "$jobs" --strict
 done
 JOBS="$jobs" PACK=0 bash test/gpu/build_gemm_families.sh
+JOBS="$jobs" PACK=0 bash test/gpu/build_attention_families.sh
 python test/gpu/pack_bundles.py pack build/families

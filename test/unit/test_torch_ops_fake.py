@@ -87,7 +87,7 @@ def test_tilec_ops_take_a_stream() -> None:
     import inspect
 
     for fn in (tilec.ops.softmax, tilec.ops.layernorm, tilec.ops.rmsnorm, tilec.ops.gemm,
-               tilec.ops.bmm, tilec.ops.backward.softmax_backward,
+               tilec.ops.bmm, tilec.ops.attention, tilec.ops.backward.softmax_backward,
                tilec.ops.backward.layernorm_backward,
                tilec.ops.backward.rmsnorm_backward):  # fmt: skip
         stream = inspect.signature(fn).parameters["stream"]
@@ -143,6 +143,19 @@ def _opcheck_cases() -> list[tuple[str, tuple[Any, ...]]]:
         ("rmsnorm_backward", (x.detach(), x.detach(), w.detach(), 1e-6)),
         ("gemm", (x, meta(8, 3, grad=True), meta(3, grad=True), "gelu", None)),
         ("gemm", (x, meta(8, 3, grad=True), None, "relu", torch.float32)),
+        # no autograd: inputs that need no gradient (the backward raises)
+        ("attention", (meta(2, 4, 9, 64), meta(2, 2, 5, 64), meta(2, 2, 5, 64))),
+        (
+            "attention",
+            (
+                meta(1, 3, 9, 96, dtype=torch.bfloat16).transpose(1, 2),
+                meta(1, 7, 3, 96, dtype=torch.bfloat16).transpose(1, 2),
+                meta(1, 7, 3, 96, dtype=torch.bfloat16).transpose(1, 2),
+                True,
+                "bottom_right",
+                0.3,
+            ),
+        ),  # fmt: skip
     ]
 
 
@@ -240,3 +253,74 @@ def test_modules_keep_their_inputs_shapes() -> None:
     assert tnn.Linear(8, 5).to(**META, dtype=torch.float16)(x).shape == (2, 3, 2, 5)
     with pytest.raises(ValueError, match="last dimensions"):
         tnn.LayerNorm((3, 8)).to(**META, dtype=torch.float16)(x)
+
+
+# attention ------------------------------------------------------------------------------------
+
+
+def test_attention_fake_outputs() -> None:
+    q, k = meta(2, 8, 9, 128, dtype=torch.bfloat16), meta(2, 2, 5, 128, dtype=torch.bfloat16)
+    o, lse = torch.ops.tilec.attention(q, k, k)
+    assert (o.shape, o.stride(), o.dtype) == (q.shape, (9216, 1152, 128, 1), torch.bfloat16)
+    assert (lse.shape, lse.stride(), lse.dtype) == ((2, 8, 9), (72, 9, 1), torch.float32)
+    # (B, S, H, D) memory seen as (B, H, S, D): O laid out as q
+    qt = meta(2, 9, 8, 64).transpose(1, 2)
+    kt = meta(2, 5, 2, 64).transpose(1, 2)
+    o, lse = torch.ops.tilec.attention(qt, kt, kt, True, "bottom_right", 0.5)
+    assert (o.shape, o.stride()) == ((2, 8, 9, 64), (4608, 64, 512, 1))
+    assert lse.stride() == (72, 9, 1)
+    # D not contiguous (copied by the real call): O contiguous
+    kv = meta(1, 1, 4, 256)
+    o, _ = torch.ops.tilec.attention(meta(1, 2, 256, 3).transpose(2, 3), kv, kv)
+    assert o.stride() == (1536, 768, 256, 1)
+    # empty sizes
+    o, lse = torch.ops.tilec.attention(meta(0, 2, 3, 64), meta(0, 1, 4, 64), meta(0, 1, 4, 64))
+    assert o.shape == (0, 2, 3, 64) and lse.shape == (0, 2, 3)
+
+
+def test_attention_refuses_bad_input() -> None:
+    att, ops = torch.ops.tilec.attention, tilec.ops
+    q, k = meta(1, 4, 8, 64), meta(1, 2, 8, 64)
+    cases = [
+        (ValueError, "head dim D = 80 is not supported: D is one of 64, 96, 128, 256",
+         lambda: att(meta(1, 4, 8, 80), meta(1, 2, 8, 80), meta(1, 2, 8, 80))),
+        (ValueError, "multiple of k's and v's 3", lambda: att(q, meta(1, 3, 8, 64),
+                                                               meta(1, 3, 8, 64))),
+        (ValueError, "k and v of", lambda: att(q, k, meta(1, 2, 9, 64))),
+        (ValueError, "k and v of", lambda: att(q, meta(2, 2, 8, 64), meta(2, 2, 8, 64))),
+        (ValueError, "q of rank 4", lambda: att(meta(4, 8, 64), k, k)),
+        (TypeError, "one dtype", lambda: att(q, k, meta(1, 2, 8, 64, dtype=torch.bfloat16))),
+        (TypeError, "k of float16 or bfloat16", lambda: att(q, k.float(), k)),
+        (ValueError, "causal_alignment one of", lambda: att(q, k, k, True, "lower_right")),
+        (ValueError, "scale must be finite and > 0", lambda: att(q, k, k, False, "top_left",
+                                                                  -1.0)),
+        (TypeError, "CUDA tensor", lambda: ops.attention(*(torch.zeros(1, 2, 8, 64).half(),) * 3)),
+        (TypeError, "v must be a torch.Tensor", lambda: ops.attention(q, k, None)),
+    ]  # fmt: skip
+    for kind, text, call in cases:
+        with pytest.raises(kind, match=text.replace("(", r"\(").replace(")", r"\)")):
+            call()
+
+
+def test_attention_backward_raises() -> None:
+    q, k = meta(1, 4, 8, 64, grad=True), meta(1, 2, 8, 64, grad=True)
+    o, lse = torch.ops.tilec.attention(q, k, k)
+    assert o.requires_grad
+    with pytest.raises(NotImplementedError, match="no backward yet"):
+        o.sum().backward()
+    with pytest.raises(NotImplementedError, match="no backward yet"):
+        torch.autograd.grad(lse.sum(), (q,))
+    with torch.no_grad():
+        assert not torch.ops.tilec.attention(q, k, k)[0].requires_grad
+
+
+def test_attention_compiles_without_graph_breaks() -> None:
+    def block(q: Any, k: Any, v: Any) -> Any:
+        o, lse = torch.ops.tilec.attention(q, k, v, True, "top_left", None)
+        return o.transpose(1, 2).flatten(2) * 2, lse
+
+    q, k = meta(2, 8, 16, 64), meta(2, 2, 16, 64)
+    assert torch._dynamo.explain(block)(q, k, k).graph_break_count == 0
+    torch._dynamo.reset()
+    o, lse = torch.compile(block, fullgraph=True, backend="aot_eager")(q, k, k)
+    assert o.shape == (2, 16, 512) and lse.shape == (2, 8, 16)

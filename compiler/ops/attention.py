@@ -1,0 +1,143 @@
+"""tilec.ops.attention: attention forward on torch tensors through the attention families
+(tilec/ops/attention_specs.py; docs/runtime.md, "tilec.ops.attention").
+
+`attention(q, k, v)` computes softmax(scale · q kᵀ + mask) v as
+torch.nn.functional.scaled_dot_product_attention does, for q of (B, H, M, D) and k, v of
+(B, HK, N, D), H a multiple of HK (grouped-query attention: query head h reads kv head
+h // (H / HK)), and the row log-sum-exp of the scaled, masked scores when asked. Like every
+tilec.ops call it reads shapes, strides, dtypes, devices and pointer alignment only (never the
+data), allocates its outputs and launches on torch's current stream.
+
+The checks and the outputs' layout (`check_attention`, `outputs`) read metadata only, so
+torch.ops.tilec.attention's fake kernel (tilec/torch_ops.py) runs them too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tilec.ops import family, on_stream
+from tilec.ops.attention_specs import FAMILIES, HEAD_DIMS, SM80_DIMS, SM90_DIMS
+
+__all__ = ["attention", "causal_mode", "check_attention", "outputs"]
+
+ALIGNMENTS = {"top_left": 1, "bottom_right": 2}  # -> the kernels' CAUSAL
+CHUNK = 8  # f16/bf16 elements in 16 bytes: the strides TMA and cp.async take
+
+
+def causal_mode(causal: bool, alignment: str = "top_left") -> int:
+    """The kernels' CAUSAL: 0 (no mask), 1 (top-left: torch's is_causal) or 2 (bottom-right)."""
+    if not isinstance(causal, bool):
+        raise TypeError(f"tilec.ops.attention: causal must be a bool, got {type(causal).__name__}")
+    if alignment not in ALIGNMENTS:
+        raise ValueError(f"tilec.ops.attention: causal_alignment one of {tuple(ALIGNMENTS)}, "
+                         f"got {alignment!r}")  # fmt: skip
+    return ALIGNMENTS[alignment] if causal else 0
+
+
+def attention_scale(scale: Any, d: int) -> float:
+    """The scores' scale: 1/sqrt(D) for None, else a positive Python number (the kernels take
+    the row max of the scaled scores from the unscaled ones, which needs scale > 0)."""
+    if scale is None:
+        return 1.0 / math.sqrt(d)
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise TypeError(f"tilec.ops.attention: scale must be a Python float or None, got "
+                        f"{type(scale).__name__}")  # fmt: skip
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"tilec.ops.attention: scale must be finite and > 0, got {scale}")
+    return float(scale)
+
+
+def check_attention(q: Any, k: Any, v: Any) -> None:
+    """Ranks, dtypes, devices and shapes of q (B, H, M, D), k and v (B, HK, N, D): metadata
+    only (the real call also wants CUDA tensors)."""
+    import torch
+
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"tilec.ops.attention: {name} must be a torch.Tensor, got "
+                            f"{type(x).__name__}")  # fmt: skip
+        if x.dtype not in (torch.float16, torch.bfloat16):
+            raise TypeError(f"tilec.ops.attention: {name} of float16 or bfloat16, got {x.dtype}")
+        if x.dim() != 4:
+            raise ValueError(f"tilec.ops.attention: {name} of rank 4 ((B, heads, sequence, D)), "
+                             f"got shape {list(x.shape)}")  # fmt: skip
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"tilec.ops.attention: q, k and v of one dtype, got {q.dtype}, "
+                        f"{k.dtype} and {v.dtype}")  # fmt: skip
+    if k.device != q.device or v.device != q.device:
+        raise ValueError(f"tilec.ops.attention: q, k and v on one device, got {q.device}, "
+                         f"{k.device} and {v.device}")  # fmt: skip
+    b, h, _, d = q.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
+        raise ValueError(f"tilec.ops.attention: k and v of (B, HK, N, D) = (B={b}, HK, N, D={d}) "
+                         f"expected, got k {list(k.shape)} and v {list(v.shape)}")  # fmt: skip
+    hk = k.shape[1]
+    if h and (hk == 0 or h % hk):
+        raise ValueError(f"tilec.ops.attention: q's {h} heads must be a multiple of k's and v's "
+                         f"{hk} (grouped-query attention)")  # fmt: skip
+    if d not in HEAD_DIMS:
+        raise ValueError(
+            f"tilec.ops.attention: head dim D = {d} is not supported: D is one of "
+            f"{', '.join(map(str, HEAD_DIMS))} (the SM90 kernel takes {SM90_DIMS}, the SM80 "
+            f"kernel {SM80_DIMS})"
+        )
+
+
+def bshd(q: Any) -> bool:
+    """Whether q is a (B, S, H, D) tensor seen as (B, H, S, D) (q.transpose(1, 2)): its heads
+    lie closer together than its rows."""
+    return q.stride(1) < q.stride(2)
+
+
+def outputs(q: Any) -> tuple[Any, Any]:
+    """Fresh O (q's shape and dtype, laid out as q: (B, S, H, D) memory where q is a transposed
+    (B, S, H, D) tensor, else contiguous (B, H, S, D)) and LSE (contiguous f32 (B, H, M))."""
+    import torch
+
+    b, h, m, d = q.shape
+    o = q.new_empty((b, m, h, d)).transpose(1, 2) if bshd(q) else q.new_empty((b, h, m, d))
+    return o, q.new_empty((b, h, m), dtype=torch.float32)
+
+
+def operand(x: Any) -> Any:
+    """x as the kernels read it: D contiguous, the other strides and the base whole 16-byte
+    chunks (TMA's rule, and cp.async's 16-byte copies); else a contiguous copy."""
+    strides = x.stride()
+    if strides[3] == 1 and all(s % CHUNK == 0 for s in strides[:3]) and x.data_ptr() % 16 == 0:
+        return x
+    return x.contiguous() if not x.is_contiguous() else x.clone()
+
+
+@on_stream
+def attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    causal: bool = False,
+    causal_alignment: str = "top_left",
+    scale: float | None = None,
+    return_lse: bool = False,
+) -> Any:
+    """softmax(scale · q kᵀ + mask) v for q of (B, H, M, D) and k, v of (B, HK, N, D) (H a
+    multiple of HK; any strides), f16 or bf16, D one of 64, 96, 128, 256. `causal` masks key
+    c for query r unless c <= r (`causal_alignment="top_left"`, torch's is_causal) or
+    c <= r + N - M ("bottom_right", FlashAttention's; rows that see no key give 0 and an LSE
+    of -inf). `scale` defaults to 1/sqrt(D). Returns O of q's shape and dtype (laid out as q,
+    see `outputs`), and with `return_lse` also (O, LSE), LSE the f32 (B, H, M) log-sum-exp
+    of each row's scaled, masked scores (natural log)."""
+    check_attention(q, k, v)
+    if not q.is_cuda:
+        raise TypeError(f"tilec.ops.attention: q, k and v are on {q.device}; CUDA tensors are "
+                        f"needed")  # fmt: skip
+    mode = causal_mode(causal, causal_alignment)
+    s = attention_scale(scale, q.shape[3])
+    o, lse = outputs(q)
+    if o.numel() and k.shape[2] == 0:  # no key at all: every row sees none
+        o.zero_()
+        lse.fill_(-math.inf)
+    elif o.numel():
+        family(FAMILIES[mode])(operand(q), operand(k), operand(v), o, lse, s)
+    return (o, lse) if return_lse else o
