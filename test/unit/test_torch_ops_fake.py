@@ -324,3 +324,8 @@ def test_attention_compiles_without_graph_breaks() -> None:
     torch._dynamo.reset()
     o, lse = torch.compile(block, fullgraph=True, backend="aot_eager")(q, k, k)
     assert o.shape == (2, 16, 512) and lse.shape == (2, 8, 16)
+    # inputs that need gradients: AOT autograd traces the backward, which raises
+    torch._dynamo.reset()
+    qg = meta(2, 8, 16, 64, grad=True)
+    with pytest.raises(Exception, match="no backward yet"):
+        torch.compile(block, fullgraph=True, backend="aot_eager")(qg, k, k)
