@@ -102,10 +102,12 @@ def outputs(q: Any) -> tuple[Any, Any]:
 
 
 def operand(x: Any) -> Any:
-    """x as the kernels read it: D contiguous, the other strides and the base whole 16-byte
-    chunks (TMA's rule, and cp.async's 16-byte copies); else a contiguous copy."""
+    """x as the kernels read it: D contiguous, the other strides positive whole 16-byte chunks
+    and the base 16-byte aligned (TMA's rule, and cp.async's 16-byte copies); else a contiguous
+    copy (an expanded, stride-0 dim is materialised: TMA takes no zero stride)."""
     strides = x.stride()
-    if strides[3] == 1 and all(s % CHUNK == 0 for s in strides[:3]) and x.data_ptr() % 16 == 0:
+    chunks = all(s > 0 and s % CHUNK == 0 for s in strides[:3])
+    if strides[3] == 1 and chunks and x.data_ptr() % 16 == 0:
         return x
     return x.contiguous() if not x.is_contiguous() else x.clone()
 

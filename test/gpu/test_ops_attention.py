@@ -197,6 +197,7 @@ def test_inputs_the_kernels_cannot_read_are_copied() -> None:
     shifted = flat[1:].view(q.shape).copy_(q)  # a base 2 bytes off 16
     assert shifted.data_ptr() % 16
     run(shifted, k, v, 2, "f16")
+    run(q, k[:, :1].expand(k.shape), v[:, 1:].expand(v.shape), 0, "f16")  # stride-0 heads
 
 
 def test_scale_and_sharp_scores() -> None:
