@@ -329,3 +329,25 @@ def test_attention_compiles_without_graph_breaks() -> None:
     qg = meta(2, 8, 16, 64, grad=True)
     with pytest.raises(Exception, match="no backward yet"):
         torch.compile(block, fullgraph=True, backend="aot_eager")(qg, k, k)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tnn.LayerNorm(8),
+        lambda: tnn.LayerNorm((2, 4)),
+        lambda: tnn.LayerNorm(8, bias=False),
+        lambda: tnn.RMSNorm(8),
+        lambda: tnn.Linear(8, 3),
+    ],
+    ids=["layernorm", "layernorm_2d", "layernorm_nobias", "rmsnorm", "linear"],
+)
+def test_nn_modules_pass_their_parameters_to_the_operators(make: Any) -> None:
+    """Every parameter of a tilec.nn module reaches its operator, so autograd gives each a
+    gradient (a weight left out of the call is 'not used in the graph'), on meta tensors."""
+    m = make().to(device="meta", dtype=torch.float16)
+    x = meta(5, 2, 4, grad=True) if tuple(getattr(m, "normalized_shape", ())) == (2, 4) else None
+    x = meta(5, 8, grad=True) if x is None else x
+    y = m(x)
+    grads = torch.autograd.grad(y, (x, *m.parameters()), torch.empty_like(y))
+    assert [g.shape for g in grads] == [x.shape, *(p.shape for p in m.parameters())]
