@@ -109,12 +109,31 @@ class ConvertLayoutToArith(Pass):
                     result = b.add(result, b.mul(c, d))
                 if isinstance(layout, A.ComposedLayout):
                     result = b.add(result, layout.offset)
-                    if isinstance(layout.outer, A.Swizzle):
-                        result = b.swizzle(layout.outer, result)
+                    outer = self.outer(op, b, layout.outer, result)
+                    if outer is None:
+                        return False
+                    result = outer
             value = b.value(result)
         op.results[0].replace_all_uses_with(value)
         op.erase()
         return True
+
+    def outer(self, op: ir.Operation, b: IndexBuilder, outer: object, index: Term) -> Term | None:
+        """A composition's outer function applied to `index` (the inner layout's value plus
+        the offset): a swizzle's xor, or a static layout's idx2crd and strides; else a located
+        error (None)."""
+        if isinstance(outer, A.Swizzle):
+            return b.swizzle(outer, index)
+        if isinstance(outer, A.Layout):
+            shape, stride = A.flatten(outer.shape), A.flatten(outer.stride)
+            if all(isinstance(x, int) and x is not A.DYN for x in (*shape, *stride)):
+                result: Term = 0
+                coords = self.idx2crd(b, b.value(index), list(shape))
+                for c, d in zip(coords, stride, strict=True):
+                    result = b.add(result, b.mul(c, d))
+                return result
+        self.error(op, f"the outer function {outer} of a composition cannot be lowered to arith")
+        return None
 
     @staticmethod
     def product(b: IndexBuilder, shape: list[Term]) -> Term:
