@@ -156,3 +156,18 @@ def test_a_fact_nobody_reported_is_an_error_not_a_traceback() -> None:
         "contract: registers <= 4: ptxas reported nothing for kernel k",
         "contract: depth == 2: tile-pipeline (no pipelined loop)",
     ]
+
+
+def test_the_clamp_regression_runs_the_lowered_stage_as_it_is() -> None:
+    """contracts/regression-depth.tile replays the `lowered` stage with one option changed
+    (tile-pipeline's shared-memory limit): its pass list must be the stage's, or the contract
+    it checks is that of a pipeline nobody runs."""
+    import re
+
+    from tilec.stages import STAGES
+
+    text = (Path(__file__).parents[1] / "contracts" / "regression-depth.tile").read_text()
+    written = re.search(r'--pass-pipeline "lowered=([^"]*)"', text)
+    assert written is not None
+    lowered = next(s for s in STAGES if s.key == "lowered").pipeline
+    assert written.group(1).replace("tile-pipeline{smem-limit=131072}", "tile-pipeline") == lowered
