@@ -20,6 +20,7 @@ sm_90a's), in f16 and bf16.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from tilec.ops.specs import ALIGNED, DTYPES
@@ -83,11 +84,13 @@ def buckets(name: str) -> list[Bucket]:
     return softmax_buckets() if name == "softmax_bwd" else norm_buckets(name.removesuffix("_bwd"))
 
 
+@functools.lru_cache(maxsize=1024)
 def partial_rows(name: str, n: int, r: int, num_sms: int) -> int:
     """G, the rows of partial sums (and blocks) of a `layernorm_bwd`/`rmsnorm_bwd` launch over
     R = `r` rows of N = `n` columns: the blocks of N's bucket that fit the GPU at once, at most
     R (the `_long` kernels need every block to have a row). A range's builds for 16-byte rows
-    and for any row hold the same blocks an SM, so N alone decides it."""
+    and for any row hold the same blocks an SM, so N alone decides it. Cached: every backward
+    call asks (listing the buckets costs ~17 us)."""
     for _, _, _, lo, hi, per_sm, _ in buckets(name):
         if n > lo and (hi is None or n <= hi):
             return max(1, min(r, num_sms * per_sm))
