@@ -45,7 +45,7 @@ WEIGHTS = (torch.float16, torch.bfloat16, torch.float32)  # a norm's weight and 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh")
 # The operators this module registers (torch.ops.tilec.<name>).
 OPS = ("softmax", "softmax_backward", "layernorm", "layernorm_backward", "rmsnorm",
-       "rmsnorm_backward", "gemm", "attention")  # fmt: skip
+       "rmsnorm_backward", "gemm", "bmm", "attention")  # fmt: skip
 
 
 def _check(op: str, x: Tensor, name: str = "x") -> None:
@@ -309,6 +309,46 @@ def _gemm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
 
 
 gemm.register_autograd(_gemm_grad, setup_context=_gemm_context)
+
+
+@torch.library.custom_op(
+    "tilec::bmm",
+    mutates_args=(),
+    schema="(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor",
+)
+def bmm(a: Tensor, b: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
+    return ops.bmm(a, b, out_dtype=out_dtype)
+
+
+@bmm.register_fake
+def _(a: Tensor, b: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
+    _check("bmm", a, "a")
+    _check("bmm", b, "b")
+    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise ValueError(f"tilec::bmm: a (L, M, K) and b (L, K, N), got {list(a.shape)} and "
+                         f"{list(b.shape)}")  # fmt: skip
+    if a.dtype != b.dtype:
+        raise TypeError(f"tilec::bmm: a and b of one dtype, got {a.dtype} and {b.dtype}")
+    if out_dtype not in (None, *FLOATS, torch.float32):
+        raise TypeError(f"tilec::bmm: out_dtype float16, bfloat16 or float32, got {out_dtype}")
+    return a.new_empty((a.shape[0], a.shape[1], b.shape[2]), dtype=out_dtype or a.dtype)
+
+
+def _bmm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _bmm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+    """dA = dY B^T and dB = A^T dY, each batch, through tilec::bmm (in the inputs' dtype)."""
+    a, b = ctx.saved_tensors
+    dy = grad.to(a.dtype)
+    need_a, need_b = ctx.needs_input_grad[:2]
+    da = torch.ops.tilec.bmm(dy, b.transpose(1, 2)) if need_a else None
+    db = torch.ops.tilec.bmm(a.transpose(1, 2), dy) if need_b else None
+    return da, db, None
+
+
+bmm.register_autograd(_bmm_grad, setup_context=_bmm_context)
 
 
 # attention -------------------------------------------------------------------------------------

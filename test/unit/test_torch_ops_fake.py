@@ -63,6 +63,8 @@ def test_fake_outputs(dtype: Any) -> None:
     c = torch.ops.tilec.gemm(a, b, None, "relu")
     assert (c.shape, c.stride(), c.dtype) == ((9, 4), (4, 1), dtype)
     assert torch.ops.tilec.gemm(a, b, out_dtype=torch.float32).dtype == torch.float32
+    p = torch.ops.tilec.bmm(meta(3, 9, 7, dtype=dtype), meta(3, 7, 4, dtype=dtype))
+    assert (p.shape, p.stride(), p.dtype) == ((3, 9, 4), (36, 4, 1), dtype)
 
 
 def test_fake_kernels_refuse_bad_input() -> None:
@@ -75,6 +77,7 @@ def test_fake_kernels_refuse_bad_input() -> None:
         (TypeError, "bias of float16", lambda: ops.layernorm(x, None, meta(8, dtype=f64), 1e-5)),
         (ValueError, "dy of", lambda: ops.rmsnorm_backward(meta(4, 9), x, None, None)),
         (ValueError, "a (M, K) and b (K, N)", lambda: ops.gemm(x, meta(7, 3))),
+        (ValueError, "a (L, M, K) and b (L, K, N)", lambda: ops.bmm(meta(2, 4, 8), meta(3, 8, 2))),
         (TypeError, "one dtype", lambda: ops.gemm(x, meta(8, 3, dtype=torch.bfloat16))),
         (ValueError, "activation", lambda: ops.gemm(x, meta(8, 3), None, "tanh")),
     ]  # fmt: skip
@@ -143,6 +146,8 @@ def _opcheck_cases() -> list[tuple[str, tuple[Any, ...]]]:
         ("rmsnorm_backward", (x.detach(), x.detach(), w.detach(), 1e-6)),
         ("gemm", (x, meta(8, 3, grad=True), meta(3, grad=True), "gelu", None)),
         ("gemm", (x, meta(8, 3, grad=True), None, "relu", torch.float32)),
+        ("bmm", (meta(2, 6, 8, grad=True), meta(2, 8, 3, grad=True), None)),
+        ("bmm", (meta(2, 6, 8, grad=True), meta(2, 3, 8, grad=True).transpose(1, 2), None)),
         # no autograd: inputs that need no gradient (the backward raises)
         ("attention", (meta(2, 4, 9, 64), meta(2, 2, 5, 64), meta(2, 2, 5, 64))),
         (
