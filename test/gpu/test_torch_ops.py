@@ -273,6 +273,23 @@ def test_gemm_gradients_match_torch(act: str | None) -> None:
         close(g, ref, dt, f"gemm {act} {what}")
 
 
+@pytest.mark.skipif(not (ROOT / "bmm" / "family.json").is_file(), reason="no bmm family")
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+def test_bmm_gradients_match_torch(dt: torch.dtype) -> None:
+    """torch.ops.tilec.bmm and its backward (dA = dY B^T, dB = A^T dY through tilec::bmm, the
+    transposed operands laid out by tilec.ops.bmm) against float64 on randn data."""
+    a = rand(3, 130, 264, seed=5).to(dt).requires_grad_()
+    b = (rand(3, 264, 72, seed=6) / 16).to(dt).requires_grad_()
+    dy = rand(3, 130, 72, seed=7).to(dt)
+    y = torch.ops.tilec.bmm(a, b)
+    got = [y, *torch.autograd.grad(y, (a, b), dy)]
+    leaves = [t.detach().double().requires_grad_() for t in (a, b)]
+    ref = torch.bmm(*leaves)
+    refs = [ref, *torch.autograd.grad(ref, leaves, dy.double())]
+    for g, r, what in zip(got, refs, ("y", "da", "db"), strict=True):
+        close(g, r, dt, f"bmm {what}")
+
+
 def test_no_host_synchronisation() -> None:
     x = rand(64, 1000, seed=5).half().requires_grad_()
     w = torch.ones(1000, device="cuda", dtype=torch.half, requires_grad=True)
