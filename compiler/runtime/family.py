@@ -29,7 +29,7 @@ from tilec.runtime import driver
 from tilec.runtime.binding import Binding, bind
 from tilec.runtime.bundle import MANIFEST_NAME, ManifestError, ScalarParam, TensorParam
 from tilec.runtime.formula import FormulaError, all_hold, symbols_of
-from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load, signature
+from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load, signature, signs_alike
 from tilec.runtime.tensors import as_view
 
 FAMILY_FORMAT = "tilec-family"
@@ -288,9 +288,7 @@ class Family:
             if all_hold(rule.when, symbols):
                 # Its plans may take the family's key: the same arguments and alignments, and
                 # no scalar whose value a launch formula reads (the family's key has none).
-                alike = not kernel._keyed and [
-                    (p.name, getattr(p, "align", 0)) for p in kernel._params
-                ] == [(p.name, getattr(p, "align", 0)) for p in self._params]
+                alike = not kernel._keyed and signs_alike(kernel._params, self._params)
                 return kernel, alike, rule.build
         shapes = ", ".join(f"{n}: {v.dtype}{list(v.shape)}" for n, v in views.items())
         tried = "".join(f"\n  {r}" for r in refused)

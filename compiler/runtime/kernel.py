@@ -172,7 +172,6 @@ class Kernel:
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
         self._cluster_sms: dict[int, int] = {}  # context → num_sms of a cluster kernel
-        self._flushes = 0  # the map store's flushes this kernel's plans have seen
         self._settled = True  # every map the launch being prepared passes is in place
         # A stateful kernel (manifest.stateful: its module's globals hold a launch's partial
         # sums) launches on one stream after another: context → the stream of its last launch.
@@ -262,9 +261,7 @@ class Kernel:
     def _signs_like(self, other: Kernel) -> bool:
         """Whether `other` computes the same signature of a call as this kernel (the same
         parameters with the same alignments): a variant then takes this kernel's."""
-        return [(p.name, getattr(p, "align", 0)) for p in self._params] == [
-            (p.name, getattr(p, "align", 0)) for p in other._params
-        ]
+        return signs_alike(self._params, other._params)
 
     def _call_signed(
         self, key: tuple[Any, ...], ptrs: list[int], args: tuple[Any, ...], stream: Any
@@ -323,7 +320,7 @@ class Kernel:
         function = self._function(ctx, plan.variant)
         self._allow_smem((ctx, plan.variant), function, plan.dynamic_smem)
         while True:  # again if making a map freed those made before it (MAP_LIMIT)
-            flushes, values = self._flushes, iter(scalars)
+            flushes, values = self._maps.flushes, iter(scalars)
             params: list[ctypes._SimpleCData] = []
             for slot in plan.slots:
                 if not isinstance(slot, tuple):
@@ -335,7 +332,7 @@ class Kernel:
                     params.append(ctypes.c_uint64(address))
                 else:
                     params.append(next(values))
-            if flushes == self._flushes:
+            if flushes == self._maps.flushes:
                 return function, driver.Packed(params)
 
     def _device_symbols(self, device: int | None) -> dict[str, int]:
@@ -409,7 +406,7 @@ class Kernel:
 
     def _bound_params(self, ctx: int, b: Binding, handle: int) -> list[ctypes._SimpleCData]:
         while True:  # again if making a map freed those made before it (MAP_LIMIT)
-            flushes = self._flushes
+            flushes = self._maps.flushes
             params: list[ctypes._SimpleCData] = []
             for slot in b.slots:
                 if isinstance(slot, tuple) and slot[0] == "tensor":
@@ -420,7 +417,7 @@ class Kernel:
                     params.append(ctypes.c_uint64(self._tma_pointer(ctx, b, slot[1], handle)))
                 else:
                     params.append(slot)
-            if flushes == self._flushes:
+            if flushes == self._maps.flushes:
                 return params
 
     def _intent(self, name: str) -> str:
@@ -442,10 +439,10 @@ class Kernel:
     def _map_buffer(self, ctx: int, data: bytes, stream: int) -> int:
         """The device copy of the tensor map `data` (runtime/maps.py). Where the store reused
         the slots of older maps, the plans' launches that passed them are dropped."""
+        flushes = self._maps.flushes
         address, written = self._maps.address(ctx, data, stream)
         self._settled = self._settled and written
-        if self._maps.flushes != self._flushes:
-            self._flushes = self._maps.flushes
+        if self._maps.flushes != flushes:
             for plan in self._plans.values():
                 plan.maps.clear()
                 plan.launches.clear()  # they pass the maps of the slots reused
@@ -455,6 +452,16 @@ class Kernel:
         spec = next(d for d in self.manifest.tma if d.name == descriptor)
         data = driver.encode_tma_tiled(b.tma[descriptor], b.views[spec.tensor].ptr)
         return self._map_buffer(ctx, data, stream)
+
+
+def signs_alike(
+    params: list[TensorParam | ScalarParam], others: list[TensorParam | ScalarParam]
+) -> bool:
+    """Whether `signature` keys a call to `params` as one to `others`: the same parameters with
+    the same alignments (a variant's, or a family's, key then serves the kernel's plans)."""
+    return [(p.name, getattr(p, "align", 0)) for p in params] == [
+        (p.name, getattr(p, "align", 0)) for p in others
+    ]
 
 
 def signature(

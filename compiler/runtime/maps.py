@@ -16,6 +16,11 @@ Past MAP_LIMIT copies (new pointers every call) the slots no graph holds are reu
 context's work has run; `flushes` counts those times (a kernel's ready launches pass addresses
 and are dropped then). A capture that needs a slot when none is free is a CudaError telling to
 warm up outside the capture: a SPARE of free slots is kept ahead of captures.
+
+Not covered: a launch captured from a kernel's ready launches (pointers it saw before the
+capture) does not pass through the store, so its maps are not held; past MAP_LIMIT new maps
+later their slots may be reused under the graph (before the slots, the buffers were freed).
+Telling that apart would need a capture query on every launch.
 """
 
 from __future__ import annotations
