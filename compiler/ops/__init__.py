@@ -115,11 +115,18 @@ def _check(op: str, x: Any) -> Any:
 
 
 def _rows(x: Any) -> Any:
-    """x as contiguous rows of its last dimension, 16-byte aligned (copied when it is not)."""
-    rows = x.reshape(-1, x.shape[-1])
+    """x as contiguous rows of its last dimension, 16-byte aligned (copied when it is not); x
+    itself where it is all that already (each view costs a few us of host time)."""
+    rows = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
     if not rows.is_contiguous() or rows.data_ptr() % 16:
         rows = rows.contiguous() if not rows.is_contiguous() else rows.clone()
     return rows
+
+
+def _empty(torch: Any, rows: Any) -> Any:
+    """A new contiguous tensor of `rows`' shape, dtype and device (empty_like parses fewer
+    arguments than new_empty(shape): ~1 us less a call)."""
+    return torch.empty_like(rows, memory_format=torch.contiguous_format)
 
 
 def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
@@ -145,14 +152,14 @@ def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
 @on_stream
 def softmax(x: Any, dim: int = -1) -> Any:
     """softmax(x) along `dim` (torch.softmax's values), in x's dtype, f32 inside."""
-    _check("softmax", x)
+    torch = _check("softmax", x)
     moved = x.movedim(dim, -1) if dim not in (-1, x.dim() - 1) else x
     if moved.numel() == 0:
         return x.new_empty(x.shape)
     rows = _rows(moved)
-    out = rows.new_empty(rows.shape)
+    out = _empty(torch, rows)
     family("softmax")(rows, out)
-    out = out.view(moved.shape)
+    out = out if rows is moved else out.view(moved.shape)
     return out.movedim(-1, dim) if moved is not x else out
 
 
@@ -160,16 +167,16 @@ def softmax(x: Any, dim: int = -1) -> Any:
 def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """LayerNorm over the last dimension (torch.nn.functional.layer_norm with normalized_shape
     = (x.shape[-1],)): (x - mean) / sqrt(var + eps) * weight + bias; weight and bias optional."""
-    _check("layernorm", x)
+    torch = _check("layernorm", x)
     if x.numel() == 0:
         return x.new_empty(x.shape)
     rows = _rows(x)
     w = _vector(x, weight, 1.0, "weight", "layernorm")
     b = _vector(x, bias, 0.0, "bias", "layernorm")
-    out = rows.new_empty(rows.shape)
+    out = _empty(torch, rows)
     r, n = rows.shape
     family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps))
-    return out.view(x.shape)
+    return out if rows is x else out.view(x.shape)
 
 
 @on_stream
@@ -181,11 +188,11 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
         return x.new_empty(x.shape)
     rows = _rows(x)
     w = _vector(x, weight, 1.0, "weight", "rmsnorm")
-    out = rows.new_empty(rows.shape)
+    out = _empty(torch, rows)
     r, n = rows.shape
     eps = torch.finfo(x.dtype).eps if eps is None else eps
     family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
-    return out.view(x.shape)
+    return out if rows is x else out.view(x.shape)
 
 
 # After the helpers it imports from this module.

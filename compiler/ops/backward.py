@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilec.ops import _check, _rows, _vector, family, on_stream
+from tilec.ops import _check, _empty, _rows, _vector, family, on_stream
 from tilec.ops.backward_specs import partial_rows
 
 __all__ = ["layernorm_backward", "rmsnorm_backward", "softmax_backward"]
@@ -45,15 +45,17 @@ def _num_sms(device: Any) -> int:
 def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     """The gradient of softmax's input along `dim` from its output `y` and that output's
     gradient `dy`: y * (dy - sum(y * dy, dim)), in y's dtype, f32 inside."""
-    _check("softmax_backward", y)
+    torch = _check("softmax_backward", y)
     _same("softmax_backward", y, dy)
-    moved, moved_dy = y.movedim(dim, -1), dy.movedim(dim, -1)
+    last = dim in (-1, y.dim() - 1)
+    moved, moved_dy = (y, dy) if last else (y.movedim(dim, -1), dy.movedim(dim, -1))
     if y.numel() == 0:
         return y.new_empty(moved.shape).movedim(-1, dim)
     rows = _rows(moved)
-    dx = rows.new_empty(rows.shape)
+    dx = _empty(torch, rows)
     family("softmax_bwd")(rows, _rows(moved_dy), dx)
-    return dx.view(moved.shape).movedim(-1, dim)
+    dx = dx if rows is moved else dx.view(moved.shape)
+    return dx if last else dx.movedim(-1, dim)
 
 
 def _sums(partial: Any, dtype: Any) -> Any:
@@ -83,9 +85,10 @@ def _norm_backward(
     w = _vector(x, weight, 1.0, "weight", f"{op}_backward")
     g = partial_rows(f"{op}_bwd", n, r, _num_sms(x.device))
     partials = [rows.new_empty((g, n), dtype=torch.float32) for _ in range(1 + bias)]
-    dx = rows.new_empty(rows.shape)
+    dx = _empty(torch, rows)
     family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials, float(eps))
-    return (dx.view(x.shape), *[_sums(p, wdtype) for p in partials])
+    dx = dx if rows is x else dx.view(x.shape)
+    return (dx, *[_sums(p, wdtype) for p in partials])
 
 
 @on_stream
