@@ -1,5 +1,6 @@
 """tilec.nn: drop-ins for torch.nn.Linear, LayerNorm and RMSNorm whose forward and backward run
-tilec's kernels through `torch.ops.tilec.*` (tilec.torch_ops; docs/runtime.md, "PyTorch").
+tilec's kernels through `torch.ops.tilec.*` (tilec.torch_ops; docs/runtime.md, "PyTorch"), or
+in eager mode through tilec.torch_eager's autograd Functions, which call tilec.ops directly.
 
 Each subclasses torch's module, so parameters, their initialisation, `state_dict` keys and
 `repr` are torch's: `tilec.nn.LayerNorm(d).load_state_dict(torch_ln.state_dict())` works both
@@ -16,6 +17,7 @@ import math
 import torch
 from torch import Tensor
 
+import tilec.torch_eager as torch_eager
 import tilec.torch_ops as torch_ops
 
 __all__ = ["LayerNorm", "Linear", "RMSNorm"]
@@ -42,8 +44,10 @@ class Linear(torch.nn.Linear):
         self.activation = activation
 
     def forward(self, x: Tensor) -> Tensor:
+        if x.dim() == 2:
+            return torch_eager.gemm(x, self.weight.t(), self.bias, self.activation)
         rows = x.reshape(-1, self.in_features)
-        y = torch.ops.tilec.gemm(rows, self.weight.t(), self.bias, self.activation)
+        y = torch_eager.gemm(rows, self.weight.t(), self.bias, self.activation)
         return y.view(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -53,6 +57,8 @@ class Linear(torch.nn.Linear):
 
 def _flat(x: Tensor, shape: tuple[int, ...], module: str) -> Tensor:
     """x with its last len(shape) dimensions (which must be `shape`) as one."""
+    if len(shape) == 1 and x.dim() and x.shape[-1] == shape[0]:  # the common case, quickly
+        return x
     if tuple(x.shape[len(x.shape) - len(shape) :]) != shape:
         raise ValueError(f"tilec.nn.{module}: input's last dimensions {shape} expected, got "
                          f"{tuple(x.shape)}")  # fmt: skip
@@ -71,8 +77,8 @@ class LayerNorm(torch.nn.LayerNorm):
     def forward(self, x: Tensor) -> Tensor:
         shape = tuple(self.normalized_shape)
         rows = _flat(x, shape, "LayerNorm")
-        y = torch.ops.tilec.layernorm(rows, _vec(self.weight), _vec(self.bias), self.eps)
-        return y.view(x.shape)
+        y = torch_eager.layernorm(rows, _vec(self.weight), _vec(self.bias), self.eps)
+        return y if rows is x else y.view(x.shape)
 
 
 class RMSNorm(torch.nn.RMSNorm):
@@ -82,4 +88,5 @@ class RMSNorm(torch.nn.RMSNorm):
     def forward(self, x: Tensor) -> Tensor:
         shape = tuple(self.normalized_shape)
         rows = _flat(x, shape, "RMSNorm")
-        return torch.ops.tilec.rmsnorm(rows, _vec(self.weight), self.eps).view(x.shape)
+        y = torch_eager.rmsnorm(rows, _vec(self.weight), self.eps)
+        return y if rows is x else y.view(x.shape)

@@ -173,9 +173,11 @@ def _layernorm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> Non
     ctx.save_for_backward(x, weight)
 
 
-def _layernorm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+def _layernorm_grad(
+    ctx: Any, grad: Tensor, tilec: Any = torch.ops.tilec
+) -> tuple[Tensor | None, ...]:
     x, weight = ctx.saved_tensors
-    dx, dw, db = torch.ops.tilec.layernorm_backward(grad, x, weight, ctx.eps)
+    dx, dw, db = tilec.layernorm_backward(grad, x, weight, ctx.eps)
     dbias = None if ctx.bias_dtype is None else db.to(ctx.bias_dtype)
     return dx, None if weight is None else dw, dbias, None
 
@@ -222,9 +224,11 @@ def _rmsnorm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
     ctx.save_for_backward(x, weight)
 
 
-def _rmsnorm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+def _rmsnorm_grad(
+    ctx: Any, grad: Tensor, tilec: Any = torch.ops.tilec
+) -> tuple[Tensor | None, ...]:
     x, weight = ctx.saved_tensors
-    dx, dw = torch.ops.tilec.rmsnorm_backward(grad, x, weight, ctx.eps)
+    dx, dw = tilec.rmsnorm_backward(grad, x, weight, ctx.eps)
     return dx, None if weight is None else dw, None
 
 
@@ -287,21 +291,22 @@ def _gemm_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
     ctx.save_for_backward(a, b, bias, output if activation == "relu" else None)
 
 
-def _gemm_grad(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+def _gemm_grad(ctx: Any, grad: Tensor, tilec: Any = torch.ops.tilec) -> tuple[Tensor | None, ...]:
     """dZ = dY * act'(Z) (ReLU's from the output; GELU's from Z computed again), then dA = dZ
-    B^T and dB = A^T dZ through tilec::gemm, dbias = dZ summed over the rows (in f32)."""
+    B^T and dB = A^T dZ through tilec::gemm, dbias = dZ summed over the rows (in f32).
+    `tilec`: where the operators come from (tilec.torch_eager's backward passes its own)."""
     a, b, bias, y = ctx.saved_tensors
     dz = grad
     if ctx.activation == "relu":
         dz = torch.ops.aten.threshold_backward(grad, y, 0)
     elif ctx.activation is not None:
-        z = torch.ops.tilec.gemm(a, b, bias, None, grad.dtype)
+        z = tilec.gemm(a, b, bias, None, grad.dtype)
         approximate = "tanh" if ctx.activation == "gelu_tanh" else "none"
         dz = torch.ops.aten.gelu_backward(grad, z, approximate=approximate)
     dz = dz.to(a.dtype)
     need_a, need_b, need_bias = ctx.needs_input_grad[:3]
-    da = torch.ops.tilec.gemm(dz, b.t()) if need_a else None
-    db = torch.ops.tilec.gemm(a.t(), dz) if need_b else None
+    da = tilec.gemm(dz, b.t()) if need_a else None
+    db = tilec.gemm(a.t(), dz) if need_b else None
     dbias = None
     if need_bias and bias is not None:
         dbias = dz.sum(0, dtype=torch.float32).to(bias.dtype)
