@@ -29,7 +29,8 @@ from tilec.runtime import driver
 from tilec.runtime.binding import Binding, bind
 from tilec.runtime.bundle import MANIFEST_NAME, ManifestError, ScalarParam, TensorParam
 from tilec.runtime.formula import FormulaError, all_hold, symbols_of
-from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load, signature, signs_alike
+from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load
+from tilec.runtime.signature import Signer, signs_alike
 from tilec.runtime.tensors import as_view
 
 FAMILY_FORMAT = "tilec-family"
@@ -221,6 +222,7 @@ class Family:
             ScalarParam(n, "f32") if kind == "scalar" else TensorParam(n, "f16", ())
             for n, kind in spec.args
         ]
+        self._sign = Signer(self._params, frozenset())
 
     def __repr__(self) -> str:
         return f"<tilec.Family {self.spec.name}: {len(self.spec.builds)} builds>"
@@ -318,7 +320,7 @@ class Family:
         return all_hold(decidable, known)
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
-        key, ptrs, _alive = signature(self._params, args)
+        key, ptrs, _alive = self._sign(args)
         if not key:  # host arrays: bind and choose every time
             return self._choose(args)[0](*args, stream=stream)
         plan = self._plans.get(key)

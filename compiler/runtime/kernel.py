@@ -29,7 +29,7 @@ from tilec.runtime.bundle import (
 )
 from tilec.runtime.formula import all_hold
 from tilec.runtime.maps import MapStore
-from tilec.runtime.tensors import as_view
+from tilec.runtime.signature import Signer, signs_alike
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
 PLAN_LIMIT = 64
@@ -114,11 +114,6 @@ class _Plan:
         self.signs_alike = False  # and it signs a call as the kernel does (`_signs_like`)
 
 
-def _torch_tensor(value: Any) -> bool:
-    module = type(value).__module__
-    return module == "torch" or module.startswith("torch.")
-
-
 class Kernel:
     """A compiled kernel: `kernel(*tensors_and_scalars, stream=None)` launches it.
 
@@ -168,6 +163,8 @@ class Kernel:
         # Integer scalars a launch formula reads (grid(cdiv(max_q, BM))): their values are part
         # of a call's signature, as shapes are.
         self._keyed = launch_symbols(manifest)
+        self._sign = Signer(self._params, self._keyed)
+        self._scalars: dict[tuple[int, type, Any], ctypes._SimpleCData] = {}  # `_scalar`'s
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         # (context, variant) → the dynamic smem that function allows (an attribute per function).
         self._smem_set: dict[tuple[int, str], int] = {}
@@ -250,7 +247,7 @@ class Kernel:
         return smem if isinstance(smem, int) else 0
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int], list[Any]]:
-        return signature(self._params, args, self._keyed)
+        return self._sign(args)
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
         key, ptrs, _alive = self._signature(args)
@@ -286,7 +283,7 @@ class Kernel:
             handle = _stream_handle(stream)
         else:
             handle = _current_stream(plan.framework, plan.stream_device)
-        scalars = [scalar_value(self._params[i], args[i]) for i in plan.scalars]  # checked
+        scalars = [self._scalar(i, args[i]) for i in plan.scalars]  # checked
         call = (ctx, *ptrs, *[bytes(v) for v in scalars])
         ready = plan.launches.get(call)
         if ready is None:
@@ -300,6 +297,19 @@ class Kernel:
             self._in_turn(ctx, handle)
         driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
         return None
+
+    def _scalar(self, i: int, value: Any) -> ctypes._SimpleCData:
+        """User argument `i`, a scalar, checked and converted (`scalar_value`): once per value
+        of a Python float or int, which a planned call looks up (the same eps each call)."""
+        if type(value) not in (float, int) or value == 0:  # 0.0 == -0.0, but not in bits
+            return scalar_value(self._params[i], value)
+        key = (i, type(value), value)
+        found = self._scalars.get(key)
+        if found is None:
+            if len(self._scalars) >= LAUNCH_LIMIT:
+                self._scalars.clear()
+            found = self._scalars[key] = scalar_value(self._params[i], value)
+        return found
 
     def _in_turn(self, ctx: int, stream: int) -> None:
         """Orders a stateful kernel's launch on `stream` after its last one in `ctx` when that
@@ -452,55 +462,6 @@ class Kernel:
         spec = next(d for d in self.manifest.tma if d.name == descriptor)
         data = driver.encode_tma_tiled(b.tma[descriptor], b.views[spec.tensor].ptr)
         return self._map_buffer(ctx, data, stream)
-
-
-def signs_alike(
-    params: list[TensorParam | ScalarParam], others: list[TensorParam | ScalarParam]
-) -> bool:
-    """Whether `signature` keys a call to `params` as one to `others`: the same parameters with
-    the same alignments (a variant's, or a family's, key then serves the kernel's plans)."""
-    return [(p.name, getattr(p, "align", 0)) for p in params] == [
-        (p.name, getattr(p, "align", 0)) for p in others
-    ]
-
-
-def signature(
-    params: list[TensorParam | ScalarParam],
-    args: tuple[Any, ...],
-    keyed: frozenset[str] | set[str] = frozenset(),
-) -> tuple[tuple[Any, ...], list[int], list[Any]]:
-    """(key, tensor pointers, views kept alive) of a call to `params`; the key is () where the
-    call cannot be planned (a host array to stage, a wrong argument count). The scalars named in
-    `keyed` (integers a launch formula reads) count by value. A kernel's plans and a family's
-    choices are both keyed by it."""
-    if len(args) != len(params):
-        return (), [], []
-    key: list[Any] = []
-    ptrs: list[int] = []
-    alive: list[Any] = []
-    for p, value in zip(params, args, strict=True):
-        if isinstance(p, ScalarParam):
-            key.append((type(value), value) if p.name in keyed else type(value))
-            ptrs.append(0)
-            continue
-        if _torch_tensor(value):
-            ptr = value.data_ptr()  # get_device: an int (-1 on the CPU), cheaper than .device
-            key.append(
-                (value.shape, value.stride(), value.dtype, value.get_device(),
-                 ptr % p.align == 0)
-            )  # fmt: skip
-        else:
-            view = as_view(value, p.name)
-            if view.host is not None:
-                return (), [], []
-            ptr = view.ptr
-            alive.append(view)
-            key.append(
-                (view.shape, view.strides, view.dtype, view.framework, view.device,
-                 ptr % p.align == 0)
-            )  # fmt: skip
-        ptrs.append(ptr)
-    return tuple(key), ptrs, alive
 
 
 def _device_symbols(device: int | None) -> dict[str, int]:

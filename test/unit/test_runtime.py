@@ -666,6 +666,10 @@ def test_a_new_signature_binds_again(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="argument 'alpha': 500 does not fit in i8"):
         small(*gemm_args()[:3], 500)  # the planned path still checks each scalar
     assert small.plans == 1 and len(seen.calls) == 3
+    with pytest.raises(TypeError, match="argument 'alpha': expected an integer for i8"):
+        small(*gemm_args()[:3], 5.0)  # equal to the 5 converted before, but not an integer
+    small(*gemm_args()[:3], 6)
+    assert [c[4][-1] for c in seen.calls[2:]] == [5, 6]
 
 
 def test_an_integer_scalar_sizes_the_grid(monkeypatch: pytest.MonkeyPatch) -> None:

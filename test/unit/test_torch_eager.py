@@ -226,3 +226,29 @@ def test_modules_refuse_cpu_tensors_without_the_stand_in() -> None:
     for m in (tnn.LayerNorm(8), tnn.RMSNorm(8), tnn.Linear(8, 8)):
         with pytest.raises(TypeError, match="CUDA tensor"):
             m.to(torch.float16)(x)
+
+
+def test_the_planned_key_of_torch_tensors() -> None:
+    """runtime.signature.Signer (a kernel's and a family's planned-call key) on torch tensors:
+    the same for new pointers of the same alignment, another for any other shape, stride,
+    dtype or alignment; a keyed integer scalar counts by value, a float one by type."""
+    from tilec.runtime.bundle import ScalarParam, TensorParam
+    from tilec.runtime.signature import Signer, signature
+
+    params = [TensorParam("X", "f16", ()), ScalarParam("eps", "f32"), ScalarParam("n", "i32")]
+    sign = Signer(params, frozenset({"n"}))
+    base = torch.zeros(64, dtype=torch.float16)
+    x = base[:32].view(4, 8)
+    key, ptrs, _ = sign((x, 1e-5, 3))
+    assert ptrs == [x.data_ptr(), 0, 0] and signature(params, (x, 1e-5, 3), {"n"})[0] == key
+    assert sign((base[32:].view(4, 8), 0.5, 3))[0] == key  # 64 bytes on: aligned alike
+    assert sign((torch.nn.Parameter(x), 1e-5, 3))[0] == key
+    others = [
+        base[1:33].view(4, 8),  # 2 bytes on: not 16-byte aligned
+        torch.zeros(8, 4, dtype=torch.float16).t(),  # strides (1, 4)
+        x.view(8, 4),
+        x.to(torch.bfloat16),
+    ]
+    assert len({key, *(sign((t, 1e-5, 3))[0] for t in others)}) == 1 + len(others)
+    assert sign((x, 1e-5, 4))[0] != key and sign((x, 1, 3))[0] != key
+    assert sign((x, 1e-5))[0] == ()  # a wrong argument count: not planned
