@@ -481,6 +481,54 @@ def test_nn_modules_match_torchs(dt: torch.dtype) -> None:
             close(g, r, dt, f"{type(ours).__name__} {what}")
 
 
+def _operator(ours: torch.nn.Module) -> Any:
+    """A tilec.nn module's call through torch.ops.tilec (as tilec.nn did before its eager
+    path), its 1-D rows' normalized_shape."""
+    if isinstance(ours, tnn.Linear):
+        return lambda x: torch.ops.tilec.gemm(x, ours.weight.t(), ours.bias, None)
+    if isinstance(ours, tnn.LayerNorm):
+        return lambda x: torch.ops.tilec.layernorm(x, ours.weight, ours.bias, ours.eps)
+    return lambda x: torch.ops.tilec.rmsnorm(x, ours.weight, ours.eps)
+
+
+def _step(call: Any, params: list[torch.Tensor], x: torch.Tensor, dy: torch.Tensor) -> list[Any]:
+    xg = x.detach().requires_grad_()
+    y = call(xg)
+    return [y.detach(), *torch.autograd.grad(y, (xg, *params), dy)]
+
+
+def test_nn_eager_path_equals_the_operators_on_the_current_stream_without_syncing() -> None:
+    """tilec.nn's eager path (tilec.torch_eager's Functions over tilec.ops) computes what the
+    operators do, bit for bit, launches on torch's current stream (behind a sleep there) and
+    never synchronises the host."""
+    import tilec.torch_eager as torch_eager
+
+    d, s = 1024, torch.cuda.Stream()
+    modules = [tnn.LayerNorm(d), tnn.RMSNorm(d, eps=1e-6)]
+    if HAS_GEMM:
+        modules.append(tnn.Linear(d, d))
+    src, dy = rand(64, d, seed=80).bfloat16(), rand(64, d, seed=81).bfloat16()
+    for ours in modules:
+        ours = ours.cuda().to(torch.bfloat16)
+        params = list(ours.parameters())
+        name = type(ours).__name__
+        assert torch_eager.eager(src, *params), name
+        got, want = _step(ours, params, src, dy), _step(_operator(ours), params, src, dy)
+        for g, w, what in zip(got, want, ("y", "dx", "dw", "db"), strict=False):
+            assert torch.equal(g, w), f"{name} {what}: the eager path differs from the operator"
+        x = torch.zeros_like(src)
+        _behind_a_sleep(s, x, src)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            with torch.cuda.stream(s):
+                on_s = _step(ours, params, x, dy)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+        for g, w in zip(on_s, want, strict=True):
+            assert torch.equal(g, w), f"{name}: launched off the current stream"
+
+
 def test_mlp_example_tracks_torch() -> None:
     """examples/torch/mlp.py, 40 eager steps: the tilec model's losses follow torch's."""
     import importlib.util
