@@ -252,3 +252,33 @@ def test_the_planned_key_of_torch_tensors() -> None:
     assert len({key, *(sign((t, 1e-5, 3))[0] for t in others)}) == 1 + len(others)
     assert sign((x, 1e-5, 4))[0] != key and sign((x, 1, 3))[0] != key
     assert sign((x, 1e-5))[0] == ()  # a wrong argument count: not planned
+
+
+def test_no_grad_and_inference_mode(cpu_kernels: list[str]) -> None:
+    x, w, b = _leaves((4, 16), (16,), (16,))
+    want = torch.ops.tilec.layernorm(x, w, b, 1e-5).detach()
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            y = torch_eager.layernorm(x, w, b, 1e-5)
+        assert not y.requires_grad and y.grad_fn is None and torch.equal(y, want)
+    with torch.inference_mode():
+        assert torch_eager.layernorm(x, w, b, 1e-5).is_inference()
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_activation_checkpointing(reentrant: bool, cpu_kernels: list[str]) -> None:
+    """torch.utils.checkpoint recomputes the forward in the backward: the same gradients."""
+    from torch.utils.checkpoint import checkpoint
+
+    m = torch.nn.Sequential(tnn.LayerNorm(16), tnn.Linear(16, 16), tnn.RMSNorm(16))
+    m = m.to(torch.bfloat16)
+    x = torch.randn(4, 16, dtype=torch.bfloat16, requires_grad=True)
+    leaves = (x, *m.parameters())
+    grads = []
+    for run in (m, lambda x: checkpoint(m, x, use_reentrant=reentrant)):
+        run(x).sum().backward()  # reentrant checkpointing takes no autograd.grad
+        grads.append([t.grad.clone() for t in leaves])
+        for t in leaves:
+            t.grad = None
+    for g, w in zip(*grads, strict=True):
+        assert torch.equal(g, w)
