@@ -132,6 +132,18 @@ def test_the_plan_copies_only_what_tma_refuses() -> None:
     assert plan(torch_a(300, 512, "offset"), torch_b(512, 256, "weight")).a == "contiguous"
 
 
+def test_the_cached_plan_tells_operands_apart() -> None:
+    """plan is cached per operand pair: a pair differing only in alignment, a stride or an
+    extent gets its own plan, the same pair the same one (from the cache)."""
+    b = torch_b(512, 256, "weight")
+    first = plan(Operand(64, 512, (512, 1)), b)
+    assert plan(Operand(64, 512, (512, 1)), b) is first
+    assert plan(Operand(64, 512, (512, 1), aligned=False), b).a == "contiguous" != first.a
+    assert plan(Operand(64, 512, (520, 1)), b).a == "contiguous"
+    assert plan(Operand(64, 512, (1, 64)), b) == Plan("contiguous", "keep", 512, "kk")
+    assert plan(Operand(256, 512, (1, 256)), b) == Plan("keep", "keep", 512, "mk")
+
+
 def test_few_rows_go_k_major_for_the_swapped_builds() -> None:
     for m in (16, FEW_ROWS):
         p = plan(torch_a(m, 4096, "col"), torch_b(4096, 4096, "weight"))
