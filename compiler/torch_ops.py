@@ -16,6 +16,10 @@ through the cache) only in the real implementation, on the first call with real 
 | `gemm(a, b, bias, activation, out_dtype)` | `gemm`: dA = dZ B^T, dB = A^T dZ; dbias: sum of dZ |
 | `attention(q, k, v, causal, causal_alignment, scale)` | none yet: backward raises |
 
+tilec.torch_eager runs `layernorm`, `rmsnorm` and `gemm` for tilec.nn in eager mode without the
+dispatcher's round trip: autograd Functions over tilec.ops with this module's setup_context and
+backward functions (each backward takes `tilec`, where its operators come from).
+
 `gemm` runs `tilec.ops.gemm`, whose output is a new row-major M x N tensor (as the fake
 kernel says). Its backward runs tilec::gemm on transposed views (dA = dZ B^T: B^T MN-major where
 B is an nn.Linear weight's transpose; dB = A^T dZ: both MN-major), so no operand is copied where
