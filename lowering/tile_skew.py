@@ -11,7 +11,10 @@ aligned blocks Q0 .. QR (R = V / w runs of w elements):
 
 Reads: the lane loads Q0 .. QR (QR only where o > 0) and shifts the words down by o bytes
 (`funnel`: a barrel shifter of `prmt`s, then `fshr` a word), so a run costs one
-more 16-byte load (an L1 hit: the next lane loads the same block) and no scalar access.
+more 16-byte load (an L1 hit: the next lane loads the same block) and no scalar access. A
+chunk that a bound cuts reads the same way, each block under a predicate (an element of the
+chunk inside it), its elements past the bound replaced; with no branch between them, a thread
+issues all its chunks' loads before the first shift waits for one.
 
 Writes: Q1 .. Q(R-1) hold the lane's own elements only; QR holds its last o / e elements and the
 next lane's first (B - o) / e, which one `shfl.down` a word brings, so each lane stores whole
