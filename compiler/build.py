@@ -450,26 +450,29 @@ def build(
     params: dict[str, str],
     arch: str | None,
     contracts: bool = True,
+    variants: bool = True,
 ) -> list[Path]:
     """Write one bundle per kernel of `path` into `out_dir/<kernel>[_<arch>]`; a kernel with
     variant(...) clauses gets each variant's build as a bundle in its folder `variant`,
-    `variant2`, ... (in the clauses' order, which is the order the runtime tries them in)."""
+    `variant2`, ... (in the clauses' order, which is the order the runtime tries them in).
+    `variants=False` leaves them out: the bundle runs its own parameters at every launch (what
+    `tilec tune` times, and a tuned family build runs)."""
     compiled = compile_tile(path, params, arch, contracts)
     others: dict[tuple[str, ...], Compiled] = {}  # the file built with a variant's parameters
     written = []
     for manifest in compiled.manifests:
         suffix = f"_{arch.replace('_', '')}" if arch else ""
         target = Path(out_dir) / f"{manifest.entry}{suffix}"
-        variants = compiled.variants.get(manifest.entry, ())
-        folders = [variant_folder(i) for i in range(len(variants))]
+        chosen = compiled.variants.get(manifest.entry, ()) if variants else ()
+        folders = [variant_folder(i) for i in range(len(chosen))]
         manifest = replace(
             manifest,
             variants=tuple(
-                VariantRef(v.when, folder) for v, folder in zip(variants, folders, strict=True)
+                VariantRef(v.when, folder) for v, folder in zip(chosen, folders, strict=True)
             ),
         )
         write_bundle(target, manifest, compiled.ptx, compiled.wide_ptx, compiled.special_ptx)
-        for v, folder in zip(variants, folders, strict=True):
+        for v, folder in zip(chosen, folders, strict=True):
             merged = {**params, **v.params}
             key = tuple(sorted(f"{k}={v}" for k, v in merged.items()))
             if key not in others:

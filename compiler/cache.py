@@ -127,13 +127,17 @@ def _install(bundle: Path, final: Path) -> None:
             raise
 
 
-def cached_build(path: str, kernel: str, params: Mapping[str, str], target: str) -> Path:
+def cached_build(
+    path: str, kernel: str, params: Mapping[str, str], target: str, variants: bool = True
+) -> Path:
     """The bundle of `kernel` in the .tile file at `path` built for `target` with `params`
-    (`tilec.build.build`: its variant(...) builds included), from the cache or built into it.
-    Keyed as `cached_compile` is (source, parameters with the kernel's name, target, tilec
-    version and the compiler's digest); concurrent processes race as there."""
+    (`tilec.build.build`: its variant(...) builds included unless `variants` is False), from
+    the cache or built into it. Keyed as `cached_compile` is (source, parameters with the
+    kernel's name, target, tilec version and the compiler's digest); concurrent processes race
+    as there."""
     source = Path(path).read_text(errors="replace")
-    key = cache_key(source, {**params, "__kernel__": kernel, "__build__": "variants"}, target)
+    how = "variants" if variants else "plain"
+    key = cache_key(source, {**params, "__kernel__": kernel, "__build__": how}, target)
     final = _slot(key)
     if (final / MANIFEST_NAME).is_file():
         return final
@@ -141,7 +145,7 @@ def cached_build(path: str, kernel: str, params: Mapping[str, str], target: str)
 
     staging = _staging(key, final)
     try:
-        written = build(path, staging, dict(params), target)
+        written = build(path, staging, dict(params), target, variants=variants)
         found = [b for b in written if read_bundle(b)[0].entry == kernel]
         if not found:
             names = ", ".join(read_bundle(b)[0].entry for b in written)

@@ -40,16 +40,16 @@ def tuned(spec: FamilySpec, tables: list[dict[str, Any]]) -> FamilySpec:
             what = [table["source"], table["kernel"], t.params, table["arch"]]
             digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
             name = f"tuned_{table['kernel']}_{digest}"
-            builds.setdefault(
-                name, Build(name, table["source"], table["kernel"], t.params, table["arch"])
-            )
+            params, arch = t.params, table["arch"]
+            build = Build(name, table["source"], table["kernel"], params, arch, variants=False)
+            builds.setdefault(name, build)
             rules.append(Rule(name, t.when, t.dtypes, (), t.note))
     return replace(spec, builds=builds, rules=(*rules, *spec.rules))
 
 
-def _build_one(job: tuple[str, str, dict[str, str], str, str]) -> str:
+def _build_one(job: tuple[str, str, dict[str, str], str, str, bool]) -> str:
     """Build one kernel into `folder` (a worker process); '' or the failure's text."""
-    path, kernel, params, arch, folder = job
+    path, kernel, params, arch, folder, variants = job
     from tilec.build import build
     from tilec.diagnostics import DiagnosticError, render_all
     from tilec.runtime.bundle import read_bundle
@@ -57,7 +57,7 @@ def _build_one(job: tuple[str, str, dict[str, str], str, str]) -> str:
     staging = Path(f"{folder}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        written = build(path, staging, params, arch)
+        written = build(path, staging, params, arch, variants=variants)
     except DiagnosticError as err:
         return render_all(err.diagnostics)
     mine = [b for b in written if read_bundle(b)[0].entry == kernel]
@@ -77,7 +77,8 @@ def build_family(
     out.mkdir(parents=True, exist_ok=True)
     chosen = [b for b in spec.builds.values() if only_arch in (None, b.arch)]
     jobs_list = [
-        (str(root / b.source), b.kernel, b.params, b.arch, str(out / b.name)) for b in chosen
+        (str(root / b.source), b.kernel, b.params, b.arch, str(out / b.name), b.variants)
+        for b in chosen
     ]
     failures: list[str] = []
     built: dict[str, Build] = {}

@@ -93,15 +93,17 @@ def space_candidates(
     return k.node.name, k.tune.candidates(k.params)
 
 
-def _compile_one(job: tuple[str, str, dict[str, str], str, str]) -> dict[str, Any]:
-    """Build one candidate into its folder (a worker process); its facts and why it is pruned."""
-    path, kernel, params, arch, folder = job
+def _compile_one(job: tuple[str, str, dict[str, str], str, str, bool]) -> dict[str, Any]:
+    """Build one candidate into its folder (a worker process); its facts and why it is pruned.
+    A candidate is built without the kernel's variant(...) clauses (`variants` False), so it
+    runs its own parameters at every launch; the baseline is built with them."""
+    path, kernel, params, arch, folder, variants = job
     from tilec.build import build
     from tilec.diagnostics import DiagnosticError
     from tilec.runtime.bundle import read_bundle
 
     try:
-        written = build(path, folder, params, arch, contracts=True)
+        written = build(path, folder, params, arch, contracts=True, variants=variants)
     except DiagnosticError as err:
         first = err.diagnostics[0].header() if err.diagnostics else str(err)
         return {"bundle": "", "facts": {}, "pruned": f"does not build: {first}"}
@@ -181,10 +183,12 @@ def compile_plan(args: argparse.Namespace, out: Path) -> Plan:
             {**defines, **{k: str(v) for k, v in c.items()}},
             arch,
             str(out / f"c{i}"),
+            False,
         )
         for i, c in enumerate(candidates)
     ]
-    results = _run_jobs(jobs, args.jobs)
+    jobs.append((args.input, kernel, defines, arch, str(out / "baseline"), True))
+    *results, base = _run_jobs(jobs, args.jobs)
     source = read_source(args.input)
     plan = Plan(
         source=str(Path(args.input)),
@@ -197,6 +201,7 @@ def compile_plan(args: argparse.Namespace, out: Path) -> Plan:
         candidates=[Candidate(params=c, **r) for c, r in zip(candidates, results, strict=True)],
         flops=args.flops or "",
         reference=args.reference or "",
+        baseline=base["bundle"],  # timed even where a candidate would be pruned
     )
     (out / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=1))
     return plan
@@ -261,7 +266,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def time_and_report(directory: Path, args: argparse.Namespace) -> int:
     from tilec.runtime.driver import CudaError
-    from tilec.runtime.tuning import copy_ceiling_gbs, render, table_json, time_plan
+    from tilec.runtime.tuning import baseline_gain, copy_ceiling_gbs, render, table_json, time_plan
 
     try:
         plan, entries, gpu = time_plan(directory, args.rounds, not args.no_cache)
@@ -274,6 +279,10 @@ def time_and_report(directory: Path, args: argparse.Namespace) -> int:
     )
     for entry in entries:
         print(render(plan, entry, ceiling))
+    gain = baseline_gain(entries)
+    if gain is not None:
+        print(f"best over baseline (its defaults and variant clauses), geometric mean over the "
+              f"shapes: {gain:.3f}x")  # fmt: skip
     table = Path(args.table or directory / "table.json")
     table.write_text(json.dumps(table_json(plan, entries, gpu), indent=1) + "\n")
     print(f"tuning table: {table}")

@@ -83,9 +83,14 @@ def load(
             if band is not None:
                 return words.pack(read_band(band, part, c, other, b))
             if skew:
-                return words.pack(read_skewed(side, part, c, other, b))
+                return words.pack(read_skewed(side, part, c, other, b)())
             return words.pack(read_chunk(side, part, c, fallback, b, aligned))
 
+        if skew and part.iters * part.threads <= part.chunks:  # every thread every chunk
+            # every chunk's loads first, then their shifts (see read_skewed)
+            coords = [part.chunk_coords(i, t, b) for i in range(part.iters)]
+            pending = [read_skewed(side, part, c, other, b) for c in coords]
+            return [w for values in pending for w in words.pack(values())]
         vals: list[ir.Value] = []
         for i in range(part.iters):
             vals += per_chunk(part, t, b, words.types(part.vec), chunk, idle, i)

@@ -11,7 +11,10 @@ aligned blocks Q0 .. QR (R = V / w runs of w elements):
 
 Reads: the lane loads Q0 .. QR (QR only where o > 0) and shifts the words down by o bytes
 (`funnel`: a barrel shifter of `prmt`s, then `fshr` a word), so a run costs one
-more 16-byte load (an L1 hit: the next lane loads the same block) and no scalar access.
+more 16-byte load (an L1 hit: the next lane loads the same block) and no scalar access. A
+chunk that a bound cuts reads the same way, each block under a predicate (an element of the
+chunk inside it), its elements past the bound replaced; with no branch between them, a thread
+issues all its chunks' loads before the first shift waits for one.
 
 Writes: Q1 .. Q(R-1) hold the lane's own elements only; QR holds its last o / e elements and the
 next lane's first (B - o) / e, which one `shfl.down` a word brings, so each lane stores whole
@@ -37,12 +40,11 @@ from tilec.lowering.tile_access import (
     Run,
     Side,
     if_else,
-    read_scalars,
     shifted,
     when,
     write_scalars,
 )
-from tilec.lowering.tile_bands import as_words, from_words
+from tilec.lowering.tile_bands import as_words, from_words, ptx_words, vector_suffix
 from tilec.lowering.tile_fragments import Partition, constant, convert
 from tilec.lowering.tile_views import elem_bytes
 
@@ -130,14 +132,33 @@ class Skew:
     def per_block(self) -> int:  # a block's elements
         return self.block // self.elem_bytes
 
-    def read(self, o: Word, load: Callable[[Word], list[Word]]) -> list[Word]:
-        """The chunk's words, from `load(byte offset past the aligned start)` of each block it
-        touches: QR only where o > 0 (else Q(R-1) again: every load stays inside the chunk)."""
-        blocks = [load(r * self.block) for r in range(self.runs)]
+    def read(self, o: Word, load: Callable[[Word, Word], list[Word]]) -> list[Word]:
+        """The chunk's words: `align(o, loads(o, load))`."""
+        return self.align(o, self.loads(o, load))
+
+    def loads(self, o: Word, load: Callable[[Word, Word], list[Word]]) -> list[Word]:
+        """The words of each block the chunk touches, from `load(byte offset past the aligned
+        start, first)`, `first` the chunk's first element inside that block (a load may be
+        skipped where that element lies outside the bounds: none of its later ones are read):
+        QR only where o > 0 (else Q(R-1) again: every load stays inside the chunk)."""
         some = min(o, 1) if isinstance(o, int) else arith.MinUIOp(o, _word(1)).result
-        blocks.append(load(_plus(_times(some, self.block), (self.runs - 1) * self.block)))
-        words = [w for blk in blocks for w in blk]
+        offsets = [r * self.block for r in range(self.runs)]
+        offsets.append(_plus(_times(some, self.block), (self.runs - 1) * self.block))
+        blocks = [load(off, self.first(off, o) if r else 0) for r, off in enumerate(offsets)]
+        return [w for blk in blocks for w in blk]
+
+    def align(self, o: Word, words: list[Word]) -> list[Word]:
+        """The chunk's own words out of its blocks' (`loads`): shifted down by o bytes."""
         return funnel(words, o, self.block - 1, self.runs * self.words)
+
+    def first(self, offset: Word, o: Word) -> Word:
+        """The chunk's first element in the block `offset` bytes past its aligned start (one
+        that starts at or after the chunk): (offset - o) / size."""
+        if isinstance(offset, int) and isinstance(o, int):
+            return (offset - o) // self.elem_bytes
+        diff = arith.SubIOp(_word(offset), _word(o)).result
+        shift = self.elem_bytes.bit_length() - 1
+        return arith.ShRUIOp(diff, _word(shift)).result if shift else diff
 
     def shares(self, own: list[Word], nxt: list[Word], o: Word) -> list[list[Word]]:
         """Q1 .. QR as words: QR takes the next lane's first block `nxt` after the chunk's own.
@@ -218,10 +239,24 @@ def byte_gep(base: ir.Value, offset: Word) -> ir.Value:
     ).result
 
 
-def load_block(base: ir.Value, offset: Word, words: int) -> list[Word]:
-    vt = ir.VectorType.get([words], _i32())
-    vec = llvm.LoadOp(vt, byte_gep(base, offset), alignment=words * 4).result
-    return [llvm.ExtractElementOp(vec, constant(_i32(), k)).result for k in range(words)]
+def load_block(base: ir.Value, offset: Word, words: int, p: Flag = True) -> list[Word]:
+    """The aligned block `offset` bytes past `base`, as words: one `@p ld.global` where `p`
+    is not surely true (inline PTX, see tile_bands.predicated_read; its words are undefined
+    where p is false)."""
+    address = byte_gep(base, offset)
+    if p is True:
+        vt = ir.VectorType.get([words], _i32())
+        vec = llvm.LoadOp(vt, address, alignment=words * 4).result
+        return [llvm.ExtractElementOp(vec, constant(_i32(), k)).result for k in range(words)]
+    if p is False:
+        return [llvm.UndefOp(_i32()).result for _ in range(words)]
+    res = _i32() if words == 1 else llvm.StructType.get_literal([_i32()] * words)
+    asm = f"@${words + 1} ld.global{vector_suffix(words)} {ptx_words(words, 0)}, [${words}];"
+    constraints = ",".join(["=r"] * words + ["l", "b"])
+    op = llvm.InlineAsmOp(res, [address, p], asm, constraints, has_side_effects=True)
+    if words == 1:
+        return [op.result]
+    return [llvm.ExtractValueOp(_i32(), op.result, [k]).result for k in range(words)]
 
 
 def store_block(base: ir.Value, offset: Word, words: list[Word]) -> None:
@@ -300,27 +335,48 @@ class IrEmitter(Emitter):
 
 def read_skewed(
     side: Side, part: Partition, coords: list[Term], other: ir.Value, b: IndexBuilder
-) -> list[ir.Value]:
-    """The chunk at `coords` (V values): from the aligned blocks it spans where it lies wholly
-    inside the bounds, else element by element (`other` outside)."""
-    view, w, m = side.view, side.width, part.m
+) -> Callable[[], list[ir.Value]]:
+    """Issue the loads of the chunk at `coords`; the function returned builds its V values
+    from them (`other` outside the bounds). No branch: each block is one `@p ld.global` under
+    "the chunk's first element in it is inside" (the bounds along the chunk cut it after some
+    prefix, so a block with an element inside is loaded and no other), and each element is
+    selected under its own bound. A thread issues every chunk's loads before it shifts any
+    (`tile_memory.load`): with a branch per chunk (aligned blocks inside, element by element
+    at the edge) and the shifts beside its loads, ptxas issued a chunk's loads only after the
+    previous chunk's shifts had waited for its data: one chunk in flight a thread."""
+    view, m = side.view, part.m
     skew = skew_of(side, part)
     run = Run(view, coords, m, b)
+    start = run.address(0)
+    o = misalignment(start, skew.block)
+    base = byte_gep(start, arith.SubIOp(_word(0), o).result)
+    index = ir.IndexType.get()
 
-    def aligned() -> list[ir.Value]:
-        start = run.address(0)
-        o = misalignment(start, skew.block)
-        base = byte_gep(start, arith.SubIOp(_word(0), o).result)
-        words = skew.read(o, lambda off: load_block(base, off, skew.words))
-        return from_words(words, view.elem)
+    def load(off: Word, first: Word) -> list[Word]:
+        at = first if isinstance(first, int) else arith.IndexCastUIOp(index, first).result
+        return load_block(base, off, skew.words, run.inside(at))
 
-    def scalars() -> list[ir.Value]:
-        out: list[ir.Value] = []
-        for s in range(0, part.vec, w):
-            out += read_scalars(view, Run(view, shifted(coords, m, s, b), m, b), other, w)
-        return out
+    words = skew.loads(o, load)
 
-    return if_else(run.inside(part.vec - 1), [view.elem] * part.vec, aligned, scalars)
+    def values() -> list[ir.Value]:
+        own = skew.align(o, words)
+
+        def cut() -> list[Word]:  # the chunk's elements past a bound: `other`
+            got = from_words(own, view.elem)
+            return as_words([_pick(run.inside(e), v, other) for e, v in enumerate(got)], view.elem)
+
+        # Selected only where a bound cuts the chunk: a select a 16-bit element costs an
+        # unpack and a repack beside it (5 instructions an element in the SASS).
+        whole = if_else(run.inside(part.vec - 1), [_i32()] * len(own), lambda: own, cut)
+        return from_words(whole, view.elem)
+
+    return values
+
+
+def _pick(cond: Flag, x: ir.Value, y: ir.Value) -> ir.Value:
+    if isinstance(cond, bool):
+        return x if cond else y
+    return arith.SelectOp(cond, x, y).result
 
 
 def write_skewed(

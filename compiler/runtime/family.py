@@ -53,6 +53,9 @@ class Build:
     params: dict[str, str]
     arch: str
     bundle: str = ""  # its folder in the family directory; "" until it is built
+    # built with the kernel's variant(...) clauses (False: a tuned build, which runs its own
+    # parameters at every launch, as `tilec tune` timed it)
+    variants: bool = True
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ class FamilySpec:
 
 def _build_json(b: Build) -> dict[str, Any]:
     out = {"name": b.name, "source": b.source, "kernel": b.kernel, "params": b.params}
-    return {**out, "arch": b.arch, **({"bundle": b.bundle} if b.bundle else {})}
+    out = {**out, "arch": b.arch, **({"bundle": b.bundle} if b.bundle else {})}
+    return {**out, **({} if b.variants else {"variants": False})}
 
 
 def _rule_json(r: Rule) -> dict[str, Any]:
@@ -134,6 +138,7 @@ def _spec(data: Any) -> FamilySpec:
             {str(k): str(v) for k, v in b.get("params", {}).items()},
             str(b["arch"]),
             str(b.get("bundle", "")),
+            bool(b.get("variants", True)),
         )
         if build.arch not in ARCHS:
             raise ValueError(f"build {build.name!r}: arch {build.arch!r} is not one of {ARCHS}")
@@ -378,6 +383,8 @@ def default_compiler() -> Compiler | None:
     def compile_build(build: Build, root: Path) -> Path:
         from tilec.cache import cached_build
 
-        return cached_build(str(root / build.source), build.kernel, build.params, build.arch)
+        return cached_build(
+            str(root / build.source), build.kernel, build.params, build.arch, build.variants
+        )
 
     return compile_build

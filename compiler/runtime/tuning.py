@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ class Plan:
     candidates: list[Candidate]
     flops: str = ""  # a formula over the sizes: rank by TFLOP/s instead of bandwidth
     reference: str = ""  # a torch op in REFERENCES to time beside the candidates
+    # the kernel at its defaults with its variant(...) clauses (a bundle under the plan, or ""):
+    # timed beside the candidates, so a table shows what tuning gains over the hand-written rules
+    baseline: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,7 @@ class Plan:
             "bucket_by": self.bucket_by,
             "flops": self.flops,
             "reference": self.reference,
+            "baseline": self.baseline,
             "candidates": [c.__dict__ for c in self.candidates],
         }
 
@@ -128,6 +133,7 @@ class Entry:
     unit: str  # "TFLOP/s" or "GB/s"
     reference_ms: float | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # candidate -> why not timed
+    baseline_ms: float | None = None  # the plan's baseline (its defaults, variant clauses on)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +145,7 @@ class Entry:
             "reference_ms": self.reference_ms,
             "ranked": [t.__dict__ for t in self.ranked],
             "skipped": self.skipped,
+            "baseline_ms": self.baseline_ms,
         }
 
     @staticmethod
@@ -146,7 +153,7 @@ class Entry:
         ranked = [Timed(**t) for t in data["ranked"]]
         return Entry(
             data["shape"], data["when"], data["dtypes"], ranked, data["unit"],
-            data.get("reference_ms"), data.get("skipped", {}),
+            data.get("reference_ms"), data.get("skipped", {}), data.get("baseline_ms"),
         )  # fmt: skip
 
 
@@ -231,6 +238,7 @@ def cache_key(
             "arch": plan.arch,
             "candidates": sorted(json.dumps(c.params, sort_keys=True) for c in plan.candidates),
             "metric": [plan.flops, plan.reference],
+            "baseline": bool(plan.baseline),
         },
         sort_keys=True,
     )
@@ -259,8 +267,10 @@ def time_shape(
     sizes: dict[str, int],
     rounds: int,
     tick: Callable[[], None],
+    baseline: Kernel | None = None,
 ) -> Entry:
-    """Every kernel of `kernels` (candidate index -> Kernel) on `sizes`, interleaved."""
+    """Every kernel of `kernels` (candidate index -> Kernel) on `sizes`, interleaved, and the
+    plan's baseline and reference beside them."""
     first = next(iter(kernels.values()))
     graphs = _torch() is not None
     args = _torch_args(first, sizes) if graphs else random_args(first.manifest, sizes)
@@ -268,13 +278,14 @@ def time_shape(
     dtypes = {p.name: p.dtype for p in first.manifest.tensors()}
     fns: dict[str, Callable[[], object]] = {}
     skipped: dict[str, str] = {}
-    for i, kernel in kernels.items():
+    named = {f"c{i}": k for i, k in kernels.items()}
+    for name, kernel in (named | ({"baseline": baseline} if baseline else {})).items():
         try:
             bind(kernel.manifest, tuple(args), kernel._device_symbols)
         except (TypeError, ValueError) as err:
-            skipped[f"c{i}"] = str(err)
+            skipped[name] = str(err)
             continue
-        fns[f"c{i}"] = lambda k=kernel: k(*args)
+        fns[name] = lambda k=kernel: k(*args)
     if plan.reference:
         fns["reference"] = _reference(plan.reference, sizes, next(iter(dtypes.values())))
     for fn in fns.values():
@@ -292,12 +303,14 @@ def time_shape(
         (
             Timed(plan.candidates[int(n[1:])].params, t, work / t / 1e6)
             for n, t in ms.items()
-            if n != "reference"
+            if n.startswith("c")
         ),
         key=lambda t: t.ms,
     )
     when = bucket(sizes, plan.bucket_by)
-    return Entry(sizes, when, dtypes, ranked, unit, ms.get("reference"), skipped)
+    return Entry(
+        sizes, when, dtypes, ranked, unit, ms.get("reference"), skipped, ms.get("baseline")
+    )
 
 
 def _work(plan: Plan, kernel: Kernel, sizes: dict[str, int]) -> tuple[float, str]:
@@ -317,18 +330,20 @@ def time_plan(
     if not alive:
         raise TuneError(f"{root}: every candidate was pruned; nothing to time")
     kernels = {i: load(root / c.bundle) for i, c in alive.items()}
+    baseline = load(root / plan.baseline) if plan.baseline else None
     gpu = gpu_identity()
     entries: list[Entry] = []
-    bar = _progress(len(plan.shapes) * rounds * (len(kernels) + bool(plan.reference)), progress)
+    per_round = len(kernels) + bool(plan.reference) + bool(baseline)
+    bar = _progress(len(plan.shapes) * rounds * per_round, progress)
     dtypes = {p.name: p.dtype for p in next(iter(kernels.values())).manifest.tensors()}
     for sizes in plan.shapes:
         key = cache_key(plan, bucket(sizes, plan.bucket_by), dtypes, gpu)
         cached = _cache_file(key)
         if use_cache and cached.is_file():
             entries.append(Entry.from_json(json.loads(cached.read_text())))
-            bar.update(rounds * (len(kernels) + bool(plan.reference)))
+            bar.update(rounds * per_round)
             continue
-        entry = time_shape(plan, kernels, sizes, rounds, lambda: bar.update(1))
+        entry = time_shape(plan, kernels, sizes, rounds, lambda: bar.update(1), baseline)
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(entry.to_json(), indent=1))
         entries.append(entry)
@@ -376,8 +391,19 @@ def render(plan: Plan, entry: Entry, ceiling: float | None, top: int = 10) -> st
         lines.append(row)
     if entry.reference_ms:
         lines.append(f"      reference {plan.reference}: {entry.reference_ms * 1e3:.1f} µs")
+    if entry.baseline_ms and entry.ranked:
+        gain = entry.baseline_ms / entry.ranked[0].ms
+        lines.append(f"      baseline (defaults, variant clauses on): {entry.baseline_ms * 1e3:.1f}"
+                     f" µs; the best runs {gain:.3f}x its speed")  # fmt: skip
     lines += [f"      not timed {name}: {why}" for name, why in entry.skipped.items()]
     return "\n".join(lines)
+
+
+def baseline_gain(entries: list[Entry]) -> float | None:
+    """The geometric mean over the shapes of the baseline's time over the best candidate's
+    (above 1: the tuned table runs faster than the kernel's own variant clauses)."""
+    gains = [e.baseline_ms / e.ranked[0].ms for e in entries if e.baseline_ms and e.ranked]
+    return math.exp(statistics.fmean(math.log(g) for g in gains)) if gains else None
 
 
 def table_json(plan: Plan, entries: list[Entry], gpu: dict[str, Any]) -> dict[str, Any]:
@@ -440,7 +466,9 @@ def family_from_plan(table: dict[str, Any], directory: str | Path) -> Any:
     rules = []
     for entry, rule in zip(table["entries"], tuned_rules(table), strict=True):
         i, c = found[_params_key(entry["best"])]
-        builds[f"c{i}"] = Build(f"c{i}", plan.source, plan.kernel, rule.params, plan.arch, c.bundle)
+        builds[f"c{i}"] = Build(
+            f"c{i}", plan.source, plan.kernel, rule.params, plan.arch, c.bundle, variants=False
+        )
         rules.append(Rule(f"c{i}", rule.when, rule.dtypes, (), rule.note))
     first = load(root / next(b.bundle for b in builds.values()))
     args = tuple(

@@ -252,6 +252,10 @@ def test_a_tuning_table_puts_its_builds_first(
         "N > 128", "N <= 256", "N % 8 == 0",
     )  # fmt: skip
     assert with_table.builds[name].params == {"T": "f16", "COLS": "1024"}
+    # built as timed: without the kernel's variant(...) clauses, kept through family.json
+    assert with_table.builds[name].variants is False
+    assert FamilySpec.from_json(with_table.to_json()).builds[name].variants is False
+    assert FamilySpec.from_json(with_table.to_json()).builds["c256_f16"].variants is True
     compiled: list[str] = []
     fam = Family(with_table, family_dir, compiler_into(tmp_path, compiled))
     assert fam.select(*tensors(200)) == name  # the bucket, aligned

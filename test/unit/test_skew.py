@@ -93,22 +93,26 @@ def run_warp(eb: int, width: int, vec: int, start: int, n: int, lanes: int, per_
     for lane in range(lanes):
         at, col = place(lane)
         o = at % block
-        inside_bytes = max(0, min(vec, n - col)) * eb
-        for e in range(max(0, min(vec, n - col))):
+        count = max(0, min(vec, n - col))  # the chunk's elements inside the bounds
+        for e in range(count):
             expected[at + e * eb : at + (e + 1) * eb] = [1] * eb
         own.append(as_words(src[at : at + vec * eb]))
-        if not inside(lane, vec - 1):
-            continue
 
         def load(
-            off: Word, aligned: int = at - o, at: int = at, room: int = inside_bytes
+            off: Word, first: Word, aligned: int = at - o, at: int = at, count: int = count
         ) -> list[int]:
-            assert isinstance(off, int)
+            """A block, as the lowering loads it: only where `first` (the chunk's first element
+            in it) is inside; then it must hold an own element inside the bounds."""
+            assert isinstance(off, int) and isinstance(first, int)
             lo = aligned + off
-            assert lo < at + room and lo + block > at, "a load of a block with no own element"
+            assert at + first * eb == max(lo, at), "`first` is not the block's first element"
+            if first >= count:
+                return [0xDEADBEEF] * (block // 4)  # not loaded: undefined words
+            assert lo < at + count * eb and lo + block > at, "a block with no own element"
             return as_words(src[lo : lo + block])
 
-        assert as_bytes(skew.read(o, load)) == src[at : at + vec * eb], f"lane {lane}, o = {o}"
+        got = as_bytes(skew.read(o, load))[: count * eb]
+        assert got == src[at : at + count * eb], f"lane {lane}, o = {o}"
     # Writes: every lane's shuffle first (lane + 1's first block), then each lane's stores.
     for lane in range(lanes):
         at, col = place(lane)
@@ -181,6 +185,19 @@ def test_an_unaligned_row_is_skewed(tmp_path: Path, elem: str, threads: int, chu
     assert len(re.findall(r"shfl\.sync\.down\.b32", text)) == 4 * chunks
     assert len(re.findall(r"\bprmt\.b32\b", text)) >= 4 * chunks
     assert len(re.findall(r"st\.global\.v4\.b32", text)) >= 2 * chunks  # fast + skewed
+
+
+def test_a_skewed_load_issues_every_chunk_before_shifting(tmp_path: Path) -> None:
+    # Two chunks a thread: the skewed version's four block loads (predicated, no branch) all
+    # come before its first shift, and none follows it: with a branch per chunk, the second
+    # chunk's loads waited for the first chunk's data (its shifts) in the SASS.
+    text = ptx(tmp_path, ROWCOPY, THREADS=64)
+    first = text.index("prmt.b32")
+    before = re.findall(r"ld\.global[^\n]*", text[:first])
+    assert [bool(re.match(r"ld\.global\.v4", x)) for x in before[-4:]] == [True] * 4
+    assert all("@%p" in x for x in text[:first].splitlines()[-40:] if "ld.global.v4" in x)
+    version = text[first : text.index("bra.uni", first)]
+    assert "ld.global" not in version, "a load after the first shift"
 
 
 def test_a_masked_store_is_not_skewed(tmp_path: Path) -> None:

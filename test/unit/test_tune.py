@@ -12,7 +12,18 @@ from pathlib import Path
 import pytest
 
 from tilec.cli import main
-from tilec.runtime.tuning import Candidate, Plan, bucket, cache_key, read_plan
+from tilec.runtime.bundle import read_bundle
+from tilec.runtime.tuning import (
+    Candidate,
+    Entry,
+    Plan,
+    Timed,
+    baseline_gain,
+    bucket,
+    cache_key,
+    read_plan,
+    render,
+)
 from tilec.tune import TuneError, judge, parse_shapes, parse_space
 
 KERNEL = """
@@ -175,3 +186,48 @@ def test_plan_json_round_trips(tmp_path: Path) -> None:
     )
     (tmp_path / "tune.json").write_text(json.dumps(plan.to_json()))
     assert read_plan(tmp_path) == plan
+
+
+VARIANTS = KERNEL.replace(
+    "  tune(COLS = (256, 512), THREADS = (64, 2048), COLS / THREADS < 8)\n",
+    "  tune(COLS = (256, 512))\n  variant(N > 256, COLS = 512)\n",
+)
+
+
+def test_candidates_run_as_named_and_the_baseline_keeps_its_variants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A candidate's bundle holds no variant(...) builds (a variant would launch in its place
+    and the table would credit the candidate with another build's time); the baseline, the
+    kernel at its defaults, holds them: it is what the hand-written clauses run."""
+    source = tmp_path / "rows.tile"
+    source.write_text(VARIANTS)
+    out = tmp_path / "plan"
+    code = main(["tune", str(source), "--shapes", "R=4,N=300", "--compile-only", "-o", str(out)])
+    assert code == 0, capsys.readouterr()
+    plan = read_plan(out)
+    assert [c.params["COLS"] for c in plan.candidates] == [256, 512]
+    for c in plan.candidates:
+        manifest = read_bundle(out / c.bundle)[0]
+        assert manifest.variants == () and not (out / c.bundle / "variant").exists()
+    assert plan.baseline.startswith("baseline/")
+    base = read_bundle(out / plan.baseline)[0]
+    assert len(base.variants) == 1 and (out / plan.baseline / "variant").is_dir()
+
+
+def test_the_baseline_is_timed_beside_and_summed_up() -> None:
+    def shape(best: float, base: float | None) -> Entry:
+        ranked = [Timed({"COLS": 512}, best, 1.0), Timed({"COLS": 256}, 2 * best, 0.5)]
+        return Entry({"N": 300}, ["N <= 512"], {"X": "f16"}, ranked, "GB/s", None, {}, base)
+
+    # 1.21x on one shape, 1/1.21 on the other: the geometric mean is 1
+    assert baseline_gain([shape(1.0, 1.21), shape(1.21, 1.0)]) == pytest.approx(1.0)
+    assert baseline_gain([shape(1.0, 1.1), shape(2.0, None)]) == pytest.approx(1.1)
+    assert baseline_gain([shape(1.0, None)]) is None
+    plan = Plan("k.tile", "h", "rows", "sm_80", {}, [], ["N"], [], baseline="baseline/rows")
+    text = render(plan, shape(0.010, 0.012), None)
+    assert "baseline (defaults, variant clauses on): 12.0 µs" in text and "1.200x" in text
+    assert Entry.from_json(shape(0.01, 0.012).to_json()).baseline_ms == 0.012
+    key = cache_key(plan, ["N <= 512"], {}, {"gpu": "G", "driver": 1})
+    plan.baseline = ""
+    assert key != cache_key(plan, ["N <= 512"], {}, {"gpu": "G", "driver": 1})
