@@ -100,7 +100,7 @@ class _Plan:
         # the argument each covers, and the device copies made so far, by pointer.
         self.tma = b.tma
         self.tma_tensor = {d.name: index[d.tensor] for d in m.tma}
-        self.maps: dict[tuple[int, str, int], int] = {}
+        self.maps: dict[tuple[int, str, int], tuple[int, bytes]] = {}  # -> (address, map)
         # Written tensors' byte spans: with two or more, each call checks they are disjoint
         # (their pointers change from call to call; their shapes and strides do not).
         spans = written_spans(m, b.views)
@@ -109,7 +109,7 @@ class _Plan:
         # The scalar arguments, by position; the launches made ready so far, by context,
         # pointers and scalars' bytes (`Kernel._prepare`): a repeated call packs nothing.
         self.scalars = [t[1] for t in self.slots if isinstance(t, tuple) and t[0] == "scalar"]
-        self.launches: dict[tuple[Any, ...], tuple[Any, driver.Packed]] = {}
+        self.launches: dict[tuple[Any, ...], list[Any]] = {}  # -> Kernel._prepare's
         self.other = other  # the variant(...) build that runs these launches, if one does
         self.signs_alike = False  # and it signs a call as the kernel does (`_signs_like`)
 
@@ -293,6 +293,9 @@ class Kernel:
                 plan.launches.clear()
             if self._settled:  # not one captured whose maps only the graph writes
                 plan.launches[call] = ready
+        elif ready[2]:  # launched again: it may be captured now, so its maps are held
+            self._maps.hold(ctx, ready[2])
+            ready[2] = ()
         if self.manifest.stateful:
             self._in_turn(ctx, handle)
         driver.launch(ready[0], plan.grid, plan.block, plan.dynamic_smem, handle, ready[1])
@@ -322,9 +325,11 @@ class Kernel:
 
     def _prepare(
         self, plan: _Plan, ctx: int, ptrs: list[int], scalars: list[Any], handle: int
-    ) -> tuple[Any, driver.Packed]:
+    ) -> list[Any]:
         """What launches `plan` with these pointers and scalars in context `ctx`: its function
-        (the shared memory it may use raised) and its packed parameters, tensor maps made."""
+        (the shared memory it may use raised), its packed parameters, tensor maps made, and
+        those maps: the first launch again from the ready launches holds them in the map store
+        (runtime/maps.py), as a capture would (it may be one; asking costs every launch)."""
         if plan.written:
             check_disjoint(plan.written, {n: ptrs[plan.index[n]] for n, _, _ in plan.written})
         function = self._function(ctx, plan.variant)
@@ -332,18 +337,20 @@ class Kernel:
         while True:  # again if making a map freed those made before it (MAP_LIMIT)
             flushes, values = self._maps.flushes, iter(scalars)
             params: list[ctypes._SimpleCData] = []
+            maps: list[bytes] = []
             for slot in plan.slots:
                 if not isinstance(slot, tuple):
                     params.append(slot)
                 elif slot[0] == "arg":
                     params.append(ctypes.c_uint64(ptrs[slot[1]]))
                 elif slot[0] == "tma":
-                    address = self._planned_map(ctx, plan, slot[1], ptrs, handle)
+                    address, data = self._planned_map(ctx, plan, slot[1], ptrs, handle)
                     params.append(ctypes.c_uint64(address))
+                    maps.append(data)
                 else:
                     params.append(next(values))
             if flushes == self._maps.flushes:
-                return function, driver.Packed(params)
+                return [function, driver.Packed(params), tuple(maps)]
 
     def _device_symbols(self, device: int | None) -> dict[str, int]:
         """The device's symbols for a grid formula. In a kernel of clusters, `num_sms` is the
@@ -433,15 +440,17 @@ class Kernel:
     def _intent(self, name: str) -> str:
         return next(t.intent for t in self.manifest.tensors() if t.name == name)
 
-    def _planned_map(self, ctx: int, plan: _Plan, name: str, ptrs: list[int], stream: int) -> int:
-        """The device copy of tensor map `name` over this call's pointer: encoded once per
-        (context, pointer) for the plan's shapes and strides, then looked up."""
+    def _planned_map(
+        self, ctx: int, plan: _Plan, name: str, ptrs: list[int], stream: int
+    ) -> tuple[int, bytes]:
+        """The device copy of tensor map `name` over this call's pointer, and the map: encoded
+        once per (context, pointer) for the plan's shapes and strides, then looked up."""
         ptr = ptrs[plan.tma_tensor[name]]
         key = (ctx, name, ptr)
         found = plan.maps.get(key)
         if found is None:
             data = driver.encode_tma_tiled(plan.tma[name], ptr)
-            found = self._map_buffer(ctx, data, stream)
+            found = (self._map_buffer(ctx, data, stream), data)
             if self._settled:
                 plan.maps[key] = found
         return found

@@ -17,10 +17,11 @@ context's work has run; `flushes` counts those times (a kernel's ready launches 
 and are dropped then). A capture that needs a slot when none is free is a CudaError telling to
 warm up outside the capture: a SPARE of free slots is kept ahead of captures.
 
-Not covered: a launch captured from a kernel's ready launches (pointers it saw before the
-capture) does not pass through the store, so its maps are not held; past MAP_LIMIT new maps
-later their slots may be reused under the graph (before the slots, the buffers were freed).
-Telling that apart would need a capture query on every launch.
+A launch made again from a kernel's ready launches (pointers it saw before) does not pass
+through `address`; a capture may record it all the same. Telling that apart would cost a
+capture query every launch, so the first repeat of a ready launch `hold`s its maps as a capture
+would: those slots are never reused (a loop over the same tensors makes no new maps; one over
+new tensors seldom repeats a launch, and its maps go back to the free slots).
 """
 
 from __future__ import annotations
@@ -72,6 +73,14 @@ class MapStore:
             driver.synchronize(stream)
             copy.written = True
         return copy.device, not capturing
+
+    def hold(self, ctx: int, maps: tuple[bytes, ...]) -> None:
+        """Keep the slots of `maps` for good (a launch that a graph may have captured reads
+        them at any later time)."""
+        for data in maps:
+            copy = self._copies.get((ctx, data))
+            if copy is not None:
+                self._hold(copy, True)
 
     def _hold(self, copy: _Copy, capturing: bool) -> None:
         if capturing and not copy.held:

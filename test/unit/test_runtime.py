@@ -795,14 +795,15 @@ def test_host_arrays_are_not_planned_tma_maps_encode_once_per_pointer(
     assert fake.encoded[-1] == 0x90000 and tma.plans == 1
     assert seen.calls[-1] != first, "a new pointer gets its own map"
     assert fake.holds(seen.calls[-1][4][-1], 0x90000)
-    # Past MAP_LIMIT copies the slots are reused: a ready launch that passed one is dropped with
-    # it, and the next call with those pointers makes (and passes) a new copy.
+    # Past MAP_LIMIT copies the slots are reused (but for 0x10000's: its launch was repeated,
+    # and a repeat may be a capture): a ready launch that passed one is dropped with it, and the
+    # next call with those pointers makes (and passes) a new copy.
     from tilec.runtime import maps
 
-    monkeypatch.setattr(maps, "MAP_LIMIT", 2)
+    monkeypatch.setattr(maps, "MAP_LIMIT", 1)
     third = gemm_args()
     third[0].__cuda_array_interface__["data"] = (0xA0000, False)
-    tma(*third)  # the third map: the slots of the two before are reused
+    tma(*third)  # the third map: the slot of 0x90000's is reused
     assert fake.holds(seen.calls[-1][4][-1], 0xA0000)
     tma(*args)
     assert fake.encoded[-1] == 0x10000
@@ -876,6 +877,40 @@ def test_tma_maps_in_a_cuda_graph_capture(monkeypatch: pytest.MonkeyPatch) -> No
 
     with pytest.raises(driver.CudaError, match="launch the captured calls once before"):
         fresh(*gemm_args())
+
+
+def test_a_capture_of_a_ready_launch_keeps_its_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm up, then capture: the captured launch is a ready one (pointers seen before), which
+    does not pass through the map store, yet the graph reads its maps at every replay. Its
+    first repeat holds them, so later flushes (new pointers past MAP_LIMIT) never reuse them;
+    a launch made once and never repeated gives its slots back."""
+    from tilec.runtime import Kernel, maps
+
+    seen = Launches(monkeypatch)
+    fake = FakeMaps(monkeypatch)
+    k = Kernel(gemm_manifest(), "ptx")
+    args = gemm_args()
+    k(*args)
+    k(*args)  # the warm-up's repeat
+    fake.capture = True
+    k(*args)  # captured from the ready launch
+    graph_map = seen.calls[-1][4][-1]
+    fake.capture = False
+    once = gemm_args()
+    once[0].__cuda_array_interface__["data"] = (0x60000, False)
+    k(*once)  # made once, never repeated
+    once_map = seen.calls[-1][4][-1]
+    monkeypatch.setattr(maps, "MAP_LIMIT", 1)
+    passed = []
+    for ptr in (0x80000, 0x90000, 0xA0000, 0xB0000):  # each a flush
+        other = gemm_args()
+        other[0].__cuda_array_interface__["data"] = (ptr, False)
+        k(*other)
+        passed.append(seen.calls[-1][4][-1])
+        assert fake.holds(passed[-1], ptr)
+    free = {device for slots in k._maps._free.values() for device, _ in slots}
+    assert graph_map not in passed and graph_map not in free and fake.holds(graph_map, 0x10000)
+    assert once_map in passed, "a slot no launch repeated is reused"
 
 
 # --- what a launch must not get wrong silently -------------------------------------------------
