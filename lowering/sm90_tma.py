@@ -17,7 +17,7 @@ from mlir.dialects import arith, llvm, nvvm
 
 from tilec.dialects.layout import algebra as A
 from tilec.lowering import IndexBuilder, LoweringError, Term
-from tilec.lowering.sm90_sources import box_origin, owner
+from tilec.lowering.sm90_sources import Box, box_origin, owner
 from tilec.lowering.tile_views import TensorType, elem_bytes, gep, tensor_type
 
 if TYPE_CHECKING:
@@ -217,7 +217,9 @@ def load_tile(
         raise LoweringError(
             op, f"copy<tma> of a {shape} tile into a ({rows.rows},{rows.cols}) buffer"
         )
-    name, coords, box, (mn_mode, k_mode) = box_origin(tile, b)
+    found = box_origin(tile, b)
+    check_bound(op, found)
+    name, coords, box, (mn_mode, k_mode) = found.tensor, found.coords, found.box, found.walks
     stride = tensor_type(op.operands[0].type).layout.stride
     stride = list(stride) if A.is_tuple(stride) else [stride]
     if (stride[0] if rows.mn_major else stride[-1]) != 1:
@@ -251,6 +253,32 @@ def load_tile(
         at = [b.add(x, c * rows.width) if m == along else x for m, x in enumerate(coords)]
         chunk = gep(dst, c * rows.chunk_bytes, i8, b)
         load(descriptors[name], chunk, [at[m] for m in order], full, b, share.mask)
+
+
+# A copy<tma> the source marks `unbounded = 1`: its box may read past its view's bound.
+UNBOUNDED = "tile.unbounded"
+
+
+def check_bound(op: ir.Operation, found: Box) -> None:
+    """A TMA box is bounded by its tensor map, which spans the whole tensor: a tile of a view
+    cut inside the tensor (a window, `Q[q0 .. q1 - 1, h, _]`) would read the elements past
+    the view's end (the next packed sequence) where the language reads zeros. Refused unless
+    the copy says `unbounded = 1` (the kernel then masks what lies past the bound); and that
+    on a copy with no such bound is refused too, as a promise about nothing."""
+    unbounded = UNBOUNDED in op.attributes
+    if found.window is not None and not unbounded:
+        raise LoweringError(
+            op,
+            "copy<tma> of a tile of a view bounded inside its tensor (a range, lo .. hi): TMA "
+            "reads past the bound (the tensor's next elements, not zeros); say "
+            "copy<tma>(..., unbounded = 1) and mask what lies past the bound where it is read",
+        )
+    if found.window is None and unbounded:
+        raise LoweringError(
+            op,
+            "unbounded = 1 on a copy<tma> whose view ends where its tensor does: nothing lies "
+            "past its bound but the tensor's end, which TMA fills with zeros; drop it",
+        )
 
 
 def tile_kernel(op: ir.Operation) -> ir.Operation:

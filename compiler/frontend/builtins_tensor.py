@@ -322,7 +322,7 @@ def store(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     return UnitV()
 
 
-@builtin("copy", 2, 2, ("narrow",), targs=(0, 1), atom_targs=True)
+@builtin("copy", 2, 2, ("narrow", "unbounded"), targs=(0, 1), atom_targs=True)
 def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     src = tensor_arg(c, args[0], node.args[0])
     dst = tensor_arg(c, args[1], node.args[1])
@@ -336,6 +336,17 @@ def copy(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
             return c.error("narrow must be a static 0 or 1", where)
         if narrow.value and (atom is None or not atom.name.startswith("cp_async")):
             return c.error("narrow = 1 is for cp_async copies", where)
+    unbounded = kw.get("unbounded")
+    if unbounded is not None:
+        where = node.kwarg("unbounded").span
+        if not (isinstance(unbounded, IntV) and unbounded.static and unbounded.value in (0, 1)):
+            return c.error("unbounded must be a static 0 or 1", where)
+        if unbounded.value and (atom is None or atom.name != "tma"):
+            return c.error(
+                "unbounded = 1 is for copy<tma> (its box reads past a view's bound); other "
+                "copies are predicated at the bound",
+                where,
+            )
     if not _same_size(c, src, dst, node) or not check_copy(c, src, node.span):
         return ErrorV()
     if src.elem != dst.elem:

@@ -401,6 +401,9 @@ class ExprGen(IndexGen, LayoutGen):
             narrow = node.kwarg("narrow")
             if narrow is not None and self.values[id(narrow)].value:
                 attrs["tile.narrow"] = ir.UnitAttr.get()
+            unbounded = node.kwarg("unbounded")
+            if unbounded is not None and self.values[id(unbounded)].value:
+                attrs["tile.unbounded"] = ir.UnitAttr.get()
             self.op(
                 "tile.copy",
                 span,

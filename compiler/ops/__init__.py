@@ -1,6 +1,6 @@
 """tilec.ops: operations on torch tensors, each backed by a kernel family (docs/runtime.md,
 "tilec.ops"): `softmax`, `layernorm`, `rmsnorm`, `gemm`, `bmm` (tilec/ops/gemm.py) and
-`attention` (tilec/ops/attention.py).
+`attention` and `attention_varlen` (tilec/ops/attention.py).
 
 Each call reads only shapes, dtypes and devices (never the data: no host synchronisation),
 allocates its output on the input's device and launches on torch's current stream; `stream=`
@@ -32,8 +32,8 @@ from tilec.runtime.family import (
     repository_root,
 )
 
-__all__ = ["attention", "bmm", "family", "gemm", "layernorm", "on_stream", "op_specs", "rmsnorm",
-           "softmax"]  # fmt: skip
+__all__ = ["attention", "attention_varlen", "bmm", "family", "gemm", "layernorm", "on_stream",
+           "op_specs", "rmsnorm", "softmax"]  # fmt: skip
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
@@ -196,5 +196,5 @@ def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
 
 
 # After the helpers it imports from this module.
-from tilec.ops.attention import attention  # noqa: E402
+from tilec.ops.attention import attention, attention_varlen  # noqa: E402
 from tilec.ops.gemm import bmm, gemm  # noqa: E402

@@ -10,6 +10,9 @@ data), allocates its outputs and launches on torch's current stream.
 
 The checks and the outputs' layout (`check_attention`, `outputs`) read metadata only, so
 torch.ops.tilec.attention's fake kernel (tilec/torch_ops.py) runs them too.
+
+`attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q)` is the same over a batch
+of variable-length sequences packed along one token mode, flash_attn_varlen_func's interface.
 """
 
 from __future__ import annotations
@@ -18,9 +21,15 @@ import math
 from typing import Any
 
 from tilec.ops import family, on_stream
-from tilec.ops.attention_specs import FAMILIES, HEAD_DIMS, SM80_DIMS, SM90_DIMS
+from tilec.ops.attention_specs import (
+    FAMILIES,
+    HEAD_DIMS,
+    SM80_DIMS,
+    SM90_DIMS,
+    VARLEN_FAMILIES,
+)
 
-__all__ = ["attention", "causal_mode", "check_attention", "outputs"]
+__all__ = ["attention", "attention_varlen", "causal_mode", "check_attention", "outputs"]
 
 ALIGNMENTS = {"top_left": 1, "bottom_right": 2}  # -> the kernels' CAUSAL
 CHUNK = 8  # f16/bf16 elements in 16 bytes: the strides TMA and cp.async take
@@ -106,8 +115,8 @@ def operand(x: Any) -> Any:
     and the base 16-byte aligned (TMA's rule, and cp.async's 16-byte copies); else a contiguous
     copy (an expanded, stride-0 dim is materialised: TMA takes no zero stride)."""
     strides = x.stride()
-    chunks = all(s > 0 and s % CHUNK == 0 for s in strides[:3])
-    if strides[3] == 1 and chunks and x.data_ptr() % 16 == 0:
+    chunks = all(s > 0 and s % CHUNK == 0 for s in strides[:-1])
+    if strides[-1] == 1 and chunks and x.data_ptr() % 16 == 0:
         return x
     return x.contiguous() if not x.is_contiguous() else x.clone()
 
@@ -142,4 +151,75 @@ def attention(
         lse.fill_(-math.inf)
     elif o.numel():
         family(FAMILIES[mode])(operand(q), operand(k), operand(v), o, lse, s)
+    return (o, lse) if return_lse else o
+
+
+def check_varlen(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: Any) -> None:
+    """q (TQ, H, D), k and v (TK, HK, D), cu_q and cu_k int32 (B + 1,) on q's device, max_q a
+    Python int >= 0: metadata only."""
+    import torch
+
+    # attention's checks on (1, heads, tokens, D) views: dtypes, devices, heads and D
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if isinstance(x, torch.Tensor) and x.dim() != 3:
+            raise ValueError(f"tilec.ops.attention_varlen: {name} of rank 3 ((tokens, heads, "
+                             f"D)), got shape {list(x.shape)}")  # fmt: skip
+    views = (x[None].transpose(1, 2) if isinstance(x, torch.Tensor) else x for x in (q, k, v))
+    check_attention(*views)
+    for name, c in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if not isinstance(c, torch.Tensor) or c.dtype != torch.int32 or c.dim() != 1:
+            raise TypeError(f"tilec.ops.attention_varlen: {name} must be a rank-1 int32 "
+                            f"torch.Tensor of B + 1 cumulative lengths")  # fmt: skip
+        if c.device != q.device or c.numel() == 0:
+            raise ValueError(f"tilec.ops.attention_varlen: {name} on q's device ({q.device}), "
+                             f"B + 1 >= 1 entries, got {c.numel()} on {c.device}")  # fmt: skip
+    if cu_q.numel() != cu_k.numel():
+        raise ValueError(f"tilec.ops.attention_varlen: cu_seqlens_q and cu_seqlens_k of one "
+                         f"length (B + 1), got {cu_q.numel()} and {cu_k.numel()}")  # fmt: skip
+    if isinstance(max_q, bool) or not isinstance(max_q, int) or not 0 <= max_q < 2**31:
+        raise ValueError(f"tilec.ops.attention_varlen: max_seqlen_q must be a Python int from 0 "
+                         f"to 2^31 - 1, got {max_q!r}")  # fmt: skip
+
+
+@on_stream
+def attention_varlen(
+    q: Any,
+    k: Any,
+    v: Any,
+    cu_seqlens_q: Any,
+    cu_seqlens_k: Any,
+    max_seqlen_q: int,
+    *,
+    causal: bool = False,
+    causal_alignment: str = "top_left",
+    scale: float | None = None,
+    return_lse: bool = False,
+) -> Any:
+    """Attention over B packed sequences, as flash_attn_varlen_func: sequence b's queries are
+    rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of q (TQ, H, D), its keys and values rows
+    cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 of k and v (TK, HK, D) (H a multiple of HK;
+    any strides, f16 or bf16, D one of 64, 96, 128, 256); cu_seqlens_* are int32 (B + 1,)
+    CUDA tensors, max_seqlen_q at least the longest query sequence (the grid's extent; the
+    rows of a longer one are left unwritten, as flash_attn leaves them; never read: no host
+    synchronisation). `causal` and `causal_alignment` as `attention`'s, within each sequence
+    (flash_attn's causal=True is "bottom_right"); a row that sees no key gives 0 and an LSE
+    of -inf. Returns O (TQ, H, D) of q's dtype, and with `return_lse` (O, LSE), LSE the f32
+    (H, TQ) log-sum-exp (flash_attn's softmax_lse)."""
+    check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
+    if not q.is_cuda:
+        raise TypeError(f"tilec.ops.attention_varlen: q, k and v are on {q.device}; CUDA "
+                        f"tensors are needed")  # fmt: skip
+    mode = causal_mode(causal, causal_alignment)
+    s = attention_scale(scale, q.shape[2])
+    import torch
+
+    o = q.new_empty(q.shape)
+    lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    batch = cu_seqlens_q.numel() - 1
+    if o.numel() and k.shape[0] == 0:  # no key at all: every row sees none
+        o.zero_()
+        lse.fill_(-math.inf)
+    elif o.numel() and batch and max_seqlen_q:
+        args = (operand(q), operand(k), operand(v), o, lse, cu_seqlens_q, cu_seqlens_k)
+        family(VARLEN_FAMILIES[mode])(*args, max_seqlen_q, s)
     return (o, lse) if return_lse else o

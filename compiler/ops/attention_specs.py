@@ -18,6 +18,14 @@ build refuses its arguments (TMA's alignment) goes on to the sm_80 rule of its D
 
 The arguments are the kernels' (Q, K, V, O, LSE, scale): Q and O of (B, H, M, D), K and V of
 (B, HK, N, D), LSE f32 of (B, H, M); `D` in a rule is Q's last extent.
+
+tilec.ops.attention_varlen's families (`attention_varlen`, `attention_varlen_causal`,
+`attention_varlen_causal_br`) are the same over packed variable-length sequences:
+examples/attention_sm90_varlen.tile (`attention90_varlen`, sm_90a: 64, 128, 256) first, then
+examples/attention_varlen.tile (`attention_varlen`, sm_80: 64, 96, 128, 256), taking
+(Q, K, V, O, LSE, cu_q, cu_k, max_q, scale): Q and O of (TQ, H, D), K and V of (TK, HK, D),
+LSE f32 of (H, TQ), cu_q and cu_k i32 of B + 1 cumulative lengths, max_q the longest query
+sequence.
 """
 
 from __future__ import annotations
@@ -42,15 +50,28 @@ KERNELS = {
 }
 
 
+VARLEN_FAMILIES = {0: "attention_varlen", 1: "attention_varlen_causal",
+                   2: "attention_varlen_causal_br"}  # fmt: skip
+VARLEN_ARGS = (*ARGS[:5], ("cu_q", "tensor"), ("cu_k", "tensor"), ("max_q", "scalar"),
+               ("scale", "scalar"))  # fmt: skip
+VARLEN_SIZES = {"TQ": ("Q", 0), "H": ("Q", 1), "D": ("Q", 2), "TK": ("K", 0), "HK": ("K", 1),
+                "B1": ("cu_q", 0)}  # fmt: skip
+VARLEN_KERNELS = {
+    "sm_90a": ("examples/attention_sm90_varlen.tile", "attention90_varlen", SM90_DIMS),
+    "sm_80": ("examples/attention_varlen.tile", "attention_varlen", SM80_DIMS),
+}
+
+
 def build_name(d: int, dtype: str, arch: str) -> str:
     return f"d{d}_{dtype}_{arch.replace('_', '')}"
 
 
-def attention_spec(causal: int) -> FamilySpec:
-    """The family of one mask: every head dim of each kernel, f16 and bf16, sm_90a first."""
+def attention_spec(causal: int, varlen: bool = False) -> FamilySpec:
+    """The family of one mask (`varlen`: over packed sequences): every head dim of each
+    kernel, f16 and bf16, sm_90a first."""
     builds: dict[str, Build] = {}
     rules: list[Rule] = []
-    for arch, (source, kernel, dims) in KERNELS.items():
+    for arch, (source, kernel, dims) in (VARLEN_KERNELS if varlen else KERNELS).items():
         for d in dims:
             for t in DTYPES:
                 name = build_name(d, t, arch)
@@ -58,9 +79,15 @@ def attention_spec(causal: int) -> FamilySpec:
                 builds[name] = Build(name, source, kernel, params, arch)
                 dtypes = {"Q": t, "K": t, "V": t, "O": t}
                 rules.append(Rule(name, (f"D == {d}",), dtypes, (), f"head dim {d}, {kernel}"))
+    if varlen:
+        return FamilySpec(VARLEN_FAMILIES[causal], VARLEN_ARGS, builds, tuple(rules),
+                          sizes=VARLEN_SIZES)  # fmt: skip
     return FamilySpec(FAMILIES[causal], ARGS, builds, tuple(rules), sizes=SIZES)
 
 
 ATTENTION_SPECS: dict[str, Callable[[], FamilySpec]] = {
-    name: (lambda c=causal: attention_spec(c)) for causal, name in FAMILIES.items()
+    **{name: (lambda c=causal: attention_spec(c)) for causal, name in FAMILIES.items()},
+    **{
+        name: (lambda c=causal: attention_spec(c, True)) for causal, name in VARLEN_FAMILIES.items()
+    },
 }

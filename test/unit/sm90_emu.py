@@ -355,7 +355,9 @@ def run(c: Compiled, args: tuple, blocks: list[tuple[int, int, int]] | None = No
             d = next(d for d in m.tma if d.name == p.descriptor)
             view = b.views[d.tensor]
             tmap = TensorMap.of(d, view.shape, view.strides, view.dtype, b.symbols)
-            maps[address] = Mapped(tmap, tensors.index(d.tensor), view.shape, view.strides)
+            k = tensors.index(d.tensor)
+            at = pointers[k] & ((1 << 40) - 1)  # the view's offset in its buffer
+            maps[address] = Mapped(tmap, k, view.shape, view.strides, at)
             values.append(np.int64(address))
     grid = tuple(int(x) for x in b.grid)
     every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]

@@ -199,12 +199,14 @@ class MBarrier:
 @dataclass
 class Mapped:
     """A tensor map as the runtime encodes it (sm90_model.TensorMap) over kernel tensor
-    `index` of `shape` and element `strides` (which place a box's elements in memory)."""
+    `index` of `shape` and element `strides` (which place a box's elements in memory), its
+    first element `at` bytes into the tensor's buffer (a view: `kv[:, 1]`)."""
 
     tmap: TensorMap
     index: int
     shape: tuple[int, ...]
     strides: tuple[int, ...]
+    at: int = 0
 
 
 # wgmma -------------------------------------------------------------------------------------
@@ -257,6 +259,7 @@ def copy_box(memory: Memory, mapped: Mapped, coords: list[int], dst: int) -> int
     inside = ((index >= 0) & (index < np.array(mapped.shape))).all(axis=1)
     elem = mapped.tmap.elem
     source = (np.where(inside[:, None], index, 0) * np.array(mapped.strides)).sum(axis=1) * elem
+    source += mapped.at
     buf = memory.buffers[mapped.index]
     for b in range(elem):
         memory.shared[target + b] = np.where(inside, buf[source + b], 0)

@@ -17,6 +17,7 @@ from tilec.ops.attention_specs import (
     HEAD_DIMS,
     SM80_DIMS,
     SM90_DIMS,
+    VARLEN_FAMILIES,
     attention_spec,
 )
 from tilec.runtime.family import FamilySpec, runs_on
@@ -25,7 +26,7 @@ from tilec.runtime.formula import all_hold
 
 def chosen(spec: FamilySpec, arch: str, dtype: str, d: int) -> str | None:
     """The first rule's build that runs on `arch`, takes `dtype` and holds for head dim d."""
-    sizes = {"B": 2, "H": 8, "HK": 2, "M": 129, "N": 257, "D": d}
+    sizes = {"B": 2, "H": 8, "HK": 2, "M": 129, "N": 257, "D": d, "TQ": 300, "TK": 500, "B1": 4}
     for rule in spec.rules:
         if not runs_on(spec.builds[rule.build].arch, arch):
             continue
@@ -38,7 +39,7 @@ def chosen(spec: FamilySpec, arch: str, dtype: str, d: int) -> str | None:
 
 def test_one_family_a_mask() -> None:
     assert FAMILIES == {0: "attention", 1: "attention_causal", 2: "attention_causal_br"}
-    assert set(ATTENTION_SPECS) == set(FAMILIES.values())
+    assert set(ATTENTION_SPECS) == {*FAMILIES.values(), *VARLEN_FAMILIES.values()}
     assert set(ATTENTION_SPECS) <= set(op_specs())
     for causal, name in FAMILIES.items():
         spec = ATTENTION_SPECS[name]()
@@ -113,3 +114,44 @@ def test_scale() -> None:
     for bad in (True, "0.1", [0.1]):
         with pytest.raises(TypeError, match="scale must be a Python float"):
             attention_scale(bad, 64)
+
+
+def test_varlen_families() -> None:
+    """tilec.ops.attention_varlen: a family a mask, the packed kernels' arguments and sizes."""
+    assert VARLEN_FAMILIES == {
+        0: "attention_varlen", 1: "attention_varlen_causal", 2: "attention_varlen_causal_br"
+    }  # fmt: skip
+    assert set(VARLEN_FAMILIES.values()) <= set(op_specs())
+    for causal, name in VARLEN_FAMILIES.items():
+        spec = ATTENTION_SPECS[name]()
+        assert spec.name == name
+        assert {b.params["CAUSAL"] for b in spec.builds.values()} == {str(causal)}
+        assert spec.args == (
+            ("Q", "tensor"), ("K", "tensor"), ("V", "tensor"), ("O", "tensor"),
+            ("LSE", "tensor"), ("cu_q", "tensor"), ("cu_k", "tensor"), ("max_q", "scalar"),
+            ("scale", "scalar"),
+        )  # fmt: skip
+        assert spec.sizes["D"] == ("Q", 2) and spec.sizes["TK"] == ("K", 0)
+        assert FamilySpec.from_json(spec.to_json()) == spec
+
+
+@pytest.mark.parametrize("causal", [0, 1, 2])
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_89"])
+def test_varlen_head_dims_pick_their_build(causal: int, arch: str) -> None:
+    """The sm_90a build (examples/attention_sm90_varlen.tile) where it has the head dim on SM
+    9.0, else examples/attention_varlen.tile's sm_80 build; every sm_90a rule has the sm_80
+    rule of its D and dtype behind it."""
+    spec = attention_spec(causal, varlen=True)
+    for d in HEAD_DIMS:
+        for dtype in ("f16", "bf16"):
+            build = spec.builds[chosen(spec, arch, dtype, d)]
+            assert build.params == {"D": str(d), "T": dtype, "CAUSAL": str(causal)}
+            sm90 = arch == "sm_90" and d in SM90_DIMS
+            assert (build.arch, build.kernel, build.source) == (
+                ("sm_90a", "attention90_varlen", "examples/attention_sm90_varlen.tile")
+                if sm90
+                else ("sm_80", "attention_varlen", "examples/attention_varlen.tile")
+            ), (arch, d)
+    rules = [r.build for r in spec.rules]
+    for d in SM90_DIMS:
+        assert rules.index(f"d{d}_f16_sm90a") < rules.index(f"d{d}_f16_sm80")

@@ -68,7 +68,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal:
     if causal:
         shift = 0 if causal == 1 else n - m
         s = np.where(np.arange(n)[None, :] <= np.arange(m)[:, None] + shift, s, -np.inf)
-    mx = s.max(-1, keepdims=True)
+    mx = s.max(-1, keepdims=True, initial=-np.inf)  # no key (an empty sequence): -inf
     safe = np.where(np.isfinite(mx), mx, 0)
     p = np.exp(s - safe)
     total = p.sum(-1, keepdims=True)
@@ -117,3 +117,68 @@ def test_attention(case: tuple) -> None:
     tol = 2e-2 if dtype == "bf16" else 2e-3
     np.testing.assert_allclose(o, want_o, atol=tol, rtol=tol)
     np.testing.assert_allclose(lse, want_lse, atol=1e-4, rtol=1e-5)
+
+
+# examples/attention_sm90_varlen.tile: (params, H, HK, query lengths, key lengths, dtype,
+# packed: K and V views of one (TK, 2, HK, D) tensor, Q's heads padded: other strides). The
+# lengths are ragged, with empty and one-token sequences; a query length over BM = 128 takes
+# two blocks, one over BN more than one K/V tile (the ring wraps).
+VARLEN = [
+    ({"D": "64"}, 2, 1, [0, 1, 130, 5, 70], [3, 0, 150, 1, 200], "f16", False),
+    ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 4, 2, [3, 140, 1, 0, 66], [3, 140, 1, 0, 66],
+     "bf16", False),
+    ({"D": "128", "CAUSAL": "2"}, 2, 2, [1, 150, 70, 0, 9], [40, 130, 200, 7, 2], "f16", False),
+    ({"D": "64", "CAUSAL": "2", "ST": "0"}, 2, 2, [20, 0, 130], [150, 5, 1], "f16", True),
+    ({"D": "256", "CAUSAL": "1"}, 1, 1, [1, 140, 0], [2, 140, 5], "f16", False),
+]  # fmt: skip
+
+
+def varlen_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal: int):  # noqa: ANN201
+    """One sequence's O (m, H, D) and LSE (H, m) in float64; no key: O 0, LSE -inf."""
+    o, lse = reference(q.transpose(1, 0, 2)[None], k.transpose(1, 0, 2)[None],
+                       v.transpose(1, 0, 2)[None], scale, causal)  # fmt: skip
+    return o[0].transpose(1, 0, 2), lse[0]
+
+
+@pytest.mark.parametrize("case", VARLEN, ids=case_id)
+def test_attention_varlen(case: tuple) -> None:
+    """Each sequence against numpy on its own. The packed neighbours are random data, so a
+    TMA box not offset by the sequence's first row, or a key past the sequence left unmasked,
+    changes the numbers; the blocks run last sequence first, so a store past a sequence's
+    rows (into the next one's, already written) changes them too; O and LSE are NaN-poisoned
+    first and their rows past TQ (a larger buffer's) must stay so."""
+    params, h, hk, lq, lk, dtype, packed = case
+    d, causal = int(params["D"]), int(params.get("CAUSAL", 0))
+    c = build("attention_sm90_varlen", **params)
+    rng = np.random.default_rng(len(str(case)))
+    cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    tq, tk = int(cu_q[-1]), int(cu_k[-1])
+
+    def tokens(rows: int, heads: int) -> tuple[Tensor, np.ndarray]:
+        return typed(rng.standard_normal((rows, heads, d)), dtype)
+
+    if packed:  # K and V of one (TK, 2, HK, D) tensor, Q's heads D + 64 elements apart
+        kv_t, kv = typed(rng.standard_normal((tk, 2, hk, d)), dtype)
+        (k_t, k), (v_t, v) = ((Tensor(kv_t.array[:, i], kv_t.dtype), kv[:, i]) for i in (0, 1))
+        wide_t, wide = typed(rng.standard_normal((tq, h, d + 64)), dtype)
+        q_t, q = Tensor(wide_t.array[..., :d], wide_t.dtype), wide[..., :d]
+    else:
+        (q_t, q), (k_t, k), (v_t, v) = tokens(tq, h), tokens(tk, hk), tokens(tk, hk)
+    o_all, _ = typed(np.full((tq + 64, h, d), np.nan), dtype)
+    o_t = Tensor(o_all.array[:tq], o_all.dtype)
+    lse_all = np.full(h * tq + 64, np.nan, dtype=np.float32)  # LSE is contiguous (H, TQ)
+    lse = lse_all[: h * tq].reshape(h, tq)
+    scale = 1 / np.sqrt(d)
+    args = (q_t, k_t, v_t, o_t, lse, cu_q, cu_k, max(lq), scale)
+    grid = (-(-max(lq) // 128), h, len(lq))
+    blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    assert run(c, args, blocks=blocks[::-1]) == grid
+    o = bf16_values(o_all.array) if dtype == "bf16" else o_all.array.astype(np.float64)
+    assert np.isnan(o[tq:]).all() and np.isnan(lse_all[h * tq :]).all()
+    tol = 2e-2 if dtype == "bf16" else 2e-3
+    for b in range(len(lq)):
+        rows, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        want_o, want_lse = varlen_reference(q[rows], k[keys], v[keys], scale, causal)
+        np.testing.assert_allclose(o[rows], want_o, atol=tol, rtol=tol, err_msg=f"O of {b}")
+        np.testing.assert_allclose(lse[:, rows], want_lse, atol=1e-4, rtol=1e-5)
