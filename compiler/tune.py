@@ -67,6 +67,23 @@ def parse_shapes(text: str) -> list[dict[str, int]]:
     return shapes
 
 
+def check_buckets(shapes: list[dict[str, int]], by: list[str]) -> None:
+    """Two shapes of one bucket would share a table rule and a cache entry (the second timed as
+    the first): refused, naming both."""
+    from tilec.runtime.tuning import bucket
+
+    seen: dict[tuple[str, ...], dict[str, int]] = {}
+    for sizes in shapes:
+        key = tuple(bucket(sizes, by))
+        if key in seen:
+            first, second = (",".join(f"{k}={v}" for k, v in x.items()) for x in (seen[key], sizes))
+            raise TuneError(
+                f"--shapes: {first} and {second} fall in one bucket ({' and '.join(key)}), "
+                "which a tuning table holds one result for: drop one, or --bucket-by other sizes"
+            )
+        seen[key] = sizes
+
+
 def space_candidates(
     path: str, kernel: str | None, defines: dict[str, str], space: dict[str, tuple[int, ...]] | None
 ) -> tuple[str, list[dict[str, int]]]:
@@ -173,6 +190,7 @@ def compile_plan(args: argparse.Namespace, out: Path) -> Plan:
         missing = [n for n in by if n not in sizes]
         if missing:
             raise TuneError(f"--bucket-by {', '.join(missing)}: not in shape {sizes}")
+    check_buckets(shapes, by)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

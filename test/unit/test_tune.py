@@ -85,7 +85,7 @@ def test_compile_only_writes_the_plan(tmp_path: Path, capsys: pytest.CaptureFixt
     source.write_text(KERNEL)
     out = tmp_path / "plan"
     code = main([
-        "tune", str(source), "--shapes", "R=64,N=300 R=64,N=511", "--bucket-by", "N",
+        "tune", str(source), "--shapes", "R=64,N=300 R=64,N=600", "--bucket-by", "N",
         "--compile-only", "-o", str(out), "-j", "2",
     ])  # fmt: skip
     assert code == 0, capsys.readouterr()
@@ -102,7 +102,7 @@ def test_compile_only_writes_the_plan(tmp_path: Path, capsys: pytest.CaptureFixt
         assert (
             ok.facts["spills"] == 0 and ok.facts["registers"] > 0 and ok.facts["warps_per_sm"] >= 4
         )
-    assert plan.shapes == [{"R": 64, "N": 300}, {"R": 64, "N": 511}] and plan.bucket_by == ["N"]
+    assert plan.shapes == [{"R": 64, "N": 300}, {"R": 64, "N": 600}] and plan.bucket_by == ["N"]
     printed = capsys.readouterr().out
     assert "3 candidates, 1 to time" in printed and "pruned COLS=256 THREADS=2048" in printed
     # The timing half needs a GPU: without one, one line and status 1.
@@ -147,6 +147,11 @@ def test_space_overrides_the_clause_and_names_parameters(tmp_path: Path, capsys)
         ]
     )
     assert code == 1 and "--bucket-by M: not in shape" in capsys.readouterr().err
+    # 2560 and 4096 share the bucket (2048, 4096]: the second would be reported as the first
+    shapes = "R=4,N=2560 R=4,N=4096"
+    code = main(["tune", str(source), "--shapes", shapes, "--bucket-by", "N", "--compile-only"])
+    err = capsys.readouterr().err
+    assert code == 1 and "R=4,N=2560 and R=4,N=4096 fall in one bucket" in err
 
 
 def test_a_tune_clause_error_is_located(tmp_path: Path, capsys) -> None:  # noqa: ANN001
