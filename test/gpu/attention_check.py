@@ -86,3 +86,40 @@ def launch(
     kernel(q, k, v, o, lse, scale)
     torch.cuda.synchronize()
     check(o, lse, reference(q, k, v, causal, scale), dtype)
+
+
+def cumulative(lengths: list[int]) -> torch.Tensor:
+    """cu_seqlens of packed sequences: 0, then the running sums of `lengths` (i32, on the GPU)."""
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return torch.tensor(out, dtype=torch.int32, device="cuda")
+
+
+def empty(m: int, h: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A sequence without keys: every row's output is 0 and its LSE -inf."""
+    zeros = torch.zeros(1, h, m, d, dtype=torch.float64, device="cuda")
+    return zeros, torch.full((1, h, m), -math.inf, dtype=torch.float64, device="cuda")
+
+
+def check_sequences(
+    qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    out: tuple[torch.Tensor, torch.Tensor],
+    lengths: tuple[list[int], list[int]],
+    causal: int,
+    scale: float,
+    dtype: str,
+) -> None:
+    """Packed varlen outputs (O of (TQ, H, D), LSE of (H, TQ)) checked sequence by sequence
+    against each one's own float64 reference (q, k, v packed as (T, heads, D))."""
+    q, k, v = qkv
+    o, lse = out
+    h, d = q.shape[1], q.shape[2]
+    cu_q, cu_k = cumulative(lengths[0]).tolist(), cumulative(lengths[1]).tolist()
+    for b, (m, n) in enumerate(zip(*lengths, strict=True)):
+        if m == 0:
+            continue
+        q0, k0 = cu_q[b], cu_k[b]
+        part = (x[None].transpose(1, 2) for x in (q[q0 : q0 + m], k[k0 : k0 + n], v[k0 : k0 + n]))
+        ref = reference(*part, causal, scale) if n else empty(m, h, d)
+        check(o[q0 : q0 + m][None].transpose(1, 2), lse[:, q0 : q0 + m][None], ref, dtype)

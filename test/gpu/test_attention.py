@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
-from attention_check import DTYPES, check, generator, launch, reference  # noqa: E402
+from attention_check import DTYPES, check_sequences, cumulative, generator, launch  # noqa: E402
 
 from tilec.runtime import load  # noqa: E402  (after the skips)
 
@@ -104,13 +104,6 @@ def test_long_rows(name: str) -> None:
 VARLEN = sorted(p.name for p in BUNDLES.glob("varlen_*") if (p / "manifest.json").is_file())
 
 
-def cumulative(lengths: list[int]) -> torch.Tensor:
-    out = [0]
-    for n in lengths:
-        out.append(out[-1] + n)
-    return torch.tensor(out, dtype=torch.int32, device="cuda")
-
-
 @pytest.mark.parametrize("name", VARLEN)
 @pytest.mark.parametrize(
     ("q_lens", "k_lens"),
@@ -137,17 +130,4 @@ def test_varlen(name: str, q_lens: list[int], k_lens: list[int]) -> None:
     scale = 1.0 / math.sqrt(d)
     kernel(name)(q, k, v, o, lse, cu_q, cu_k, max(q_lens), scale)
     torch.cuda.synchronize()
-    for b, (m, n) in enumerate(zip(q_lens, k_lens, strict=True)):
-        if m == 0:
-            continue
-        q0, k0 = int(cu_q[b]), int(cu_k[b])
-        part = (x[None].transpose(1, 2) for x in (q[q0 : q0 + m], k[k0 : k0 + n], v[k0 : k0 + n]))
-        ref_o, ref_lse = reference(*part, causal, scale) if n else empty(m, h, d)
-        mine = o[q0 : q0 + m][None].transpose(1, 2)
-        check(mine, lse[:, q0 : q0 + m][None], (ref_o, ref_lse), dtype)
-
-
-def empty(m: int, h: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A sequence without keys: every row's output is 0 and its LSE -inf."""
-    zeros = torch.zeros(1, h, m, d, dtype=torch.float64, device="cuda")
-    return zeros, torch.full((1, h, m), -math.inf, dtype=torch.float64, device="cuda")
+    check_sequences((q, k, v), (o, lse), (q_lens, k_lens), causal, scale, dtype)

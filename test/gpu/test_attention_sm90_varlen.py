@@ -27,7 +27,7 @@ if not torch.cuda.is_available():
 if torch.cuda.get_device_capability() < (9, 0):
     pytest.skip("sm_90a kernels need an SM90 GPU", allow_module_level=True)
 
-from attention_check import DTYPES, check, generator, reference  # noqa: E402
+from attention_check import DTYPES, check_sequences, cumulative, generator  # noqa: E402
 
 from tilec.runtime import load  # noqa: E402  (after the skips)
 
@@ -52,13 +52,6 @@ def parts(name: str) -> tuple[int, str, int]:
     """(D, dtype, CAUSAL) of a bundle named varlen_d<D>_<T>_c<C>."""
     fields = name.removeprefix("varlen_").split("_")
     return int(fields[0][1:]), fields[1], int(fields[2][1:])
-
-
-def cumulative(lengths: list[int]) -> torch.Tensor:
-    out = [0]
-    for n in lengths:
-        out.append(out[-1] + n)
-    return torch.tensor(out, dtype=torch.int32, device="cuda")
 
 
 def run(
@@ -86,20 +79,7 @@ def run(
     kernel(name)(q, k, v, o, lse, cu_q, cu_k, max(q_lens), scale)
     torch.cuda.synchronize()
     assert o_all[tq:].isnan().all() and lse_all[h * tq :].isnan().all(), "a store past TQ"
-    for b, (m, n) in enumerate(zip(q_lens, k_lens, strict=True)):
-        if m == 0:
-            continue
-        q0, k0 = int(cu_q[b]), int(cu_k[b])
-        part = (x[None].transpose(1, 2) for x in (q[q0 : q0 + m], k[k0 : k0 + n], v[k0 : k0 + n]))
-        ref_o, ref_lse = reference(*part, causal, scale) if n else empty(m, h, d)
-        mine = o[q0 : q0 + m][None].transpose(1, 2)
-        check(mine, lse[:, q0 : q0 + m][None], (ref_o, ref_lse), dtype)
-
-
-def empty(m: int, h: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A sequence without keys: every row's output is 0 and its LSE -inf."""
-    zeros = torch.zeros(1, h, m, d, dtype=torch.float64, device="cuda")
-    return zeros, torch.full((1, h, m), -math.inf, dtype=torch.float64, device="cuda")
+    check_sequences((q, k, v), (o, lse), (q_lens, k_lens), causal, scale, dtype)
 
 
 LENGTHS = [  # (query lengths, key lengths): ragged, empty and one-token sequences

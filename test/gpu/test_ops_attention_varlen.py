@@ -30,19 +30,12 @@ if not all((ROOT / f / "family.json").is_file() for f in NAMES):
                 allow_module_level=True)  # fmt: skip
 os.environ.setdefault("TILEC_FAMILIES", str(ROOT))
 
-from attention_check import DTYPES, check, generator, reference  # noqa: E402
+from attention_check import DTYPES, check_sequences, cumulative, generator  # noqa: E402
 
 import tilec.ops as ops  # noqa: E402
 from tilec.ops.attention_specs import HEAD_DIMS  # noqa: E402
 
 ALIGN = {0: "top_left", 1: "top_left", 2: "bottom_right"}  # CAUSAL -> causal_alignment
-
-
-def cumulative(lengths: list[int]) -> torch.Tensor:
-    out = [0]
-    for n in lengths:
-        out.append(out[-1] + n)
-    return torch.tensor(out, dtype=torch.int32, device="cuda")
 
 
 def run(d: int, dtype: str, causal: int, q_lens: list[int], k_lens: list[int], h: int = 4,
@@ -64,19 +57,7 @@ def run(d: int, dtype: str, causal: int, q_lens: list[int], k_lens: list[int], h
     torch.cuda.synchronize()
     assert o.shape == (tq, h, d) and o.dtype == q.dtype and lse.shape == (h, tq)
     scale = 1.0 / math.sqrt(d)
-    for b, (m, n) in enumerate(zip(q_lens, k_lens, strict=True)):
-        q0, k0 = int(cu_q[b]), int(cu_k[b])
-        if m == 0:
-            continue
-        part = (x[None].transpose(1, 2) for x in (q[q0 : q0 + m], k[k0 : k0 + n], v[k0 : k0 + n]))
-        ref = reference(*part, causal, scale) if n else empty(m, h, d)
-        check(o[q0 : q0 + m][None].transpose(1, 2), lse[:, q0 : q0 + m][None], ref, dtype)
-
-
-def empty(m: int, h: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A sequence without keys: every row's output is 0 and its LSE -inf."""
-    zeros = torch.zeros(1, h, m, d, dtype=torch.float64, device="cuda")
-    return zeros, torch.full((1, h, m), -math.inf, dtype=torch.float64, device="cuda")
+    check_sequences((q, k, v), (o, lse), (q_lens, k_lens), causal, scale, dtype)
 
 
 @pytest.mark.parametrize("causal", [0, 1, 2])
