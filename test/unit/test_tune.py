@@ -6,6 +6,7 @@ without a GPU, as one-line errors."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -236,3 +237,74 @@ def test_the_baseline_is_timed_beside_and_summed_up() -> None:
     key = cache_key(plan, ["N <= 512"], {}, {"gpu": "G", "driver": 1})
     plan.baseline = ""
     assert key != cache_key(plan, ["N <= 512"], {}, {"gpu": "G", "driver": 1})
+
+
+class FakeTensor:
+    """The few torch.Tensor methods tune_outputs uses, over a numpy array (no torch here)."""
+
+    def __init__(self, a: object) -> None:
+        import numpy as np
+
+        self.a = np.array(a, dtype=np.float64)
+
+    def clone(self) -> FakeTensor:
+        return FakeTensor(self.a)
+
+    def copy_(self, other: FakeTensor) -> None:
+        self.a[...] = other.a
+
+    def fill_(self, value: float) -> None:
+        self.a[...] = value
+
+    def double(self) -> FakeTensor:
+        return self.clone()
+
+    def isfinite(self) -> FakeTensor:
+        import numpy as np
+
+        return FakeTensor(np.isfinite(self.a))
+
+    def all(self) -> bool:
+        return bool(self.a.all())
+
+    def norm(self) -> float:
+        import numpy as np
+
+        return float(np.linalg.norm(self.a))
+
+    def __sub__(self, other: FakeTensor) -> FakeTensor:
+        return FakeTensor(self.a - other.a)
+
+
+def test_a_candidate_whose_outputs_differ_from_the_baselines_is_not_timed() -> None:
+    """Each build runs once before timing: outputs it only writes start NaN (an unwritten
+    element shows), outputs it also reads start as they were; a build whose outputs are not
+    the baseline's within the tolerance is left out with why; a baseline with NaN outputs
+    judges nothing."""
+    from types import SimpleNamespace
+
+    from tilec.runtime.tune_outputs import OUTPUT_TOLERANCE, check_outputs, judge_outputs
+
+    torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    x, y, acc = FakeTensor([1.0, 2.0]), FakeTensor([5.0, 5.0]), FakeTensor([1.0, 1.0])
+    args = [x, y, acc]
+    outs = [(1, False), (2, True)]  # y written, acc read and written
+
+    def build(scale: float, skip: bool = False):  # noqa: ANN202
+        def run() -> None:
+            if not skip:
+                y.a[:] = x.a * scale
+            acc.a[:] += x.a
+
+        return run
+
+    fns = {"c0": build(2.0), "c1": build(2.0 * (1 + OUTPUT_TOLERANCE / 2)), "c2": build(3.0),
+           "c3": build(2.0, skip=True), "baseline": build(2.0)}  # fmt: skip
+    wrong = check_outputs(fns, args, outs, torch)
+    assert set(wrong) == {"c2", "c3"}, wrong
+    assert "output 0 differs" in wrong["c2"] and "relative error 0.5" in wrong["c2"]
+    assert "relative error inf" in wrong["c3"], "an unwritten output is NaN, not the last run's"
+    assert list(acc.a) == [2.0, 3.0], "an inout output starts from its first contents each run"
+    assert judge_outputs({"baseline": [math.inf], "c0": [math.inf]}, 0.1) == {
+        "baseline": "its outputs hold NaN or infinity: no build checked against them"
+    }
