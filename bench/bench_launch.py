@@ -107,7 +107,7 @@ def main() -> None:
 
     kernel.bind = (
         lambda *call: bind(  # with the device's symbols (num_sms)
-            loaded.manifest, call if with_alpha else call[:3], loaded._device_symbols
+            loaded.manifest, call if with_alpha else call[:3], loaded.device_symbols
         )
     )
     kernel.manifest = loaded.manifest

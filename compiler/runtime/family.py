@@ -30,7 +30,7 @@ from tilec.runtime.binding import Binding, bind
 from tilec.runtime.bundle import MANIFEST_NAME, ManifestError, ScalarParam, TensorParam
 from tilec.runtime.formula import FormulaError, all_hold, symbols_of
 from tilec.runtime.kernel import PLAN_LIMIT, Kernel, load
-from tilec.runtime.signature import Signer, signs_alike
+from tilec.runtime.signature import Signer
 from tilec.runtime.tensors import as_view
 
 FAMILY_FORMAT = "tilec-family"
@@ -291,11 +291,9 @@ class Family:
                 continue
             symbols = {**b.symbols, **self._strides(views)}
             if any("num_sms" in symbols_of(w) for w in rule.when):
-                symbols.update(kernel._device_symbols(device))
+                symbols.update(kernel.device_symbols(device))
             if all_hold(rule.when, symbols):
-                # Its plans may take the family's key: the same arguments and alignments, and
-                # no scalar whose value a launch formula reads (the family's key has none).
-                alike = not kernel._keyed and signs_alike(kernel._params, self._params)
+                alike = kernel.takes_key_of(self._params)  # its plans may take the family's key
                 return kernel, alike, rule.build
         shapes = ", ".join(f"{n}: {v.dtype}{list(v.shape)}" for n, v in views.items())
         tried = "".join(f"\n  {r}" for r in refused)
@@ -335,7 +333,7 @@ class Family:
             plan = self._plans[key] = self._choose(args)
         kernel, alike, _ = plan
         if alike:  # the kernel signs the call as the family does: hand it the signature
-            return kernel._call_signed(key, ptrs, args, stream)
+            return kernel.call_signed(key, ptrs, args, stream)
         return kernel(*args, stream=stream)
 
 
@@ -351,7 +349,7 @@ def _views(params: list[Any], args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _bind(kernel: Kernel, args: tuple[Any, ...]) -> Binding:
-    return bind(kernel.manifest, args, kernel._device_symbols)
+    return bind(kernel.manifest, args, kernel.device_symbols)
 
 
 def repository_root() -> Path:

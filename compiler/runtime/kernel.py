@@ -253,14 +253,20 @@ class Kernel:
         key, ptrs, _alive = self._signature(args)
         if not key:
             return self._launch_bound(args, stream)
-        return self._call_signed(key, ptrs, args, stream)
+        return self.call_signed(key, ptrs, args, stream)
 
     def _signs_like(self, other: Kernel) -> bool:
         """Whether `other` computes the same signature of a call as this kernel (the same
         parameters with the same alignments): a variant then takes this kernel's."""
         return signs_alike(self._params, other._params)
 
-    def _call_signed(
+    def takes_key_of(self, params: list[Any]) -> bool:
+        """Whether a call signed over `params` (the user parameters of a family or another
+        kernel) is signed as this kernel signs it: the same arguments and alignments, and no
+        scalar whose value a launch formula reads (a key over `params` has none)."""
+        return not self._keyed and signs_alike(self._params, params)
+
+    def call_signed(
         self, key: tuple[Any, ...], ptrs: list[int], args: tuple[Any, ...], stream: Any
     ) -> None:
         """A call whose signature (`_signature`) is known: its plan, made once, launched."""
@@ -268,13 +274,13 @@ class Kernel:
         if plan is None:  # bind (and check) once for this signature
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
-            b = bind(self.manifest, args, self._device_symbols)
+            b = bind(self.manifest, args, self.device_symbols)
             names = [p.name for p in self._params]
             plan = self._plans[key] = _Plan(self.manifest, b, names, self.variant_for(b))
             plan.signs_alike = plan.other is not None and self._signs_like(plan.other)
         if plan.other is not None:  # a variant's launch: its signature is this one's
             if plan.signs_alike:
-                return plan.other._call_signed(key, ptrs, args, stream)
+                return plan.other.call_signed(key, ptrs, args, stream)
             return plan.other(*args, stream=stream)
         if 0 in plan.grid:
             return None
@@ -352,7 +358,7 @@ class Kernel:
             if flushes == self._maps.flushes:
                 return [function, driver.Packed(params), tuple(maps)]
 
-    def _device_symbols(self, device: int | None) -> dict[str, int]:
+    def device_symbols(self, device: int | None) -> dict[str, int]:
         """The device's symbols for a grid formula. In a kernel of clusters, `num_sms` is the
         blocks of the clusters the device holds at once, which can be fewer than its SMs (a
         cluster's blocks share a GPC: on the H200 66 clusters of 2 fit, 132 blocks, but only 30
@@ -391,7 +397,7 @@ class Kernel:
     def _launch_bound(self, args: tuple[Any, ...], stream: Any) -> None:
         """A launch that binds (and checks) every argument each time: host arrays to stage,
         TMA maps to encode, or arguments `bind` will reject."""
-        b = bind(self.manifest, args, self._device_symbols)
+        b = bind(self.manifest, args, self.device_symbols)
         other = self.variant_for(b)
         if other is not None:
             return other._launch_bound(args, stream)

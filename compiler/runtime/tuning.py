@@ -282,7 +282,7 @@ def time_shape(
     named = {f"c{i}": k for i, k in kernels.items()}
     for name, kernel in (named | ({"baseline": baseline} if baseline else {})).items():
         try:
-            bind(kernel.manifest, tuple(args), kernel._device_symbols)
+            bind(kernel.manifest, tuple(args), kernel.device_symbols)
         except (TypeError, ValueError) as err:
             skipped[name] = str(err)
             continue

@@ -282,7 +282,7 @@ def test_sm90_with_fewer_sms_matches_torch(name: str, sms: int) -> None:
     t = DTYPES[dtype_of(name)]
     for seed, (m, n, k) in enumerate([(1000, 999, 1024), (2040, 2504, 1352), (300, 600, 64)]):
         a, b, c = fresh(m, n, k, t, seed)
-        grid = bind(kernel.manifest, (a, b, c), kernel._device_symbols).grid[0]
+        grid = bind(kernel.manifest, (a, b, c), kernel.device_symbols).grid[0]
         assert 0 < grid <= sms and grid % cluster == 0
         kernel(a, b, c)
         check(a, b, c, BOUNDS[dtype_of(name)], f"{m}x{n}x{k}")

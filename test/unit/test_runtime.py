@@ -1030,8 +1030,8 @@ def test_a_cluster_kernel_binds_num_sms_to_the_clusters_that_fit(
         grid=("num_sms", 1, 1), cluster=cluster, dynamic_smem=200_000, block=(384, 1, 1)
     )
     kernel = Kernel(m, "// ptx")
-    assert kernel._device_symbols(None) == {"num_sms": sms}
-    assert bind(m, gemm_args(), kernel._device_symbols).grid == (sms, 1, 1)
+    assert kernel.device_symbols(None) == {"num_sms": sms}
+    assert bind(m, gemm_args(), kernel.device_symbols).grid == (sms, 1, 1)
     if cluster == 1:
         assert asked == []
     else:  # asked once per context, with the kernel's launch shape and shared memory
@@ -1059,10 +1059,10 @@ def test_with_sms_holds_num_sms_down_for_the_kernel_and_its_variants(
     assert five.manifest is kernel.manifest and five.ptx == kernel.ptx
     small = gemm_args(m=1, n=12)  # 12 elements: under 3 * 5, not under 3 * 4
     for k, grid, variant in ((kernel, 132, True), (five, 5, True), (kernel.with_sms(4), 4, False)):
-        b = bind(k.manifest, small, k._device_symbols)
+        b = bind(k.manifest, small, k.device_symbols)
         assert b.grid == (grid, 1, 1) and (k.variant_for(b) is not None) == variant
-        assert bind(k.others[0].manifest, small, k.others[0]._device_symbols).grid[0] == grid
-    assert kernel.with_sms(500)._device_symbols(None) == {"num_sms": 132}
+        assert bind(k.others[0].manifest, small, k.others[0].device_symbols).grid[0] == grid
+    assert kernel.with_sms(500).device_symbols(None) == {"num_sms": 132}
     asked: list[int] = []
     monkeypatch.setattr(driver, "current_context", lambda device=None: 7)
     monkeypatch.setattr(driver, "load_function", lambda ptx, entry, smem: ("module", "fn"))
@@ -1071,7 +1071,7 @@ def test_with_sms_holds_num_sms_down_for_the_kernel_and_its_variants(
     )
     m = gemm_manifest(grid=("num_sms", 1, 1), cluster=2, block=(384, 1, 1), dynamic_smem=9)
     pairs = Kernel(m, "")
-    assert pairs.with_sms(7)._device_symbols(None) == {"num_sms": 6} and asked == [6]
+    assert pairs.with_sms(7).device_symbols(None) == {"num_sms": 6} and asked == [6]
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="a positive SM count"):
             kernel.with_sms(bad)
@@ -1082,7 +1082,7 @@ def test_with_sms_holds_num_sms_down_for_the_kernel_and_its_variants(
     root = write_bundle(tmp_path / "c", gemm_manifest(grid=("num_sms", 1, 1), variants=refs), "")
     write_bundle(root / "variant", m, "// pairs\n")
     kernel = load(root)
-    b = bind(kernel.manifest, small, kernel.with_sms(1)._device_symbols)
+    b = bind(kernel.manifest, small, kernel.with_sms(1).device_symbols)
     assert (
         kernel.with_sms(2).variant_for(b) is not None and kernel.with_sms(1).variant_for(b) is None
     )
