@@ -37,8 +37,12 @@ from tilec.lowering.tile_fragments import (
     fast_path,
     group_key,
 )
-from tilec.lowering.tile_skew import or_skewed, read_skewed, write_skewed
+from tilec.lowering.tile_skew import or_skewed, read_skewed, read_skewed_branch, write_skewed
 from tilec.lowering.tile_views import View, all_of, elem_bytes
+
+# Up to this many skewed chunks a thread, all their loads go first (predicated, no branch);
+# past it (softmax COLS = 32768: 8) each chunk reads behind its own branch (tile_skew.py).
+SKEW_BATCH = 4
 
 
 def per_chunk(
@@ -82,11 +86,14 @@ def load(
         def chunk(c: list[Term]) -> list[ir.Value]:
             if band is not None:
                 return words.pack(read_band(band, part, c, other, b))
+            if skew and part.iters > SKEW_BATCH:
+                return words.pack(read_skewed_branch(side, part, c, other, b))
             if skew:
                 return words.pack(read_skewed(side, part, c, other, b)())
             return words.pack(read_chunk(side, part, c, fallback, b, aligned))
 
-        if skew and part.iters * part.threads <= part.chunks:  # every thread every chunk
+        every = part.iters * part.threads <= part.chunks  # every thread every chunk
+        if skew and every and part.iters <= SKEW_BATCH:
             # every chunk's loads first, then their shifts (see read_skewed)
             coords = [part.chunk_coords(i, t, b) for i in range(part.iters)]
             pending = [read_skewed(side, part, c, other, b) for c in coords]

@@ -40,6 +40,7 @@ from tilec.lowering.tile_access import (
     Run,
     Side,
     if_else,
+    read_scalars,
     shifted,
     when,
     write_scalars,
@@ -371,6 +372,33 @@ def read_skewed(
         return from_words(whole, view.elem)
 
     return values
+
+
+def read_skewed_branch(
+    side: Side, part: Partition, coords: list[Term], other: ir.Value, b: IndexBuilder
+) -> list[ir.Value]:
+    """The chunk at `coords` (V values) behind a branch: from the aligned blocks it spans
+    where it lies wholly inside the bounds, else element by element (`other` outside). For
+    threads of many chunks (tile_memory.SKEW_BATCH): `read_skewed`'s predicated loads of a
+    wide tile spilled (softmax COLS = 32768: 1.7 KB), this form does not."""
+    view, w, m = side.view, side.width, part.m
+    skew = skew_of(side, part)
+    run = Run(view, coords, m, b)
+
+    def aligned() -> list[ir.Value]:
+        start = run.address(0)
+        o = misalignment(start, skew.block)
+        base = byte_gep(start, arith.SubIOp(_word(0), o).result)
+        words = skew.read(o, lambda off, _first: load_block(base, off, skew.words))
+        return from_words(words, view.elem)
+
+    def scalars() -> list[ir.Value]:
+        out: list[ir.Value] = []
+        for s in range(0, part.vec, w):
+            out += read_scalars(view, Run(view, shifted(coords, m, s, b), m, b), other, w)
+        return out
+
+    return if_else(run.inside(part.vec - 1), [view.elem] * part.vec, aligned, scalars)
 
 
 def _pick(cond: Flag, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -200,6 +200,24 @@ def test_a_skewed_load_issues_every_chunk_before_shifting(tmp_path: Path) -> Non
     assert "ld.global" not in version, "a load after the first shift"
 
 
+def test_many_skewed_chunks_a_thread_read_behind_a_branch_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Eight chunks a thread (past SKEW_BATCH): each reads behind its own branch (aligned blocks
+    # inside the bounds, element by element at the edge), not with the 16 predicated block
+    # loads up front that the few-chunk form issues: that form spilled 1.7 KB in softmax's
+    # COLS = 32768 build.
+    from tilec.lowering import tile_memory
+
+    def predicated(text: str) -> int:
+        return len(re.findall(r"@%p\d+ ld\.global\.v4", text))
+
+    assert 4096 // 8 // 64 > tile_memory.SKEW_BATCH >= 1024 // 8 // 64
+    many = predicated(ptx(tmp_path, ROWCOPY, COLS=4096, THREADS=64))
+    monkeypatch.setattr(tile_memory, "SKEW_BATCH", 8)
+    assert predicated(ptx(tmp_path, ROWCOPY, COLS=4096, THREADS=64)) >= many + 16
+
+
 def test_a_masked_store_is_not_skewed(tmp_path: Path) -> None:
     text = ptx(tmp_path, MASKED)
     assert "shfl.sync" not in text
