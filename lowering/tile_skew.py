@@ -334,6 +334,13 @@ class IrEmitter(Emitter):
         if_else(cond, [], lambda: then() or [], lambda: other() or [])
 
 
+def aligned_start(run: Run, skew: Skew) -> tuple[Word, ir.Value]:
+    """(o, base): the chunk's misalignment in bytes and the aligned block it starts in."""
+    start = run.address(0)
+    o = misalignment(start, skew.block)
+    return o, byte_gep(start, arith.SubIOp(_word(0), o).result)
+
+
 def read_skewed(
     side: Side, part: Partition, coords: list[Term], other: ir.Value, b: IndexBuilder
 ) -> Callable[[], list[ir.Value]]:
@@ -348,9 +355,7 @@ def read_skewed(
     view, m = side.view, part.m
     skew = skew_of(side, part)
     run = Run(view, coords, m, b)
-    start = run.address(0)
-    o = misalignment(start, skew.block)
-    base = byte_gep(start, arith.SubIOp(_word(0), o).result)
+    o, base = aligned_start(run, skew)
     index = ir.IndexType.get()
 
     def load(off: Word, first: Word) -> list[Word]:
@@ -386,9 +391,7 @@ def read_skewed_branch(
     run = Run(view, coords, m, b)
 
     def aligned() -> list[ir.Value]:
-        start = run.address(0)
-        o = misalignment(start, skew.block)
-        base = byte_gep(start, arith.SubIOp(_word(0), o).result)
+        o, base = aligned_start(run, skew)
         words = skew.read(o, lambda off, _first: load_block(base, off, skew.words))
         return from_words(words, view.elem)
 
@@ -432,9 +435,7 @@ def write_skewed(
     tail = b.either(b.cmp("eq", lane, WARP - 1), b.cmp("eq", coords[m], part.shape[m] - part.vec))
 
     def aligned() -> list:
-        start = run.address(0)
-        o = misalignment(start, skew.block)
-        base = byte_gep(start, arith.SubIOp(_word(0), o).result)
+        o, base = aligned_start(run, skew)
         whole_next = b.both(b.negate(tail), run.inside(2 * part.vec - 1))
         write_blocks(skew, list(own), nxt, o, head, whole_next, IrEmitter(base, run, values))
         return []
