@@ -92,7 +92,7 @@ def measure(torch: Any, shape: tuple[int, int, int], dtype: str, args: argparse.
         if not err < 2e-2:
             raise AssertionError(f"{name} {dtype} {shape}: relative error {err:.2e}")
     del ref
-    p = plan(_operand(a), _operand(b.t()))
+    p = plan(_operand(a), _operand(b.t()))  # the SM90 plan (a leading dimension)
     fns = {"tilec": lambda: ops.gemm(a, b), "torch": lambda: a @ b}
     samples: dict[str, list[float]] = {key: [] for key in fns}
     for _ in range(5):  # interleaved rounds
@@ -110,7 +110,7 @@ def _build(ops: Any, a: Any, b: Any, p: Any) -> str:
     """The gemm family's build for the laid-out operands (its name; its variant is internal)."""
     from tilec.ops.gemm import laid_out
 
-    la, lb = laid_out(a, p.a, p.k), laid_out(b.t(), p.b, p.k)
+    la, lb = laid_out(a, p.a, p.k, p.layout[0]), laid_out(b.t(), p.b, p.k, p.layout[1])
     c = la.new_empty((la.shape[0], lb.shape[0]))
     return ops.family("gemm").select(la, lb, c)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilec.ops import _check, family, on_stream
-from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan
+from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, viewed
 from tilec.ops.gemm_specs import ADDMM, EPILOGUES
 
 __all__ = ["bmm", "gemm"]
@@ -63,14 +63,20 @@ def _operand(t: Any) -> Operand:
     return Operand(t.shape[0], t.shape[1], tuple(t.stride()), t.data_ptr() % 16 == 0)
 
 
-def laid_out(t: Any, how: str, k: int) -> Any:
-    """The R x K operand `t` as `how` says (gemm_plan.Plan): itself, a K-major or MN-major
-    copy, or a K-major copy zero-padded to `k` columns."""
+def laid_out(t: Any, how: str, k: int, major: str = "k") -> Any:
+    """The R x K operand `t` as `how` says (gemm_plan.Plan): itself, itself under the strides
+    gemm_plan.viewed gives (read `major`, k or m), a K-major copy whose rows lie
+    round_up(K, 8) elements apart, an MN-major copy, or a K-major copy zero-padded to `k`
+    columns."""
     if how == "keep":
         return t
     rows, cols = t.shape
+    if how == "view":
+        strides = viewed(_operand(t), "k" if major == "k" else "mn")
+        assert strides is not None, f"no view of {tuple(t.stride())} reads {major}-major"
+        return t.as_strided((rows, cols), strides)
     if how == "contiguous":
-        return t.new_empty((rows, cols)).copy_(t)
+        return t.new_empty((rows, round_up(cols)))[:, :cols].copy_(t)
     if how == "transposed":
         return t.new_empty((cols, rows)).copy_(t.t()).t()
     out = t.new_zeros((rows, k))
@@ -95,8 +101,7 @@ def _product(torch: Any, a: Any, bt: Any, p: Plan, out_dtype: Any, arch: str) ->
         family("gemm_sm80")(a, bt, c, 1.0)
     else:  # the f32 product on SM 8.x: gemm_splitk with one split (K-major operands)
         if p.layout != "kk":  # K-major copies, padded to whole 16-byte rows
-            kp = -(-p.k // CHUNK) * CHUNK
-            a, bt = laid_out(a, "pad", kp), laid_out(bt, "pad", kp)
+            a, bt = laid_out(a, "pad", round_up(p.k)), laid_out(bt, "pad", round_up(p.k))
         w = a.new_empty((1, m, n), dtype=torch.float32)
         family("gemm_f32_sm80")(a, bt, w)
         c = w.view(m, n)
@@ -120,18 +125,23 @@ def _epilogue(torch: Any, z: Any, bias: Any, act: str | None, alpha: float, beta
     return y.to(out_dtype)
 
 
-def _fused(torch: Any, a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: float,
-           c: Any, arch: str) -> Any | None:  # fmt: skip
-    """act(alpha * A B^T + bias') + beta * C through an epilogue family, where one computes
-    alpha * act(A B^T + bias) + beta * C (bias' = alpha * bias): no activation, or ReLU with
+def _fusable(act: str | None, alpha: float, beta: float, c: Any, arch: str) -> bool:
+    """Whether an epilogue family computes alpha * act(A B^T + bias) + beta * C, as
+    act(alpha * A B^T + bias') + beta * C (bias' = alpha * bias): no activation, or ReLU with
     alpha > 0 and no C (relu(alpha z) = alpha relu(z)), or any activation with alpha = 1 and no
-    C. None where none does (the caller composes)."""
+    C; gemm_sm80_bias_relu.tile has no tanh form."""
     with_c = c is not None and beta != 0.0
     if act is not None and (with_c or alpha != 1.0 and (act != "relu" or alpha <= 0.0)):
-        return None
+        return False
+    return arch == "sm_90" or act != "gelu_tanh"
+
+
+def _fused(torch: Any, a: Any, bt: Any, bias: Any, act: str | None, alpha: float, beta: float,
+           c: Any) -> Any:  # fmt: skip
+    """The epilogue family's act(alpha * A B^T + bias') + beta * C (`_fusable` said it is
+    alpha * act(A B^T + bias) + beta * C), A and B^T K-major, exactly."""
+    with_c = c is not None and beta != 0.0
     name = ADDMM if with_c else EPILOGUES[act][0]
-    if arch != "sm_90" and act == "gelu_tanh":
-        return None  # gemm_sm80_bias_relu.tile has no tanh form
     m, n = a.shape[0], bt.shape[0]
     b = _cached_zeros(n, a) if bias is None else bias.to(a.dtype)
     if alpha != 1.0 and bias is not None:
@@ -193,16 +203,16 @@ def gemm(
         z = A.new_zeros((m, n), dtype=torch.float32)
         return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
     bt = B.t()
-    p = plan(_operand(A), _operand(bt))
-    a, b = laid_out(A, p.a, p.k), laid_out(bt, p.b, p.k)
     arch = _arch(A.device)
+    fusable = not plain and out == A.dtype and _fusable(activation, alpha, beta, C, arch)
+    # the SM90 `gemm` builds take any leading dimension; the epilogues and SM 8.x exact layouts
+    p = plan(_operand(A), _operand(bt), lead=arch == "sm_90" and not fusable)
+    a, b = laid_out(A, p.a, p.k, p.layout[0]), laid_out(bt, p.b, p.k, p.layout[1])
     if plain:
         direct = out if out in (A.dtype, torch.float32) else torch.float32
         return _product(torch, a, b, p, direct, arch).to(out)
-    if p.layout == "kk" and out == A.dtype:
-        y = _fused(torch, a, b, bias, activation, alpha, beta, C, arch)
-        if y is not None:
-            return y
+    if fusable and p.layout == "kk":
+        return _fused(torch, a, b, bias, activation, alpha, beta, C)
     z = _product(torch, a, b, p, torch.float32, arch)
     return _epilogue(torch, z, bias, activation, alpha, beta, C, out)
 
@@ -250,7 +260,7 @@ def bmm(
         for i in range(l):
             y[i] = gemm(A[i], B[i], C=None if C is None else C[i], out_dtype=out, **kw)
         return y
-    kp = -(-k // CHUNK) * CHUNK
+    kp = round_up(k)
     a, bt = _batched_operand(A, kp), _batched_operand(B.transpose(1, 2), kp)
     y = A.new_empty((l, m, n))
     if _arch(A.device) == "sm_90":

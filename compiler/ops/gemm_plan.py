@@ -2,25 +2,35 @@
 strides and pointer alignment only, no torch, no data).
 
 The kernels take C = A @ B^T with A of M x K and B of N x K (tilec/ops/gemm_specs.py), each
-operand K-major, strides exactly (K, 1), or MN-major, strides exactly (1, M) / (1, N), its base
-16-byte aligned, and TMA wants whole 16-byte chunks along the contiguous dimension's stride:
+operand K-major (K contiguous) or MN-major (M or N contiguous), its base 16-byte aligned, and
+TMA wants the other stride, the leading dimension, a whole number of 16-byte chunks:
 
-    K-major   [r0: k0 k1 k2 ... K-1][r1: k0 ...]      row stride K: K % 8 == 0 (f16/bf16)
-    MN-major  [k0: r0 r1 ... R-1][k1: r0 ...]         column stride R: R % 8 == 0
+    K-major   [r0: k0 k1 ... K-1 (pad)][r1: k0 ...]   strides (ld, 1), ld % 8 == 0 (f16/bf16)
+    MN-major  [k0: r0 r1 ... R-1 (pad)][k1: r0 ...]   strides (1, ld)
 
-`plan` says what becomes of each operand (`keep` it, copy it `contiguous` (K-major), copy it
-`transposed` (MN-major), or `pad` it: a K-major copy zero-filled up to K' = round_up(K, 8)
-columns, zeros in K adding nothing to the product), so that exactly one layout rule of the
-family holds:
+The SM90 `gemm` builds take any such ld (`lead=True`: the kernel reads K from the operands'
+extents, TMA zero-fills each box past them); the others (the fused epilogues, SM 8.x) take
+exactly ld = K, or R (`lead=False`). `plan` says what becomes of each operand: `keep` it,
+`view` it (the same memory, the stride of a dim of extent 1 set to a multiple of 8: one
+row of an odd K), copy it `contiguous` (K-major, its rows round_up(K, 8) elements apart: the
+gap never read), copy it `transposed` (MN-major), or `pad` it (a K-major copy zero-filled up to
+K' = round_up(K, 8) columns: zeros in K add nothing to the product, and the kernel runs K').
 
-1. K % 8 == 0: an operand already in a layout TMA takes is kept; any other (another leading
-   dimension, a misaligned base, an MN-major one whose M or N is not a multiple of 8, no unit
-   stride at all) is copied K-major. With up to 192 rows (M <= 192, decode) an MN-major A is
-   copied K-major too where B is K-major: A is small, and the K-major pair runs the swapped
-   few-row builds (gemm_sm90.tile's variants).
-2. K % 8 != 0 and M % 8 == N % 8 == 0: rows of K cannot be TMA rows, but columns of M and N
-   can: each operand is kept MN-major, or copied transposed.
-3. Otherwise: both operands padded to K' (each copied once; the padded columns are zeros).
+With a leading dimension (`lead=True`):
+
+1. An operand TMA takes as it is (K-major or MN-major; K-major preferred) is kept, or viewed;
+   any other (an odd leading dimension, a misaligned base, no unit stride) is copied K-major.
+   The weight B is copied only where TMA cannot read it (an nn.Linear weight W of odd K: W's
+   rows are not 16-byte chunks); a row-major B (MN-major B^T) is kept at any K.
+2. Up to 192 rows (M <= 192, decode) an MN-major A is copied K-major (A is small): the
+   swapped few-row builds (gemm_sm90.tile's variants) take a K-major A.
+
+Exact layouts (`lead=False`):
+
+1. K % 8 == 0: an operand already in an exact layout TMA takes is kept; any other is copied
+   K-major. Up to 192 rows an MN-major A beside a K-major B is copied K-major too.
+2. K % 8 != 0 and M % 8 == N % 8 == 0: each operand is kept MN-major, or copied transposed.
+3. Otherwise: both operands padded to K'.
 """
 
 from __future__ import annotations
@@ -44,10 +54,14 @@ class Operand:
 
 @dataclass(frozen=True)
 class Plan:
-    a: str  # keep | contiguous | transposed | pad
+    a: str  # keep | view | contiguous | transposed | pad
     b: str
     k: int  # the K the kernel runs: K, or K' when padded
     layout: str  # kk | mk | km | mm (A's majorness, then B's)
+
+
+def round_up(n: int) -> int:
+    return -(-n // CHUNK) * CHUNK
 
 
 def k_major(op: Operand) -> bool:
@@ -64,7 +78,7 @@ def mn_major(op: Operand) -> bool:
 
 
 def takes(op: Operand, major: str) -> bool:
-    """Whether TMA takes the operand as it is, read `major` ("k" or "mn")."""
+    """Whether TMA and an exact build take the operand as it is, read `major` ("k" or "mn")."""
     if not op.aligned:
         return False
     if major == "k":
@@ -72,12 +86,51 @@ def takes(op: Operand, major: str) -> bool:
     return mn_major(op) and op.rows % CHUNK == 0
 
 
+def viewed(op: Operand, major: str) -> tuple[int, int] | None:
+    """The strides under which a build with a leading dimension reads the operand `major` ("k"
+    or "mn") with no copy: its own, or with the stride of a dim of extent 1 (which no element
+    uses) made what the build's rule names (a unit stride; a leading dimension that is a
+    multiple of 8 and spans the other dim). None where TMA cannot read it so."""
+    if not op.aligned:
+        return None
+    inner, outer = (1, 0) if major == "k" else (0, 1)
+    extents = (op.rows, op.k)
+    strides = list(op.strides)
+    if strides[inner] != 1:
+        if extents[inner] != 1:
+            return None
+        strides[inner] = 1
+    ld = strides[outer]
+    if ld % CHUNK or ld < extents[inner]:
+        if extents[outer] != 1:
+            return None
+        strides[outer] = round_up(extents[inner])
+    return strides[0], strides[1]
+
+
+def strides_after(op: Operand, how: str, major: str, k: int) -> tuple[int, int]:
+    """The operand's strides once laid out as `how` says (`major` its layout letter, k or m;
+    `k` the kernel's K): what tilec.ops.gemm.laid_out makes."""
+    if how == "keep":
+        return op.strides
+    if how == "view":
+        view = viewed(op, "k" if major == "k" else "mn")
+        assert view is not None, (op, how)
+        return view
+    if how == "transposed":
+        return 1, op.rows
+    return round_up(k), 1  # contiguous (rows round_up(K, 8) apart), pad (K' = round_up(K))
+
+
 @functools.lru_cache(maxsize=1024)
-def plan(a: Operand, b: Operand) -> Plan:
-    """What becomes of A (M x K) and B (N x K): see the module's docstring. Cached per pair of
-    operands (their extents, strides and alignment): every tilec.ops.gemm call asks (~3 us)."""
+def plan(a: Operand, b: Operand, lead: bool = True) -> Plan:
+    """What becomes of A (M x K) and B (N x K): see the module's docstring; `lead`: the builds
+    take a leading dimension (the SM90 `gemm` family). Cached per pair of operands (their
+    extents, strides and alignment): every tilec.ops.gemm call asks (~3 us)."""
     if a.k != b.k:
         raise ValueError(f"A has K = {a.k}, B has K = {b.k}")
+    if lead:
+        return _with_lead(a, b)
     k = a.k
     if k % CHUNK == 0:
         how = []
@@ -91,7 +144,26 @@ def plan(a: Operand, b: Operand) -> Plan:
         ha = "keep" if takes(a, "mn") else "transposed"
         hb = "keep" if takes(b, "mn") else "transposed"
         return Plan(ha, hb, k, "mm")
-    return Plan("pad", "pad", -(-k // CHUNK) * CHUNK, "kk")
+    return Plan("pad", "pad", round_up(k), "kk")
+
+
+def _with_lead(a: Operand, b: Operand) -> Plan:
+    """The plan for builds with a leading dimension: each operand kept (or viewed) where TMA
+    reads it, K-major where it reads both, else copied K-major; a few-row A K-major."""
+    how, majors = [], []
+    for op in (a, b):
+        for major, letter in (("k", "k"), ("mn", "m")):
+            view = viewed(op, major)
+            if view is not None:
+                how.append("keep" if view == op.strides else "view")
+                majors.append(letter)
+                break
+        else:
+            how.append("contiguous")
+            majors.append("k")
+    if a.rows <= FEW_ROWS and majors[0] == "m":  # small A: the swapped few-row builds
+        how[0], majors[0] = "contiguous", "k"
+    return Plan(how[0], how[1], a.k, "".join(majors))
 
 
 def _major(op: Operand, how: str) -> str:
@@ -99,8 +171,3 @@ def _major(op: Operand, how: str) -> str:
     if how == "keep" and not takes(op, "k"):
         return "m"
     return "k"
-
-
-def canonical_strides(op_rows: int, k: int, major: str) -> tuple[int, int]:
-    """The exact strides of a layout (what the kernels' manifests and the rules expect)."""
-    return (k, 1) if major == "k" else (1, op_rows)

@@ -10,11 +10,13 @@ passes over a build whose layout is not the arguments' without loading it; tilec
 lays the operands out so that exactly one layout rule holds (copying the others).
 
 - `gemm` (A, B, C): examples/gemm_sm90.tile for sm_90a, every (MA, MB) layout, f16 and bf16,
-  C of the inputs' dtype or f32 (-D O=f32). Its variant(...) clauses go with each bundle: the
-  swapped builds for up to 192 rows of K-major operands (decode shapes: no split-K build here,
+  C of the inputs' dtype or f32 (-D O=f32), A's and B's leading dimensions bound from the
+  tensors (any multiple of 8: K need not be one). Its variant(...) clauses go with each bundle:
+  the swapped builds for up to 192 rows of a K-major A (decode shapes: no split-K build here,
   docs/performance.md "Split-K and decode-sized rows": the default with these variants beside
   gemm_sm90_splitk.tile 0.71-1.07x against 0.75-1.01x cuBLAS), the ping-pong 128x128 builds
-  for under three waves, the clusters of two where B's rows are 16- but not 32-byte aligned.
+  for under three waves, the clusters of two where B's leading dimension is 16- but not
+  32-byte aligned.
 - `gemm_sm80` (A, B, C, alpha): examples/gemm_sm80.tile for SM 8.x, every layout, f16 and bf16.
 - `gemm_f32_sm80` (A, B, W): examples/gemm_sm80_splitk.tile's gemm_splitk (K-major) on SM 8.x,
   W of 1 x M x N f32: the f32 product, for out_dtype=f32 there (gemm_sm80.tile stores T only).
@@ -38,9 +40,13 @@ DTYPES = ("f16", "bf16")
 ARCHS = ("sm_90a", "sm_80")
 SIZES = {"M": ("A", 0), "K": ("A", 1), "N": ("B", 0)}
 STRIDES = {"SA_M": ("A", 0), "SA_K": ("A", 1), "SB_N": ("B", 0), "SB_K": ("B", 1)}
-# (MA, MB) -> tag and the conditions under which TMA (and the build's strides) take it
+# (MA, MB) -> tag and the conditions under which TMA (and the build's strides) take it: exact
+# strides (K, 1) or (1, M) where the build's are, any leading dimension TMA reads (a multiple of
+# 8 elements) where the build binds it (gemm_sm90.tile's lda, ldb)
 K_MAJOR = {"A": ("SA_K == 1", "K % 8 == 0"), "B": ("SB_K == 1", "K % 8 == 0")}
 MN_MAJOR = {"A": ("SA_M == 1", "M % 8 == 0"), "B": ("SB_N == 1", "N % 8 == 0")}
+K_MAJOR_LD = {"A": ("SA_K == 1", "SA_M % 8 == 0"), "B": ("SB_K == 1", "SB_N % 8 == 0")}
+MN_MAJOR_LD = {"A": ("SA_M == 1", "SA_K % 8 == 0"), "B": ("SB_N == 1", "SB_K % 8 == 0")}
 LAYOUTS = {"kk": (0, 0), "mk": (1, 0), "km": (0, 1), "mm": (1, 1)}
 # activation -> (family, ACT of the sm_90a kernel, of the sm_80 kernel or None: it has none)
 EPILOGUES = {
@@ -52,10 +58,12 @@ EPILOGUES = {
 ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
 
 
-def layout_when(tag: str) -> tuple[str, ...]:
-    """The rule conditions of a layout: each operand's unit stride and TMA's alignment."""
+def layout_when(tag: str, lead: bool = False) -> tuple[str, ...]:
+    """The rule conditions of a layout: each operand's unit stride and TMA's alignment (of the
+    leading dimension where the build binds it, `lead`; else of K, M or N)."""
     ma, mb = LAYOUTS[tag]
-    both = (*(MN_MAJOR if ma else K_MAJOR)["A"], *(MN_MAJOR if mb else K_MAJOR)["B"])
+    k_major, mn_major = (K_MAJOR_LD, MN_MAJOR_LD) if lead else (K_MAJOR, MN_MAJOR)
+    both = (*(mn_major if ma else k_major)["A"], *(mn_major if mb else k_major)["B"])
     return tuple(dict.fromkeys(both))  # K % 8 == 0 once
 
 
@@ -74,7 +82,7 @@ def gemm_spec() -> FamilySpec:
                 name = _name(tag, t, *(["of32"] if out == "f32" else []))
                 params = {"MA": str(ma), "MB": str(mb), "T": t, "O": o}
                 builds[name] = Build(name, "examples/gemm_sm90.tile", "gemm90", params, "sm_90a")
-                when = layout_when(tag)
+                when = layout_when(tag, lead=True)
                 rules.append(Rule(name, when, {"A": t, "C": o}, (), f"{tag} layout, C of {o}"))
     return FamilySpec("gemm", (("A", "tensor"), ("B", "tensor"), ("C", "tensor")), builds,
                       tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip

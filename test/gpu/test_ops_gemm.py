@@ -152,6 +152,31 @@ def test_bmm_family_rules(lmnk: tuple[int, ...], dt: Any) -> None:
     close(c, a.double() @ b.double().transpose(1, 2), dt, f"bmm {lmnk}")
 
 
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("layout", ["kk", "km"])
+@pytest.mark.parametrize("mnk", [(1, 4096, 4097), (7, 1000, 1001), (64, 4096, 1001),
+                                 (192, 520, 77), (300, 264, 1001)])  # fmt: skip
+def test_gemm_leading_dimension(mnk: tuple[int, int, int], layout: str, dt: Any) -> None:
+    """The SM90 builds at an odd K: A's rows (a K-major B's too) round_up(K, 8) elements apart
+    with NaN in the gap (one row: a view, its free stride a multiple of 8), a row-major B (km)
+    as it is; the swapped few-row builds and the 128x256 one. A box that read past K fails."""
+    if not SM90:
+        pytest.skip("the SM 8.x builds take exact layouts")
+    m, n, k = mnk
+    ld = -(-k // 8) * 8
+
+    def spaced(rows: int, seed: int) -> torch.Tensor:
+        x = torch.full((rows, ld), float("nan"), dtype=dt, device="cuda")
+        x[:, :k] = rand(rows, k, seed=seed, dtype=dt)
+        return x[:, :k]
+
+    a = spaced(m, m + k) if m > 1 else rand(1, k, seed=k, dtype=dt).as_strided((1, k), (ld, 1))
+    b = spaced(n, n) if layout == "kk" else rand(k, n, seed=n, dtype=dt).t()
+    c = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
+    launch("gemm", a, b, c)
+    close(c, a.double() @ b.double().t(), dt, f"{layout} {mnk}")
+
+
 # tilec.ops.gemm as a user calls it -----------------------------------------------------------
 
 
@@ -169,7 +194,7 @@ def torch_b(k: int, n: int, form: str, dt: Any, seed: int) -> torch.Tensor:
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (200, 1000, 1024), (1, 4096, 1001),
           (64, 1001, 1001), (4096, 512, 2002), (257, 333, 512), (129, 1536, 8), (8, 8, 1),
-          (1024, 1024, 1024)]  # fmt: skip
+          (1024, 1024, 1024), (1, 4096, 4097), (7, 4096, 4097), (64, 4096, 1001)]  # fmt: skip
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)

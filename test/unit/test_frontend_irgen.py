@@ -72,8 +72,8 @@ def test_kernel_signature_and_attributes(ctx) -> None:  # noqa: ANN001
     asm = generate(ctx, src, "g.tile", {"BN": "128"})
     assert (
         "func.func @gemm90(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, "
-        "%arg3: index, %arg4: index, %arg5: index)"
-    ) in asm
+        "%arg3: index, %arg4: index, %arg5: index, %arg6: index, %arg7: index)"
+    ) in asm  # M, K, lda, N, ldb (lda, ldb: leading dimensions bound from the tensors)
     assert 'tile.grid = ["num_sms"]' in asm and 'tile.target = "sm_90a"' in asm
     assert (
         "tile.params = {BK = 64 : i64, BM = 128 : i64, BN = 128 : i64, CM = 1 : i64, "

@@ -1,9 +1,10 @@
 """tilec.ops.gemm's dispatch without a GPU or torch (tilec/ops/gemm_plan.py, gemm_specs.py): over
 a grid of shapes (M = 1, few rows, K = 1001 and 2002, odd N) and operand layouts (row- and
-column-major A and B, an nn.Linear weight's transpose, sliced and misaligned views), the plan
-never refuses, the laid-out operands have the exact strides and alignment TMA and the builds'
-manifests take, and exactly the expected build of each family's rules takes them (the rules'
-formulas evaluated as a family evaluates them, over sizes and strides)."""
+column-major A and B, an nn.Linear weight's transpose, sliced and misaligned views), both plans
+(with a leading dimension: the SM90 `gemm` builds; exact: the epilogues, SM 8.x) never refuse,
+the laid-out operands have the strides and alignment TMA and the builds' manifests take, exactly
+the expected build of each family's rules takes them (the rules' formulas evaluated as a family
+evaluates them, over sizes and strides), and no operand TMA reads as it is gets copied."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from tilec.ops.gemm_plan import FEW_ROWS, Operand, Plan, plan
+from tilec.ops.gemm_plan import FEW_ROWS, Operand, Plan, plan, strides_after
 from tilec.ops.gemm_specs import EPILOGUES, GEMM_SPECS, LAYOUTS
 from tilec.runtime.family import FamilySpec, runs_on
 from tilec.runtime.formula import all_hold
 
-MS = (1, 7, 8, 16, 129, 192, 193, 256, 1000, 4096)
+MS = (1, 7, 8, 16, 64, 129, 192, 193, 256, 1000, 4096)
 NS = (1, 3, 8, 1001, 4096, 50257)
-KS = (1, 7, 8, 1001, 2002, 4096)
+KS = (1, 7, 8, 1001, 2002, 4096, 4097)
 
 
 def torch_a(m: int, k: int, form: str) -> Operand:
@@ -44,14 +45,24 @@ def torch_b(k: int, n: int, form: str) -> Operand:
     }[form]
 
 
-def after(op: Operand, how: str, k: int) -> Operand:
-    """The operand once laid out (tilec.ops.gemm.laid_out, in strides): torch's fresh
-    allocations are 16-byte aligned."""
-    if how == "keep":
-        return op
-    if how == "transposed":
-        return Operand(op.rows, k, (1, op.rows))
-    return Operand(op.rows, k, (k, 1))
+def after(op: Operand, how: str, major: str, k: int) -> Operand:
+    """The operand once laid out (tilec.ops.gemm.laid_out, in strides; test_torch_ops_fake.py
+    checks that it makes these): torch's fresh allocations are 16-byte aligned."""
+    strides = strides_after(op, how, major, k)
+    copied = how not in ("keep", "view")
+    return Operand(op.rows, k, strides, op.aligned or copied)
+
+
+def tma_reads(op: Operand) -> bool:
+    """Whether TMA reads the operand as it is, K-major or MN-major: a 16-byte base, a unit
+    stride along K or R, the other stride a whole number of 16-byte chunks spanning that dim
+    (a stride along a dim of extent 1 is free: nothing is read along it)."""
+    sr, sk = op.strides
+    for unit, unit_n, ld, ld_n in ((sk, op.k, sr, op.rows), (sr, op.rows, sk, op.k)):
+        spans = ld % 8 == 0 and ld >= unit_n or ld_n == 1
+        if op.aligned and (unit == 1 or unit_n == 1) and spans:
+            return True
+    return False
 
 
 def symbols(a: Operand, b: Operand) -> dict[str, int]:
@@ -70,36 +81,49 @@ def chosen(spec: FamilySpec, arch: str, dtypes: dict[str, str], syms: dict[str, 
     raise AssertionError(f"{spec.name}: no rule takes {syms} {dtypes} on {arch}")
 
 
-def binds(op: Operand, major: str) -> bool:
-    """What a build's manifest and TMA check: the exact strides (a dim of extent 1 takes any),
-    the outer one a multiple of 16 bytes whatever its extent, and a 16-byte base."""
+def binds(op: Operand, major: str, lead: bool) -> bool:
+    """What a build's manifest and TMA check: a unit stride along the contiguous dim, the outer
+    one a multiple of 16 bytes whatever its extent, a 16-byte base; exact builds (not `lead`)
+    want the outer stride K (K-major) or R (MN-major) too (a dim of extent 1 takes any)."""
     want = (op.k, 1) if major == "k" else (1, op.rows)
-    exact = all(s == w or n == 1 for s, w, n in zip(op.strides, want, (op.rows, op.k), strict=True))
-    outer = op.strides[0] if major == "k" else op.strides[1]
-    return exact and op.aligned and outer % 8 == 0
+    extents = (op.rows, op.k)
+    inner, outer = (1, 0) if major == "k" else (0, 1)
+    ok = [s == w or n == 1 for s, w, n in zip(op.strides, want, extents, strict=True)]
+    spans = op.strides[outer] >= extents[inner] or extents[outer] == 1
+    exact = all(ok) if not lead else ok[inner] and spans
+    return exact and op.aligned and op.strides[outer] % 8 == 0
 
 
 GRID = list(itertools.product(MS, NS, KS, ("row", "col", "slice", "offset"),
                               ("row", "weight", "slice", "offset")))  # fmt: skip
 
 
+def laid(a: Operand, b: Operand, p: Plan) -> tuple[Operand, Operand]:
+    return after(a, p.a, p.layout[0], p.k), after(b, p.b, p.layout[1], p.k)
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_nothing_is_refused_and_one_layout_rule_takes_it(dtype: str) -> None:
     gemm, sm80 = GEMM_SPECS["gemm"](), GEMM_SPECS["gemm_sm80"]()
-    for m, n, k, fa, fb in GRID:
+    for (m, n, k, fa, fb), lead in itertools.product(GRID, (True, False)):
         a, b = torch_a(m, k, fa), torch_b(k, n, fb)
-        p = plan(a, b)
-        la, lb = after(a, p.a, p.k), after(b, p.b, p.k)
-        what = f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
+        p = plan(a, b, lead)
+        la, lb = laid(a, b, p)
+        what = f"M={m} N={n} K={k} A {fa} B {fb} lead={lead}: {p}"
         ma, mb = LAYOUTS[p.layout]
-        assert binds(la, "mn" if ma else "k"), what
-        assert binds(lb, "mn" if mb else "k"), what
+        assert binds(la, "mn" if ma else "k", lead), what
+        assert binds(lb, "mn" if mb else "k", lead), what
         syms = symbols(la, lb)
+        # the SM90 `gemm` builds take either plan's operands (the composed epilogues run it on
+        # the exact plan's)
         build = chosen(gemm, "sm_90", {"A": dtype, "C": dtype}, syms)
         assert build == f"{p.layout}_{dtype}", what
         assert gemm.builds[build].params["MA"] == str(ma), what
         f32 = chosen(gemm, "sm_90", {"A": dtype, "C": "f32"}, syms)
         assert f32 == f"{p.layout}_{dtype}_of32", what
+        if lead:
+            assert p.k == k, what  # nothing zero-padded: the kernel runs K
+            continue
         assert chosen(sm80, "sm_80", {"A": dtype, "C": dtype}, syms).startswith(p.layout), what
         if p.layout == "kk":  # the fused epilogues take it, on both targets where they exist
             for fam, _, act80 in EPILOGUES.values():
@@ -107,6 +131,20 @@ def test_nothing_is_refused_and_one_layout_rule_takes_it(dtype: str) -> None:
                 assert chosen(spec, "sm_90", {"A": dtype}, syms) == f"kk_{dtype}_sm90a"
                 if act80 is not None:
                     assert chosen(spec, "sm_86", {"A": dtype}, syms) == f"kk_{dtype}_sm80"
+
+
+def test_no_operand_tma_reads_is_copied() -> None:
+    """With a leading dimension an operand is copied only where TMA cannot read it as it is
+    (the weight above all), but for a few-row MN-major A (copied K-major: the swapped builds);
+    a copy's rows lie round_up(K, 8) apart, nothing zero-filled."""
+    for m, n, k, fa, fb in GRID:
+        a, b = torch_a(m, k, fa), torch_b(k, n, fb)
+        p = plan(a, b)
+        what = f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
+        assert (p.b == "contiguous") == (not tma_reads(b)), what
+        few = m <= FEW_ROWS and a.strides[0] == 1 and m > 1
+        assert (p.a == "contiguous") == (not tma_reads(a) or few), what
+        assert p.a != "pad" != p.b and p.k == k, what
 
 
 def test_the_plan_copies_only_what_tma_refuses() -> None:
@@ -124,52 +162,80 @@ def test_the_plan_copies_only_what_tma_refuses() -> None:
     assert plan(torch_a(1024, 512, "col"), torch_b(512, 256, "row")) == Plan(
         "keep", "keep", 512, "mm"
     )
-    # one row of a matrix whose rows are not 16-byte chunks: TMA refuses its outer stride
-    assert plan(Operand(1, 4096, (4099, 1)), torch_b(4096, 256, "weight")).a == "contiguous"
+    # one row of a matrix whose rows are not 16-byte chunks: viewed (its row stride is free)
+    assert plan(Operand(1, 4096, (4099, 1)), torch_b(4096, 256, "weight")).a == "view"
+    assert plan(Operand(1, 4096, (4099, 1)), torch_b(4096, 256, "weight"), False).a == (
+        "contiguous"
+    )
     assert plan(Operand(1, 4096, (4104, 1)), torch_b(4096, 256, "weight")).a == "keep"
-    # a slice with a wider leading dimension, a misaligned base: copied
+    # a slice with a wider leading dimension: kept where that is a multiple of 8, else copied
+    assert plan(Operand(64, 512, (520, 1)), torch_b(512, 256, "weight")).a == "keep"
+    exact = plan(Operand(64, 512, (520, 1)), torch_b(512, 256, "weight"), False)
+    assert exact.a == "contiguous"
     assert plan(torch_a(64, 512, "slice"), torch_b(512, 256, "weight")).a == "contiguous"
+    # a misaligned base: copied
     assert plan(torch_a(300, 512, "offset"), torch_b(512, 256, "weight")).a == "contiguous"
 
 
 def test_the_cached_plan_tells_operands_apart() -> None:
-    """plan is cached per operand pair: a pair differing only in alignment, a stride or an
-    extent gets its own plan, the same pair the same one (from the cache)."""
+    """plan is cached per operand pair and mode: a pair differing only in alignment, a stride
+    or an extent gets its own plan, the same pair the same one (from the cache)."""
     b = torch_b(512, 256, "weight")
     first = plan(Operand(64, 512, (512, 1)), b)
     assert plan(Operand(64, 512, (512, 1)), b) is first
     assert plan(Operand(64, 512, (512, 1), aligned=False), b).a == "contiguous" != first.a
-    assert plan(Operand(64, 512, (520, 1)), b).a == "contiguous"
+    assert plan(Operand(64, 512, (520, 1)), b, False).a == "contiguous"
     assert plan(Operand(64, 512, (1, 64)), b) == Plan("contiguous", "keep", 512, "kk")
     assert plan(Operand(256, 512, (1, 256)), b) == Plan("keep", "keep", 512, "mk")
 
 
 def test_few_rows_go_k_major_for_the_swapped_builds() -> None:
-    for m in (16, FEW_ROWS):
-        p = plan(torch_a(m, 4096, "col"), torch_b(4096, 4096, "weight"))
-        assert p == Plan("contiguous", "keep", 4096, "kk"), m
+    for m, fb, lead in itertools.product((16, FEW_ROWS), ("weight", "row"), (True, False)):
+        p = plan(torch_a(m, 4096, "col"), torch_b(4096, 4096, fb), lead)
+        if not lead and fb == "row":  # exact builds: mm (no swapped mm, km builds there)
+            assert p == Plan("keep", "keep", 4096, "mm"), m
+            continue
+        assert p == Plan("contiguous", "keep", 4096, "k" + ("k" if fb == "weight" else "m")), m
     # one row, column-major: strides (1, 1), K-major but for TMA's outer stride of 2 bytes
-    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight")).a == "contiguous"
+    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight")).a == "view"
+    assert plan(torch_a(1, 4096, "col"), torch_b(4096, 4096, "weight"), False).a == "contiguous"
     p = plan(torch_a(FEW_ROWS + 8, 4096, "col"), torch_b(4096, 4096, "weight"))
     assert p == Plan("keep", "keep", 4096, "mk")
 
 
-def test_k_not_a_multiple_of_8() -> None:
+def test_k_not_a_multiple_of_8_with_a_leading_dimension() -> None:
+    """The kernel runs K itself: a row-major B (decode with an odd hidden size, x @ W with W of
+    K x N) is never copied; A is viewed (one row) or copied with its rows 8-aligned; only a B
+    whose rows TMA cannot read (an nn.Linear weight of odd K) is copied."""
+    for m, k in itertools.product((1, 7, 64, 4096), (1001, 4097)):
+        p = plan(torch_a(m, k, "row"), torch_b(k, 4096, "row"))
+        assert p == Plan("view" if m == 1 else "contiguous", "keep", k, "km"), (m, k)
+        p = plan(torch_a(m, k, "col"), torch_b(k, 4096, "row"))
+        if m % 8 == 0 and m > FEW_ROWS:
+            assert p == Plan("keep", "keep", k, "mm"), (m, k)
+        p = plan(torch_a(m, k, "row"), torch_b(k, 4096, "weight"))
+        assert p.b == "contiguous" and p.layout == "kk" and p.k == k, (m, k)
+    a = torch_a(1, 4097, "row")
+    assert after(a, "view", "k", 4097).strides == (4104, 1)  # the same memory, a free stride
+    assert after(torch_b(4097, 4096, "weight"), "contiguous", "k", 4097).strides == (4104, 1)
+
+
+def test_k_not_a_multiple_of_8_exactly() -> None:
     # M and N multiples of 8: the operands go MN-major (row-major B^T is already)
-    assert plan(torch_a(4096, 2002, "row"), torch_b(2002, 4096, "row")) == Plan(
+    assert plan(torch_a(4096, 2002, "row"), torch_b(2002, 4096, "row"), False) == Plan(
         "transposed", "keep", 2002, "mm"
     )
-    assert plan(torch_a(4096, 2002, "col"), torch_b(2002, 4096, "weight")) == Plan(
+    assert plan(torch_a(4096, 2002, "col"), torch_b(2002, 4096, "weight"), False) == Plan(
         "keep", "transposed", 2002, "mm"
     )
     # one row (decode) or an odd N: both padded with zeros to K' = 1008
-    assert plan(torch_a(1, 1001, "row"), torch_b(1001, 4096, "weight")) == Plan(
+    assert plan(torch_a(1, 1001, "row"), torch_b(1001, 4096, "weight"), False) == Plan(
         "pad", "pad", 1008, "kk"
     )
-    assert plan(torch_a(64, 1001, "row"), torch_b(1001, 1001, "row")) == Plan(
+    assert plan(torch_a(64, 1001, "row"), torch_b(1001, 1001, "row"), False) == Plan(
         "pad", "pad", 1008, "kk"
     )
-    assert plan(torch_a(8, 1, "row"), torch_b(1, 3, "row")).k == 8
+    assert plan(torch_a(8, 1, "row"), torch_b(1, 3, "row"), False).k == 8
 
 
 def test_mismatched_k_is_an_error() -> None:
@@ -241,17 +307,21 @@ def test_the_built_families_bind_the_planned_operands(monkeypatch: pytest.Monkey
         return FakeCuda(shape, typestr, next(ptrs), tuple(s * size for s in strides))
 
     grid = itertools.product(
-        (1, 8, 129, 1000), (3, 8, 4096), (7, 8, 2002), ("row", "col", "slice"), ("row", "weight")
+        (1, 8, 129, 1000),
+        (3, 8, 4096),
+        (7, 8, 2002, 4097),
+        ("row", "col", "slice"),
+        ("row", "weight"),
     )
-    for m, n, k, fa, fb in grid:
+    for (m, n, k, fa, fb), lead in itertools.product(grid, (True, False)):
         a, b = torch_a(m, k, fa), torch_b(k, n, fb)
-        p = plan(a, b)
-        la, lb = after(a, p.a, p.k), after(b, p.b, p.k)
+        p = plan(a, b, lead)
+        la, lb = laid(a, b, p)
         x, y = arr((m, p.k), la.strides), arr((n, p.k), lb.strides)
         for typestr, tag in (("<f2", ""), ("<f4", "_of32")):
             got = gemm.select(x, y, arr((m, n), (n, 1), typestr))
             assert got == f"{p.layout}_f16{tag}", f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
-        if p.layout == "kk":
+        if p.layout == "kk" and not lead:
             c, v = arr((m, n), (n, 1)), arr((m, n), (0, 1))
             assert bias.select(x, y, c, v, 1.0, 0.0) == "kk_f16_sm90a"
     bmm = open_family(root / "bmm", compile_build=False)

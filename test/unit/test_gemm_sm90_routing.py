@@ -18,19 +18,24 @@ ROOT = Path(__file__).resolve().parents[2]
 SMS = 132  # the H200's
 
 
-@pytest.fixture(scope="module")
-def variants():  # noqa: ANN201
+def variants_for(params: dict[str, str]):  # noqa: ANN201
     src = (ROOT / "examples" / "gemm_sm90.tile").read_text()
     ctx = make_context()
-    module = irgen(check(parse_source(src, "gemm_sm90.tile"), {}), ctx)
+    module = irgen(check(parse_source(src, "gemm_sm90.tile"), params), ctx)
     with ctx:
         (func,) = functions(module.operation)
         return variants_of(func)
 
 
-def chosen(variants, m: int, n: int, k: int) -> dict[str, str] | None:  # noqa: ANN001
-    """The parameters of the first variant whose conditions all hold, else None (the default)."""
-    sizes = {"M": m, "N": n, "K": k, "num_sms": SMS}
+@pytest.fixture(scope="module")
+def variants():  # noqa: ANN201
+    return variants_for({})
+
+
+def chosen(variants, m: int, n: int, k: int, ldb: int | None = None) -> dict[str, str] | None:  # noqa: ANN001
+    """The parameters of the first variant whose conditions all hold, else None (the default).
+    B's leading dimension `ldb` is K (K-major, whole rows) unless given."""
+    sizes = {"M": m, "N": n, "K": k, "ldb": k if ldb is None else ldb, "num_sms": SMS}
     return next((v.params for v in variants if all_hold(v.when, sizes)), None)
 
 
@@ -70,3 +75,24 @@ def test_every_row_count_up_to_192_runs_a_swapped_build(variants) -> None:  # no
             continue
         assert got is not None and got["SW"] == "1", m
         assert int(got["BN"]) == min(b for b in bounds if b >= m), m
+
+
+def test_the_leading_dimension_picks_the_clusters() -> None:
+    """B's leading dimension, not K, decides the clusters of two (16- but not 32-byte rows):
+    an odd K with rows padded to a multiple of 16 runs the swapped build."""
+    kk = variants_for({})
+    assert chosen(kk, 1, 4096, 4097, ldb=4112) == {"SW": "1", "BN": "8", "STAGES": "8"}
+    assert chosen(kk, 1, 4096, 4096, ldb=4104) == {"CM": "2"}
+
+
+def test_a_row_major_b_runs_the_swapped_builds_too() -> None:
+    """K-major A, MN-major B (km: torch's x @ W, W of K x N): the few-row variants as kk's; an
+    MN-major A (mk, mm) has none."""
+    km = variants_for({"MB": "1"})
+    assert chosen(km, 7, 4096, 4097, ldb=4096) == {"SW": "1", "BN": "8", "STAGES": "8"}
+    want = {"SW": "1", "PP": "1", "BM": "64", "BN": "64", "STAGES": "8"}
+    assert chosen(km, 64, 4096, 1001, ldb=4096) == want
+    assert chosen(km, 64, 4104, 1001, ldb=4104) == {"CM": "2"}  # N % 16 == 8
+    for mm in (variants_for({"MA": "1"}), variants_for({"MA": "1", "MB": "1"})):
+        got = chosen(mm, 8, 4096, 4096, ldb=4096)
+        assert got is None or got.get("SW") is None

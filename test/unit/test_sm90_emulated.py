@@ -59,6 +59,43 @@ def test_gemm(build_params: dict[str, str]) -> None:
     np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64).T)
 
 
+# (params, M, N, K): the swapped few-row builds over a row-major B (MN-major here: km) beside the
+# K-major pair's, and the 128x256 build, at odd K: A's rows (and a K-major B's) lie
+# round_up(K, 8) elements apart with NaN in the gap (one row: its stride is free), so a box
+# that read past K, not TMA's zeros, fails (tilec/ops/gemm_plan.py's leading dimension)
+LEADING = [
+    ({"MB": "1", "SW": "1", "BN": "8", "STAGES": "8"}, 1, 200, 1001),
+    ({"MB": "1", "SW": "1", "BN": "8", "STAGES": "8"}, 7, 136, 77),
+    ({"MB": "1", "SW": "1", "PP": "1", "BM": "64", "BN": "64", "STAGES": "8"}, 50, 136, 201),
+    ({"MB": "0", "SW": "1", "BN": "16", "STAGES": "8"}, 9, 136, 201),
+    ({"MB": "1"}, 130, 264, 201),
+]
+
+
+def leading_id(case: tuple) -> str:
+    return ",".join(f"{k}={v}" for k, v in case[0].items()) + f",M={case[1]},K={case[3]}"
+
+
+@pytest.mark.parametrize("case", LEADING, ids=leading_id)
+def test_gemm_leading_dimension(case: tuple) -> None:
+    params, m, n, k = case
+    c = build("gemm_sm90", SK="0", O="f32", T="f16", MA="0", **params)
+    rng = np.random.default_rng(m + k)
+    ld = -(-k // 8) * 8
+
+    def spaced(rows: int) -> np.ndarray:
+        x = np.full((rows, ld), np.nan, dtype=np.float16)
+        x[:, :k] = rng.integers(-3, 4, (rows, k))
+        return x[:, :k]
+
+    a, b = spaced(m), spaced(n)
+    if params["MB"] == "1":  # row-major B (K x N) as the kernels' N x K: MN-major, ld = N
+        b = np.ascontiguousarray(b.T).T
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    run(c, (a, b, out), num_sms=2)
+    np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64).T)
+
+
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal: int):  # noqa: ANN201
     """O and LSE in float64, torch's conventions: causal 1 top-left, 2 bottom-right."""
     h, hk = q.shape[1], k.shape[1]

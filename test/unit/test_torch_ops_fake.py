@@ -6,6 +6,7 @@ test/gpu/test_torch_ops.py's). Skips without torch (CI has none)."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from typing import Any
@@ -121,17 +122,34 @@ def test_gemm_wants_cuda_tensors_and_python_numbers() -> None:
 
 def test_gemm_lays_operands_out_as_planned() -> None:
     """tilec.ops.gemm.laid_out on CPU tensors: the values kept, the planned strides made."""
-    from tilec.ops.gemm import laid_out
+    from tilec.ops.gemm import _operand, laid_out
+    from tilec.ops.gemm_plan import plan, strides_after
 
     x = torch.randn(6, 5).half()
     assert laid_out(x, "keep", 5) is x
-    c = laid_out(x.t().contiguous().t(), "contiguous", 5)
-    assert c.stride() == (5, 1) and torch.equal(c, x)
+    c = laid_out(x.t().contiguous().t(), "contiguous", 5)  # rows round_up(K, 8) apart
+    assert c.shape == (6, 5) and c.stride() == (8, 1) and torch.equal(c, x)
     t = laid_out(x, "transposed", 5)
     assert t.stride() == (1, 6) and torch.equal(t, x)
     p = laid_out(x.t().contiguous().t(), "pad", 8)
     assert p.shape == (6, 8) and p.stride() == (8, 1)
     assert torch.equal(p[:, :5], x) and not p[:, 5:].any()
+    # one row is viewed, its free stride set
+    row = torch.randn(1, 13).half()
+    v = laid_out(row, "view", 13, "k")
+    assert v.stride() == (16, 1) and v.data_ptr() == row.data_ptr() and torch.equal(v, row)
+    col = torch.randn(6, 1).half()  # K = 1, MN-major: K's stride is free
+    v = laid_out(col, "view", 1, "m")
+    assert v.stride() == (1, 8) and v.data_ptr() == col.data_ptr() and torch.equal(v, col)
+    ops_a = (torch.randn(1, 4).half(), x[:1, :4], x[:, :4])
+    ops_b = (x.t()[:4], torch.randn(4, 9).half(), torch.randn(4, 8).half())
+    for a, b in itertools.product(ops_a, ops_b):
+        for lead in (True, False):
+            pl = plan(_operand(a), _operand(b.t()), lead)
+            for t, how, major in ((a, pl.a, pl.layout[0]), (b.t(), pl.b, pl.layout[1])):
+                got = laid_out(t, how, pl.k, major)
+                assert got.stride() == strides_after(_operand(t), how, major, pl.k), pl
+                assert torch.equal(got[:, : t.shape[1]], t), pl
 
 
 def _opcheck_cases() -> list[tuple[str, tuple[Any, ...]]]:
