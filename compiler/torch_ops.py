@@ -163,7 +163,7 @@ def _(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tens
 def layernorm_backward(
     dy: Tensor, x: Tensor, weight: Tensor | None, eps: float
 ) -> tuple[Tensor, Tensor, Tensor]:
-    return grads.layernorm_backward(x, dy, weight, eps)
+    return grads.layernorm_backward(x, dy, weight, eps, apart=True)  # outputs may not alias
 
 
 @layernorm_backward.register_fake

@@ -6,7 +6,8 @@ Like the forward calls they read shapes, dtypes and devices only (no host synchr
 allocate their outputs on the input's device and launch on torch's current stream (`stream=`
 makes a stream that, as for the forward calls). The norms' backward recomputes each row's
 statistics from x (the forward keeps none) and leaves one row of partial weight (and bias)
-gradients per block in an f32 buffer, which `colsum` adds up into the weight's dtype.
+gradients per block in an f32 buffer, which `colsum` adds up into the weight's dtype: one
+launch for dw and db together (the batches of one (2, G, N) buffer), two in all a backward.
 """
 
 from __future__ import annotations
@@ -58,17 +59,35 @@ def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     return dx if last else dx.movedim(-1, dim)
 
 
-def _sums(partial: Any, dtype: Any) -> Any:
-    """The column sums of the f32 partial sums `partial` (G x N), in `dtype`."""
-    out = partial.new_empty((partial.shape[1],), dtype=dtype)
-    family("colsum")(partial, out.view(1, -1))
-    return out
+def _sums(partials: Any, dtype: Any, apart: bool = False) -> tuple[Any, ...]:
+    """The column sums of each batch of the f32 partial sums `partials` (B x G x N), in `dtype`:
+    B vectors of N, views of one B x N tensor (one colsum launch for them all), or with `apart`
+    each a tensor of its own (a launch each)."""
+    if apart:
+        return tuple(s for b in range(len(partials)) for s in _sums(partials[b : b + 1], dtype))
+    out = partials.new_empty((partials.shape[0], partials.shape[2]), dtype=dtype)
+    family("colsum")(partials, out)
+    return out.unbind(0)
+
+
+def _partials(rows: Any, batches: int, g: int, n: int) -> Any:
+    """An f32 (batches, g, n) buffer for a norm backward's partial sums (dw's, and db's): each
+    batch contiguous and 16-byte aligned (the kernels take them as tensors of their own), so
+    batches lie g * n elements apart, rounded up to 4, where g * n is not a multiple of 4."""
+    import torch
+
+    apart = -(-g * n // 4) * 4
+    if batches == 1 or apart == g * n:
+        return rows.new_empty((batches, g, n), dtype=torch.float32)
+    flat = rows.new_empty((batches * apart,), dtype=torch.float32)
+    return flat.as_strided((batches, g, n), (apart, n, 1))
 
 
 def _norm_backward(
-    op: str, x: Any, dy: Any, weight: Any, eps: float, bias: bool
+    op: str, x: Any, dy: Any, weight: Any, eps: float, bias: bool, apart: bool = False
 ) -> tuple[Any, ...]:
-    """dx and the partial sums' totals (dw, and db with `bias`) of a norm's backward."""
+    """dx and the partial sums' totals (dw, and db with `bias`: views of one tensor, or with
+    `apart` tensors of their own) of a norm's backward."""
     torch = _check(f"{op}_backward", x)
     _same(f"{op}_backward", x, dy)
     n = x.shape[-1]
@@ -84,21 +103,23 @@ def _norm_backward(
     r = rows.shape[0]
     w = _vector(x, weight, 1.0, "weight", f"{op}_backward")
     g = partial_rows(f"{op}_bwd", n, r, _num_sms(x.device))
-    partials = [rows.new_empty((g, n), dtype=torch.float32) for _ in range(1 + bias)]
+    partials = _partials(rows, 1 + bias, g, n)
     dx = _empty(torch, rows)
-    family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials, float(eps))
+    family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials.unbind(0), float(eps))
     dx = dx if rows is x else dx.view(x.shape)
-    return (dx, *[_sums(p, wdtype) for p in partials])
+    return (dx, *_sums(partials, wdtype, apart))
 
 
 @on_stream
 def layernorm_backward(
-    x: Any, dy: Any, weight: Any = None, eps: float = 1e-5
+    x: Any, dy: Any, weight: Any = None, eps: float = 1e-5, *, apart: bool = False
 ) -> tuple[Any, Any, Any]:
     """The gradients of `layernorm(x, weight, bias, eps)` from its output's gradient `dy`:
     (dx, dw, db); dx in x's dtype, dw and db (the column sums of dy * xhat and of dy) in the
-    weight's dtype (x's when there is none). The bias does not enter them."""
-    dx, dw, db = _norm_backward("layernorm", x, dy, weight, eps, True)
+    weight's dtype (x's when there is none). The bias does not enter them. dw and db are the
+    two rows of one tensor (summed by one launch); `apart=True` makes them tensors of their own
+    (a launch each), as a torch custom operator's outputs must be."""
+    dx, dw, db = _norm_backward("layernorm", x, dy, weight, eps, True, apart)
     return dx, dw, db
 
 

@@ -12,7 +12,8 @@
   Each block walks rows block.x + i * G and leaves its sums of dw (and db) in its row of a G x
   N f32 buffer: `partial_rows` picks G, the blocks that fit the GPU at once (16 warps an SM at
   ~100-120 registers a thread; at 8192 columns and for the `_long` kernels, one block).
-- `colsum` (examples/colsum.tile): those G rows summed into dw (db), in f32, f16 or bf16.
+- `colsum` (examples/colsum.tile): those G rows summed into dw (db), in f32, f16 or bf16; a
+  launch sums B batches of them (B x G x N into B x N): LayerNorm's dw and db in one.
 
 Every build is for sm_80, whose PTX runs on SM 8.x and 9.0 alike (the kernels use nothing of
 sm_90a's), in f16 and bf16.

@@ -128,13 +128,11 @@ def _norm_case(op: str, n: int, r: int, g: int, dt: torch.dtype, seed: int) -> N
     b = (0.1 * rand(n, seed=seed + 2)).to(dt)
     dy = rand(r, n, seed=seed + 3).to(dt)
     dx = nans(r, n, dtype=dt)
-    partials = [nans(g, n, dtype=torch.float32) for _ in range(1 + (op == "layernorm"))]
-    launch(f"{op}_bwd", x, w.expand(r, n), dy, dx, *partials, EPS)
-    sums = []
-    for p in partials:
-        out = nans(n, dtype=dt)
-        launch("colsum", p, out.view(1, n))
-        sums.append(out)
+    partials = backward._partials(x, 1 + (op == "layernorm"), g, n).fill_(float("nan"))
+    launch(f"{op}_bwd", x, w.expand(r, n), dy, dx, *partials.unbind(0), EPS)
+    out = nans(len(partials), n, dtype=dt)
+    launch("colsum", partials, out)  # dw (and db): one launch
+    sums = out.unbind(0)
     refs = norm_reference(op, x, w, b, dy, EPS)
     for got, ref, what in zip([dx, *sums], refs, ("dx", "dw", "db")[: len(refs)], strict=True):
         close(got, ref, dt, f"{op} N={n} G={g} {what}")
@@ -157,11 +155,16 @@ def test_norm_backward_one_block_and_a_block_a_row(op: str, n: int) -> None:
 
 @pytest.mark.parametrize("dt", [torch.float32, *DTYPES], ids=("f32", *IDS))
 def test_colsum(dt: torch.dtype) -> None:
-    for g, n in ((300, 1001), (1, 64), (2112, 256)):
-        p = rand(g, n, seed=g + n)
-        out = nans(n, dtype=dt)
-        launch("colsum", p, out.view(1, n))
-        close(out, p.double().sum(0), dt, f"G={g} N={n} sums")
+    """B batches of G x N partial sums into B x N, in one launch: batches further apart than
+    G * N (backward._partials' padding), rows of Y that start unaligned (N odd), and nothing
+    written past Y's last row (poisoned)."""
+    for b, g, n in ((1, 300, 1001), (1, 1, 64), (1, 2112, 256), (2, 5, 1001), (2, 13, 4096)):
+        p = backward._partials(rand(1, n, seed=0), b, g, n)
+        p.copy_(rand(b, g, n, seed=g + n))
+        out = nans(b + 1, n, dtype=dt)
+        launch("colsum", p, out[:b])
+        close(out[:b], p.double().sum(1), dt, f"B={b} G={g} N={n} sums")
+        assert torch.isnan(out[b]).all(), f"B={b} G={g} N={n}: wrote past the last row"
 
 
 def test_backward_ops_api() -> None:
@@ -181,6 +184,9 @@ def test_backward_ops_api() -> None:
     assert (dw.dtype, db.dtype) == (torch.float32, torch.float32)
     for got, ref, what in zip((dx, dw, db), refs, ("dx", "dw", "db"), strict=True):
         close(got, ref, torch.float16, f"{what} of an expanded dy")
+    apart = backward.layernorm_backward(x, ones, w, apart=True)  # dw, db: a colsum launch each
+    assert all(torch.equal(a, b) for a, b in zip(apart, (dx, dw, db), strict=True))
+    assert apart[1].untyped_storage().data_ptr() != apart[2].untyped_storage().data_ptr()
     dx, dw = backward.rmsnorm_backward(x[:0], x[:0], w)
     assert dx.shape == (0, 6, 1001) and torch.equal(dw, torch.zeros_like(w))
     with pytest.raises(ValueError, match="dy of shape"):

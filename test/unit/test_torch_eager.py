@@ -34,6 +34,7 @@ def _rmsnorm(x: Any, w: Any, y: Any, eps: float) -> None:
 def _norm_bwd(op: str, x: Any, w: Any, dy: Any, dx: Any, *partials_eps: Any) -> None:
     """dx, and the whole column sums in the first partial row (the others zero)."""
     *partials, eps = partials_eps
+    assert all(p.is_contiguous() and p.data_ptr() % 16 == 0 for p in partials)  # as bound
     x, g = x.float(), dy.float()
     centred = x if op == "rms" else x - x.mean(-1, keepdim=True)
     rstd = torch.rsqrt((centred * centred).mean(-1, keepdim=True) + eps)
@@ -46,7 +47,7 @@ def _norm_bwd(op: str, x: Any, w: Any, dy: Any, dx: Any, *partials_eps: Any) -> 
 
 
 def _colsum(p: Any, y: Any) -> None:
-    y.copy_(p.sum(0, keepdim=True))
+    y.copy_(p.sum(1))  # each batch's G rows
 
 
 def _gemm(a: Any, bt: Any, c: Any, *rest: Any) -> None:
@@ -146,7 +147,7 @@ def test_norm_gradients_keep_their_parameters_dtypes(cpu_kernels: list[str]) -> 
     assert [g.dtype for g in grads] == [torch.bfloat16, torch.float32, torch.bfloat16]
     (gx,) = torch.autograd.grad(torch_eager.layernorm(x, None, None, 1e-5).sum(), (x,))
     assert gx.shape == x.shape
-    assert cpu_kernels.count("colsum") == 4  # dw and db, each call
+    assert cpu_kernels.count("colsum") == 2  # dw and db together, each call
 
 
 def test_the_eager_backward_calls_tilec_ops(cpu_kernels: list[str]) -> None:
@@ -155,6 +156,27 @@ def test_the_eager_backward_calls_tilec_ops(cpu_kernels: list[str]) -> None:
     assert cpu_kernels == ["rmsnorm"]
     torch.autograd.grad(y, (x, w), torch.ones_like(y))
     assert cpu_kernels == ["rmsnorm", "rmsnorm_bwd", "colsum"]
+
+
+def test_layernorm_sums_dw_and_db_in_one_launch(cpu_kernels: list[str]) -> None:
+    """The eager backward: one colsum for dw and db (two rows of one tensor); the operator's:
+    one each, as its outputs may not alias. Rows of 7 (G * N = 35): the partial sums' second
+    batch padded to 16 bytes (the stand-in checks), the gradients still right."""
+    x, w, b = _leaves((5, 7), (7,), (7,))
+    dy = torch.randn(5, 7, dtype=torch.bfloat16)
+    got = _run(CASES["layernorm"][0], [x, w, b], dy)
+    assert cpu_kernels == ["layernorm", "layernorm_bwd", "colsum"]
+    del cpu_kernels[:]
+    want = _run(CASES["layernorm"][1], [x, w, b], dy)
+    assert cpu_kernels == ["layernorm", "layernorm_bwd", "colsum", "colsum"]
+    for g, o in zip(got, want, strict=True):
+        assert torch.equal(g, o)
+    dw, db = want[2:]
+    assert dw.untyped_storage().data_ptr() != db.untyped_storage().data_ptr()
+    ref = _run(CASES["layernorm"][2], [t.detach().double().requires_grad_() for t in (x, w, b)],
+               dy.double())  # fmt: skip
+    for g, r in zip(got, ref, strict=True):
+        torch.testing.assert_close(g.double(), r, atol=0.1, rtol=0.05)
 
 
 def test_a_second_derivative_is_refused_as_the_operators_refuse_it(cpu_kernels: list[str]) -> None:
