@@ -88,6 +88,14 @@ ATTENTION = [
     ({"D": "128", "CAUSAL": "1", "ST": "1"}, 1, 2, 1, 260, 300, "f16", "bhsd"),
     # the default 3-stage ring at D = 128 over 6 K/V tiles: its phases wrap twice
     ({"D": "128"}, 1, 1, 1, 130, 700, "f16", "bhsd"),
+    # FlashAttention-3's intra-warpgroup overlap (IO = 1): S_j with P_{j-1} V_{j-1}, the
+    # softmax under P V; not staggered, staggered, causal both ways, one tile, bf16, D = 64
+    ({"D": "128", "IO": "1", "ST": "0"}, 1, 1, 1, 130, 700, "f16", "bhsd"),
+    ({"D": "128", "IO": "1"}, 1, 2, 1, 200, 500, "f16", "bhsd"),
+    ({"D": "128", "IO": "1", "CAUSAL": "1"}, 1, 2, 1, 260, 300, "f16", "bhsd"),
+    ({"D": "64", "IO": "1", "CAUSAL": "2"}, 1, 2, 2, 300, 140, "f16", "bhsd"),
+    ({"D": "128", "IO": "1", "T": "bf16"}, 2, 2, 1, 70, 100, "bf16", "bshd"),
+    ({"D": "64", "IO": "1"}, 1, 1, 1, 64, 512, "f16", "bhsd"),
 ]
 
 
