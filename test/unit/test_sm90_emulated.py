@@ -6,7 +6,9 @@ attention builds (examples/attention_sm90.tile) are checked here before any GPU 
 the Q tile's ring, the K/V ring read by two gemms an iteration, the waits before the
 softmax reads S and before the next iteration rescales O, P·V with P from registers, the
 K-major D = 128 and 256 tiles in chunks, V MN-major, the masks, GQA, strided layouts, LSE,
-the staggered consumer groups' named barriers (ST = 1: no deadlock, every wait matched).
+the staggered consumer groups' named barriers (ST = 1: no deadlock, every wait matched), and
+FlashAttention-3's intra-warpgroup overlap (IO = 1: S_j waited for alone with P_{j-1} V_{j-1}
+in flight, O before its rescaling; the producer's shifted V tiles; both gemms one turn).
 Outputs are NaN-poisoned first; a stage released early, an accumulator read before its
 wgmma group retires or a wrong fragment fails here."""
 
