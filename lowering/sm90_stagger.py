@@ -35,7 +35,7 @@ from tilec.binding import walk
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.lowering.sm90_loops import index, trips
 from tilec.lowering.sm90_pingpong import uniform_group
-from tilec.lowering.sm90_waits import COMMIT
+from tilec.lowering.sm90_waits import COMMIT, WAIT
 from tilec.lowering.tile_access import when
 from tilec.lowering.tile_roles import WARPGROUP, Role, named_barrier
 
@@ -57,8 +57,11 @@ def stagger(consumer: ir.Operation) -> None:
             "split each tile (not with pingpong)",
         )  # fmt: skip
     first = 2 + len(role.groups)  # after the groups' own barriers and the consumers' one
-    for loop, first_commit, second_fence in two_gemm_loops(consumer):
-        alternate(loop, first_commit, second_fence, role, first)
+    for loop, ops in two_gemm_loops(consumer):
+        if overlapped(ops):
+            adjacent(loop, ops, role, first)
+        else:
+            alternate(loop, ops[1], ops[2], role, first)
 
 
 def alternate(
@@ -85,13 +88,48 @@ def alternate(
         when(arith.AndIOp(ran, leads).result, lambda: turn(first + 1, b, arrive=True))
 
 
+def adjacent(loop: ir.Operation, ops: tuple, role: Role, first: int) -> None:
+    """One loop's turns where its two gemms are issued back to back (the intra-warpgroup
+    overlap: S_j, then P_{j-1} V_{j-1}, then the softmax of S_j): a turn is both gemms, the
+    wait right before the first's fence, the arrival on the other's barrier right after the
+    second's commit (group 0 every iteration, group 1 but the last: its extra arrival is
+    the one before the loop)."""
+    first_fence, _, _, second_commit = ops
+    b = IndexBuilder()
+    with ir.InsertionPoint(loop), loop.location:
+        group = uniform_group(role.first)
+        ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
+        second = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(1)).result
+        when(arith.AndIOp(ran, second).result, lambda: turn(first, b, arrive=True))
+        own: Term = b.add(group, first)
+        other: Term = b.sub(first + 1, group)
+        last = b.value(b.add(trips(loop, b), -1))
+        leads = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(0)).result
+    with ir.InsertionPoint(first_fence), loop.location:
+        turn(own, b)
+    with ir.InsertionPoint(next_op(second_commit)), loop.location:
+        more = arith.CmpIOp(arith.CmpIPredicate.ult, b.value(index(loop, b)), last).result
+        when(arith.OrIOp(leads, more).result, lambda: turn(other, b, arrive=True))
+
+
+def overlapped(ops: tuple) -> bool:
+    """Whether a loop's first gemm is left in flight under its second (no `wait_group 0`
+    between the first's commit and the second's fence)."""
+    _, first_commit, second_fence, _ = ops
+    body = [o.operation for o in first_commit.block.operations]
+    between = body[body.index(first_commit) : body.index(second_fence)]
+    return not any(o.name == WAIT and ir.IntegerAttr(o.attributes["group"]).value == 0
+                   for o in between)  # fmt: skip
+
+
 def turn(ident: Term, b: IndexBuilder, arrive: bool = False) -> None:
     named_barrier(ident, GROUPS * WARPGROUP, b, arrive=arrive)
 
 
 def two_gemm_loops(consumer: ir.Operation) -> list[tuple]:
-    """The consumers' pipelined loops whose body commits two wgmma groups: each with its first
-    commit and the fence that opens its second gemm (a located error if there is none)."""
+    """The consumers' pipelined loops whose body commits two wgmma groups: each with the fence
+    that opens its first gemm, its first commit, the fence that opens its second gemm and its
+    second commit (a located error if there is none)."""
     found = []
     loops: list[ir.Operation] = []
     walk(consumer, lambda o: loops.append(o) if "tile.stages" in o.attributes else None)
@@ -99,8 +137,9 @@ def two_gemm_loops(consumer: ir.Operation) -> list[tuple]:
         ops = [o.operation for o in loop.regions[0].blocks[0].operations]
         commits = [k for k, o in enumerate(ops) if o.name == COMMIT]
         if len(commits) == GROUPS:
-            fence = next(o for o in ops[commits[0] :] if o.name == FENCE)
-            found.append((loop, ops[commits[0]], fence))
+            fences = [o for o in ops[: commits[1]] if o.name == FENCE]
+            second = next(o for o in ops[commits[0] :] if o.name == FENCE)
+            found.append((loop, (fences[0], ops[commits[0]], second, ops[commits[1]])))
     if not found:
         raise LoweringError(
             consumer, "stagger alternates the consumers' gemms in pipelined loops holding two "

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from math import prod
 
 from mlir import ir
-from mlir.dialects import scf
+from mlir.dialects import nvvm, scf
 
 from tilec.binding import attr_number, op_id
 from tilec.dialects.tile.types import MmaType
@@ -73,6 +73,7 @@ class Mma(Rung):
         self.ahead: dict[int, tuple[Frag, ir.Operation]] = {}
         self.waiting: dict[int, int] = {}
         self.drained: set[int] = set()  # loops of wgmma gemms, waited for after them
+        self.deferred = sm90_waits.deferred_gemms(func)  # waited for where they are read
 
     def lower(self, op: ir.Operation) -> None:
         self.enter(op)
@@ -99,6 +100,8 @@ class Mma(Rung):
             atom = family.atom if family else str(op.operands[0].type)
             raise LoweringError(op, f"mma atom '{atom}' {UNLOWERED}")
         acc = lowering(self, op)
+        if acc is None:  # put where it is waited for (sm90, a deferred wait)
+            return
         if op.results:
             self.put(op, acc)
         else:  # in place: what it reads from here on
@@ -130,19 +133,30 @@ class Mma(Rung):
             tile_mma_gemm.gemm(op, self.view(op, op.operands[1]), bv, acc, self.tid, barriers)
         return acc
 
-    def sm90(self, op: ir.Operation) -> Frag:
+    def sm90(self, op: ir.Operation) -> Frag | None:
         """acc += a @ bᵀ by wgmma from a TMA ring's stage (tile_mma_wgmma), A from registers
         when it is a register tensor (sm90_regs: attention's P); waited for at once when
-        something but a gemm reads the result next (sm90_waits.read_next), else the
-        loop's last group after it. A loop-carried accumulator that the next iteration reads
-        before its gemms is waited for there (`carried_reads`, once the kernel's gemms are
-        lowered)."""
+        something but a gemm reads the result next (sm90_waits.read_next), right before
+        that read where gemms overlap it (sm90_waits.deferred_gemms: its value is put there,
+        and None returned), else the loop's last group after it. A loop-carried accumulator
+        that the next iteration reads before its gemms is waited for there (`carried_reads`,
+        once the kernel's gemms are lowered)."""
         acc = self.accumulator(op, op.operands[3])
         a = self.operand(op, op.operands[1])
         a = a if isinstance(a, Frag) else self.view(op, op.operands[1])
         bv = self.view(op, op.operands[2])
-        pending = 0 if sm90_waits.read_next(op) else 1
+        later = op_id(op) in self.deferred and sm90_waits.deferred_wait(op)
+        pending = 0 if sm90_waits.read_next(op) and not later else 1
         out = tile_mma_wgmma.gemm(op, a, bv, acc, self.first_tid, self.role, pending)
+        if later:  # waited for (and fenced) right before its first reader
+            reader, groups = later
+            with ir.InsertionPoint(reader), op.location:
+                nvvm.WgmmaWaitGroupSyncOp(groups)
+                if op.results:
+                    self.put(op, tile_mma_wgmma.fenced(out))
+                else:
+                    self.values.update(op, op.operands[3], tile_mma_wgmma.fenced(out))
+            out = None
         loop = op.parent
         wait = tile_mma_wgmma.drain_after(loop, self.drained)
         if wait is not None:  # what reads the loop's accumulators reads them after the wait

@@ -239,6 +239,9 @@ class KernelGen(ExprGen):
         if it.how == "persistent":
             self.persistent(stmt, it)
             return
+        start, stop = it.args[0], it.args[1]
+        if start.static and stop.static and stop.value <= start.value:
+            return  # never runs (a parameter turned it off): its vars keep their values
         call = stmt.iter if isinstance(stmt.iter, ast.Call) else None
         bounds = call.args if call is not None and it.how == "range" else []
         lo, hi, step = self.loop_bounds(it, bounds, call, stmt.span)

@@ -6,7 +6,9 @@ attention builds (examples/attention_sm90.tile) are checked here before any GPU 
 the Q tile's ring, the K/V ring read by two gemms an iteration, the waits before the
 softmax reads S and before the next iteration rescales O, P·V with P from registers, the
 K-major D = 128 and 256 tiles in chunks, V MN-major, the masks, GQA, strided layouts, LSE,
-the staggered consumer groups' named barriers (ST = 1: no deadlock, every wait matched).
+the staggered consumer groups' named barriers (ST = 1: no deadlock, every wait matched), and
+FlashAttention-3's intra-warpgroup overlap (IO = 1: S_j waited for alone with P_{j-1} V_{j-1}
+in flight, O before its rescaling; the producer's shifted V tiles; both gemms one turn).
 Outputs are NaN-poisoned first; a stage released early, an accumulator read before its
 wgmma group retires or a wrong fragment fails here."""
 
@@ -125,6 +127,14 @@ ATTENTION = [
     ({"D": "128", "CAUSAL": "1", "ST": "1"}, 1, 2, 1, 260, 300, "f16", "bhsd"),
     # the default 3-stage ring at D = 128 over 6 K/V tiles: its phases wrap twice
     ({"D": "128"}, 1, 1, 1, 130, 700, "f16", "bhsd"),
+    # FlashAttention-3's intra-warpgroup overlap (IO = 1): S_j with P_{j-1} V_{j-1}, the
+    # softmax under P V; not staggered, staggered, causal both ways, one tile, bf16, D = 64
+    ({"D": "128", "IO": "1", "ST": "0"}, 1, 1, 1, 130, 700, "f16", "bhsd"),
+    ({"D": "128", "IO": "1"}, 1, 2, 1, 200, 500, "f16", "bhsd"),
+    ({"D": "128", "IO": "1", "CAUSAL": "1"}, 1, 2, 1, 260, 300, "f16", "bhsd"),
+    ({"D": "64", "IO": "1", "CAUSAL": "2"}, 1, 2, 2, 300, 140, "f16", "bhsd"),
+    ({"D": "128", "IO": "1", "T": "bf16"}, 2, 2, 1, 70, 100, "bf16", "bshd"),
+    ({"D": "64", "IO": "1"}, 1, 1, 1, 64, 512, "f16", "bhsd"),
 ]
 
 
