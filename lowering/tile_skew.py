@@ -17,11 +17,22 @@ chunk inside it), its elements past the bound replaced; with no branch between t
 issues all its chunks' loads before the first shift waits for one.
 
 Writes: Q1 .. Q(R-1) hold the lane's own elements only; QR holds its last o / e elements and the
-next lane's first (B - o) / e, which one `shfl.down` a word brings, so each lane stores whole
-aligned blocks. The lane that starts a warp or a tile row (`head`) writes its part of Q0
-element by element, and the one that ends it (`tail`) its part of QR, since no lane before or
-after it holds the rest of those blocks. A chunk that a bound cuts goes element by element, and
-so does its neighbour's share of the block between them.
+next lane's first (B - o) / e, which one shuffle a word brings, so each lane stores whole
+aligned blocks. Where a tile row's chunks are a multiple of 32 (a warp's chunks lie in one
+tile row, lane 0's first), the shuffle wraps around the warp (`shfl.idx` from lane
+(j + 1) mod 32): lane 31's QR then holds its own last o bytes and lane 0's first B - o, and
+lane 31 stores them as naturally aligned pieces (`split`), [0, o) at its own QR and [o, B) at
+lane 0's Q0 (one piece a set bit of o or of B - o, each under its own condition, which
+ptxas predicates: at most 3 + 3 for f16, a single 16-byte one where o = 0):
+
+    lane 31's QR   | 31 31 31 | 0 0 0 0 0 |     o = 6: [0, 6) as 4 + 2 bytes at its QR,
+                    0        o           B             [6, 16) as 2 + 8 bytes at lane 0's Q0
+
+Elsewhere (`shfl.down`), the lane that starts a warp or a tile row (`head`) writes its part of
+Q0 element by element, and the one that ends it (`tail`) its part of QR, since no lane before
+or after it holds the rest of those blocks. A chunk that a bound cuts goes element by element,
+and so does its neighbour's share of the block between them (lane 0 writes its own part of Q0
+where lane 31's chunk is cut).
 
 Word arithmetic (`permute`, `fshr`, shifts) folds Python integers, so the same code runs on
 numbers: test/unit/test_skew.py runs a warp of lanes over a byte array with it.
@@ -99,6 +110,38 @@ def _plus(x: Word, k: int) -> Word:
     return x + k if isinstance(x, int) else arith.AddIOp(x, _word(k)).result
 
 
+def _minus(k: int, x: Word) -> Word:
+    """k - x."""
+    return k - x if isinstance(x, int) else arith.SubIOp(_word(k), x).result
+
+
+def _masked(x: Word, mask: int) -> Word:
+    """x & mask (0 with no bit to keep)."""
+    if mask == 0:
+        return 0
+    return x & mask if isinstance(x, int) else arith.AndIOp(x, _word(mask)).result
+
+
+def _has(x: Word, bit: int) -> Flag:
+    """Whether x has `bit` (a power of two) set."""
+    if isinstance(x, int):
+        return bool(x & bit)
+    return arith.CmpIOp(arith.CmpIPredicate.ne, _masked(x, bit), _word(0)).result
+
+
+def _choose(options: list[list[Word]], x: Word, shift: int) -> list[Word]:
+    """options[(x >> shift) mod len(options)] (a power of two of them): a tree of selects on
+    x's bits, the lowest last."""
+    if len(options) == 1:
+        return options[0]
+    if isinstance(x, int):
+        return options[(x >> shift) % len(options)]
+    half = len(options) // 2
+    top = _has(x, 1 << (shift + half.bit_length() - 1))
+    lo, hi = _choose(options[:half], x, shift), _choose(options[half:], x, shift)
+    return [_pick(top, b, a) for a, b in zip(lo, hi, strict=True)]
+
+
 def funnel(words: Sequence[Word], offset: Word, largest: int, n: int) -> list[Word]:
     """The n words at byte `offset` (runtime, 0 .. `largest`) of the little-endian byte string
     `words` holds: out[k] = bytes [offset + 4k, offset + 4k + 4).
@@ -132,6 +175,10 @@ class Skew:
     @property
     def per_block(self) -> int:  # a block's elements
         return self.block // self.elem_bytes
+
+    @property
+    def warp_back(self) -> int:  # lane 0's Q0, in bytes past lane 31's (the same tile row)
+        return -(WARP - 1) * self.runs * self.block
 
     def read(self, o: Word, load: Callable[[Word, Word], list[Word]]) -> list[Word]:
         """The chunk's words: `align(o, loads(o, load))`."""
@@ -268,6 +315,22 @@ def store_block(base: ir.Value, offset: Word, words: list[Word]) -> None:
     llvm.StoreOp(vec, byte_gep(base, offset), alignment=len(words) * 4)
 
 
+def store_piece(base: ir.Value, offset: Word, words: list[Word], size: int, p: Flag) -> None:
+    """Where p holds, one store of the low `size` bytes of `words` `offset` bytes past `base`
+    (a branch a piece: ptxas predicates each store)."""
+
+    def store() -> None:
+        if size >= 8:
+            store_block(base, offset, words[: size // 4])
+            return
+        word = _word(words[0])
+        if size < 4:
+            word = arith.TruncIOp(ir.IntegerType.get_signless(8 * size), word).result
+        llvm.StoreOp(word, byte_gep(base, offset), alignment=size)
+
+    when(p, store)
+
+
 class Emitter:
     """Where a skewed write goes: IR (`IrEmitter`) or, in the tests, a byte array."""
 
@@ -277,6 +340,11 @@ class Emitter:
 
     def elements(self, which: range, keep: Callable[[int], Flag]) -> None:
         """Store the chunk's own elements `which` for which `keep(e)` holds, one by one."""
+        raise NotImplementedError
+
+    def piece(self, offset: Word, words: list[Word], size: int, p: Flag) -> None:
+        """Where p holds, store the low `size` bytes (1 .. 16, `offset` a multiple of it) of
+        `words` `offset` bytes past the chunk's aligned start."""
         raise NotImplementedError
 
     def branch(self, cond: Flag, then: Callable[[], None], other: Callable[[], None]) -> None:
@@ -290,23 +358,66 @@ def write_blocks(
     o: Word,
     head: Flag,
     whole_next: Flag,
+    wrap: Flag,
     emit: Emitter,
 ) -> None:
-    """A wholly-inside chunk's stores: Q1 .. Q(R-1) whole; QR whole where the next lane's
-    chunk is inside and in the same warp and tile row (`whole_next`), else the chunk's own
-    part of it element by element; Q0's own part element by element by a `head` lane (the
-    lane before it wrote the rest of Q0 as its QR, or nobody holds it)."""
+    """A wholly-inside chunk's stores: Q1 .. Q(R-1) whole; QR split between the lane and
+    lane 0 where the lane is the last of a wrapping warp (`wrap`: `nxt` is lane 0's, see
+    `split`), else whole where the next lane's chunk is inside and in the same warp and tile
+    row (`whole_next`), else the chunk's own part of it element by element; Q0's own part
+    element by element by a `head` lane (the lane before it wrote the rest of Q0 as its QR, or
+    nobody holds it)."""
     shares = skew.shares(own, nxt, o)
     for r, words in enumerate(shares[:-1], start=1):
         emit.block(r * skew.block, words)
     w = skew.per_block
     last = skew.runs * w
-    emit.branch(
-        whole_next,
-        lambda: emit.block(skew.runs * skew.block, shares[-1]),
-        lambda: emit.elements(range(last - w, last), lambda e: skew.in_tail(e, o)),
-    )
+    qr = skew.runs * skew.block
+
+    def to_next() -> None:
+        emit.branch(
+            whole_next,
+            lambda: emit.block(qr, shares[-1]),
+            lambda: emit.elements(range(last - w, last), lambda e: skew.in_tail(e, o)),
+        )
+
+    emit.branch(wrap, lambda: split(skew, shares[-1], o, emit), to_next)
     emit.branch(head, lambda: emit.elements(range(w), lambda e: skew.in_head(e, o)), _nothing)
+
+
+def split(skew: Skew, words: list[Word], o: Word, emit: Emitter) -> None:
+    """Lane 31's QR `words` in a wrapping warp: bytes [0, o) its own, at its QR; [o, B) lane
+    0's first, at lane 0's Q0 (`warp_back`). Each part goes as naturally aligned pieces, one for
+    each set bit s of its length:
+
+        [0, o):  the piece of s bytes at o's bits above s          (the largest first)
+        [o, B):  the piece of s bytes at o + ((B - o)'s bits below s)  (the smallest first)
+
+    (B - o = B, one whole block, where o = 0.) A piece's words are selected by the bits of o
+    (or B - o) above s: at most 2 candidates for f16's 4-byte piece, 4 for its 2-byte one."""
+    block, qr = skew.block, skew.runs * skew.block
+    m = _minus(block, o)
+    sizes = [s for s in (block >> k for k in range(block.bit_length())) if s >= skew.elem_bytes]
+    for s in sizes[1:]:  # [0, o): at 2s * q, q = (o / 2s) mod (B / 2s)
+        at = [2 * s * q for q in range(block // (2 * s))]
+        data = _choose([_bytes_at(words, a, s) for a in at], o, (2 * s).bit_length() - 1)
+        emit.piece(_plus(_masked(o, block - 2 * s), qr), data, s, _has(o, s))
+    for s in sizes:  # [o, B): at B - s - 2s * q, q = ((B - o) / 2s) mod (B / 2s)
+        at = [block - s - 2 * s * q for q in range(max(block // (2 * s), 1))]
+        data = _choose([_bytes_at(words, a, s) for a in at], m, (2 * s).bit_length() - 1)
+        offset = _plus(_minus(block - s, _masked(m, max(block - 2 * s, 0))), skew.warp_back)
+        emit.piece(offset, data, s, _has(m, s))
+
+
+def _bytes_at(words: list[Word], at: int, size: int) -> list[Word]:
+    """The words holding bytes [at, at + size) of `words` (at a multiple of size), the first
+    shifted down so that a piece under 4 bytes is its low bytes."""
+    if size >= 4:
+        return words[at // 4 : (at + size) // 4]
+    word, shift = words[at // 4], 8 * (at % 4)
+    if shift == 0:
+        return [word]
+    return [word >> shift if isinstance(word, int) else arith.ShRUIOp(word, _word(shift)).result]
 
 
 def _nothing() -> None:
@@ -329,6 +440,9 @@ class IrEmitter(Emitter):
                 llvm.StoreOp(self.values[e], self.run.address(e))
 
             when(keep(e), store)
+
+    def piece(self, offset: Word, words: list[Word], size: int, p: Flag) -> None:
+        store_piece(self.base, offset, words, size, p)
 
     def branch(self, cond: Flag, then: Callable[[], None], other: Callable[[], None]) -> None:
         if_else(cond, [], lambda: then() or [], lambda: other() or [])
@@ -404,10 +518,10 @@ def read_skewed_branch(
     return if_else(run.inside(part.vec - 1), [view.elem] * part.vec, aligned, scalars)
 
 
-def _pick(cond: Flag, x: ir.Value, y: ir.Value) -> ir.Value:
+def _pick(cond: Flag, x: Word, y: Word) -> Word:
     if isinstance(cond, bool):
         return x if cond else y
-    return arith.SelectOp(cond, x, y).result
+    return arith.SelectOp(cond, _word(x), _word(y)).result
 
 
 def write_skewed(
@@ -424,20 +538,14 @@ def write_skewed(
     skew = skew_of(side, part)
     values = [convert(v, view.elem) for v in values]
     own = as_words(values, view.elem)
-    down = gpu.ShuffleMode.DOWN
-    nxt: list[Word] = [
-        gpu.ShuffleOp(x, constant(_i32(), 1), constant(_i32(), WARP), down).results[0]
-        for x in own[: skew.words]
-    ]
     run = Run(view, coords, m, b)
     lane = b.rem(t, WARP)
-    head = b.either(b.cmp("eq", lane, 0), b.cmp("eq", coords[m], 0))
-    tail = b.either(b.cmp("eq", lane, WARP - 1), b.cmp("eq", coords[m], part.shape[m] - part.vec))
+    nxt = _next_lanes(own[: skew.words], lane, wraps(part), b)
 
     def aligned() -> list:
         o, base = aligned_start(run, skew)
-        whole_next = b.both(b.negate(tail), run.inside(2 * part.vec - 1))
-        write_blocks(skew, list(own), nxt, o, head, whole_next, IrEmitter(base, run, values))
+        head, whole_next, wrap = roles(part, lane, coords[m], run.inside, b)
+        write_blocks(skew, list(own), nxt, o, head, whole_next, wrap, IrEmitter(base, run, values))
         return []
 
     def scalars() -> list:
@@ -446,6 +554,44 @@ def write_skewed(
         return []
 
     if_else(run.inside(part.vec - 1), [], aligned, scalars)
+
+
+def wraps(part: Partition) -> bool:
+    """Whether a skewed store's shuffle wraps around the warp: a tile row of a multiple of 32
+    chunks, so each warp's 32 chunks lie in one tile row, lane 0's first (whole warps, every
+    thread every chunk: `skewable`; `Partition.chunk_coords`)."""
+    return (part.shape[part.m] // part.vec) % WARP == 0
+
+
+def roles(
+    part: Partition, lane: Term, col: Term, inside: Callable[[int], Flag], b: IndexBuilder
+) -> tuple[Flag, Flag, Flag]:
+    """`write_blocks`' (head, whole_next, wrap) for a wholly-inside chunk: `lane` its lane,
+    `col` its first element's place in its tile row, `inside(e)` whether its element e (and
+    past it, the next lanes') lies inside the bounds. Wrapping (`wraps`): lane 31 splits its
+    QR, lane 0 writes its own part of Q0 only where lane 31's chunk is cut (element by
+    element then). Else a lane that starts a warp or a tile row writes its part of Q0, one
+    that ends either its part of QR."""
+    vec = part.vec
+    if wraps(part):
+        head = b.both(b.cmp("eq", lane, 0), b.negate(inside(WARP * vec - 1)))
+        return head, inside(2 * vec - 1), b.cmp("eq", lane, WARP - 1)
+    head = b.either(b.cmp("eq", lane, 0), b.cmp("eq", col, 0))
+    last = part.shape[part.m] - vec
+    tail = b.either(b.cmp("eq", lane, WARP - 1), b.cmp("eq", col, last))
+    return head, b.both(b.negate(tail), inside(2 * vec - 1)), False
+
+
+def _next_lanes(words: list[ir.Value], lane: Term, wraps: bool, b: IndexBuilder) -> list[Word]:
+    """The next lane's `words`: `shfl.idx` from lane (j + 1) mod 32 where the warp wraps
+    (lane 31 gets lane 0's), else `shfl.down` by one (lane 31 its own)."""
+    if not wraps:
+        down = gpu.ShuffleMode.DOWN
+        one, width = constant(_i32(), 1), constant(_i32(), WARP)
+        return [gpu.ShuffleOp(x, one, width, down).results[0] for x in words]
+    source = arith.IndexCastOp(_i32(), b.value(b.rem(b.add(lane, 1), WARP))).result
+    width, idx = constant(_i32(), WARP), gpu.ShuffleMode.IDX
+    return [gpu.ShuffleOp(x, source, width, idx).results[0] for x in words]
 
 
 def or_skewed(
