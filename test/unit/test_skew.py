@@ -24,7 +24,8 @@ from mlir import ir
 from tilec.driver import CompileOptions, compile_file
 from tilec.lowering import IndexBuilder
 from tilec.lowering.tile_fragments import Partition
-from tilec.lowering.tile_skew import Emitter, Flag, Skew, Word, funnel, roles, wraps, write_blocks
+from tilec.lowering.tile_skew import Flag, Skew, Word, funnel
+from tilec.lowering.tile_skew_write import Emitter, roles, wraps, write_blocks
 
 WARP = 32
 POISON = 0xA5  # the destination's bytes before the writes: outside the rows they must stay
