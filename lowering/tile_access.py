@@ -230,11 +230,13 @@ def read_chunk(
     other: ir.Value | None,
     b: IndexBuilder,
     aligned: ir.Value | bool = False,
+    packed: bool = False,
 ) -> list[ir.Value]:
     """The V values of the chunk at `coords`: vectors of side.width, or predicated scalars.
     With `other` (the edge version) and `aligned` (the view is aligned for the width), a run
     wholly inside the bounds still loads as one vector: only the runs a bound cuts go element
-    by element (a ragged row's last tile, not all of it)."""
+    by element (a ragged row's last tile, not all of it). `packed`: each run's branch hands
+    its values to the join as words (`joined`)."""
     view, w, out = side.view, side.width, []
     for s in range(0, part.vec, w):
         at = shifted(coords, part.m, s, b)
@@ -242,13 +244,72 @@ def read_chunk(
             out += read_vector(view, element_address(view, at, b), w)
             continue
         run = Run(view, at, part.m, b)
-        out += if_else(
+        out += joined(
             run.whole(aligned, w),
-            [view.elem] * w,
+            Words.of(view.elem, w if packed else 1),
+            w,
             lambda run=run: read_vector(view, run.address(0), w),
             lambda run=run: read_scalars(view, run, other, w),
         )
     return out
+
+
+def joined(
+    cond: ir.Value | bool,
+    words: Words,
+    n: int,
+    then: Callable[[], list[ir.Value]],
+    other: Callable[[], list[ir.Value]],
+) -> list[ir.Value]:
+    """`if_else` of two ways to read the same n values, which cross the join as `words`: a
+    vector load unpacked inside its branch waits there for the load (a LayerNorm's weight
+    chunk did, before its bias chunk's load could issue)."""
+    if isinstance(cond, bool):
+        return then() if cond else other()
+    pack = words.pack
+    return words.unpack(if_else(cond, words.types(n), lambda: pack(then()), lambda: pack(other())))
+
+
+@dataclass(frozen=True)
+class Words:
+    """How a load's versions hand their values to the join: 16-bit elements two to an i32
+    word. Joined one by one, each f16 took a 32-bit register of its own until it was used
+    (examples/layernorm.tile at COLS = 8192: x, w and b as 96 such registers, 127 in all and
+    two blocks an SM); joined as words they stay packed as they were loaded."""
+
+    elem: ir.Type
+    pairs: bool
+
+    @staticmethod
+    def of(elem: ir.Type, vec: int) -> Words:
+        return Words(elem, elem_bytes(elem) == 2 and vec % 2 == 0)
+
+    def types(self, n: int) -> list[ir.Type]:
+        if not self.pairs:
+            return [self.elem] * n
+        return [ir.IntegerType.get_signless(32)] * (n // 2)
+
+    def pack(self, values: list[ir.Value]) -> list[ir.Value]:
+        if not self.pairs:
+            return values
+        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
+        out = []
+        for lo, hi in zip(values[0::2], values[1::2], strict=True):
+            vec = llvm.UndefOp(pair).result
+            vec = llvm.InsertElementOp(vec, lo, constant(i32, 0)).result
+            vec = llvm.InsertElementOp(vec, hi, constant(i32, 1)).result
+            out.append(llvm.BitcastOp(i32, vec).result)
+        return out
+
+    def unpack(self, words: list[ir.Value]) -> list[ir.Value]:
+        if not self.pairs:
+            return words
+        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
+        out = []
+        for w in words:
+            vec = llvm.BitcastOp(pair, w).result
+            out += [llvm.ExtractElementOp(vec, constant(i32, e)).result for e in (0, 1)]
+        return out
 
 
 def read_vector(view: View, address: ir.Value, w: int) -> list[ir.Value]:

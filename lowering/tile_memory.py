@@ -11,14 +11,15 @@ bounds, stores are skipped). How one chunk is accessed is `tile_access`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from mlir import ir
-from mlir.dialects import arith, llvm
+from mlir.dialects import arith
 
 from tilec.lowering import IndexBuilder, LoweringError, Term
 from tilec.lowering.tile_access import (
     Side,
+    Words,
     choose_partition,
     if_else,
     read_chunk,
@@ -37,8 +38,9 @@ from tilec.lowering.tile_fragments import (
     fast_path,
     group_key,
 )
-from tilec.lowering.tile_skew import or_skewed, read_skewed, read_skewed_branch, write_skewed
-from tilec.lowering.tile_views import View, all_of, elem_bytes
+from tilec.lowering.tile_skew import or_skewed, read_skewed, read_skewed_branch
+from tilec.lowering.tile_skew_write import write_skewed
+from tilec.lowering.tile_views import View, all_of
 
 # Up to this many skewed chunks a thread, all their loads go first (predicated, no branch);
 # past it (softmax COLS = 32768: 8) each chunk reads behind its own branch (tile_skew.py).
@@ -130,48 +132,6 @@ def load(
     return Frag(part, view.elem, rows)
 
 
-@dataclass(frozen=True)
-class Words:
-    """How a load's versions hand their values to the join: 16-bit elements two to an i32
-    word. Joined one by one, each f16 took a 32-bit register of its own until it was used
-    (examples/layernorm.tile at COLS = 8192: x, w and b as 96 such registers, 127 in all and
-    two blocks an SM); joined as words they stay packed as they were loaded."""
-
-    elem: ir.Type
-    pairs: bool
-
-    @staticmethod
-    def of(elem: ir.Type, vec: int) -> Words:
-        return Words(elem, elem_bytes(elem) == 2 and vec % 2 == 0)
-
-    def types(self, n: int) -> list[ir.Type]:
-        if not self.pairs:
-            return [self.elem] * n
-        return [ir.IntegerType.get_signless(32)] * (n // 2)
-
-    def pack(self, values: list[ir.Value]) -> list[ir.Value]:
-        if not self.pairs:
-            return values
-        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
-        out = []
-        for lo, hi in zip(values[0::2], values[1::2], strict=True):
-            vec = llvm.UndefOp(pair).result
-            vec = llvm.InsertElementOp(vec, lo, constant(i32, 0)).result
-            vec = llvm.InsertElementOp(vec, hi, constant(i32, 1)).result
-            out.append(llvm.BitcastOp(i32, vec).result)
-        return out
-
-    def unpack(self, words: list[ir.Value]) -> list[ir.Value]:
-        if not self.pairs:
-            return words
-        i32, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], self.elem)
-        out = []
-        for w in words:
-            vec = llvm.BitcastOp(pair, w).result
-            out += [llvm.ExtractElementOp(vec, constant(i32, e)).result for e in (0, 1)]
-        return out
-
-
 def deferred_load(view: View, other: ir.Value, part: Partition, t: ir.Value) -> Deferred:
     """The tile at `view` spread as `part`, each chunk read where a store writes it (see
     tile_epilogue): loaded at the `load`, a LayerNorm's weights and biases were whole tiles
@@ -185,7 +145,9 @@ def deferred_load(view: View, other: ir.Value, part: Partition, t: ir.Value) -> 
             coords = part.chunk_coords(i, t, b)
             fallback = other if ev.guarded else None
             aligned = side.vectors(part, b) if ev.guarded else False
-            ev.loaded[(key, i, 0)] = read_chunk(side, part, coords, fallback, b, aligned)
+            ev.loaded[(key, i, 0)] = read_chunk(
+                side, part, coords, fallback, b, aligned, packed=True
+            )
         return ev.loaded[(key, i, 0)][j]
 
     return Deferred(part, (lambda b: side.fast(part, b),), value)
