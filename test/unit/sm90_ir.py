@@ -369,6 +369,18 @@ def collect(
     return found
 
 
+def leading(b: Build, sizes: dict[str, int]) -> dict[str, int]:
+    """`sizes` with A's and B's leading dimensions where the kernel binds them (gemm_sm90.tile's
+    lda, ldb: whole rows, K for a K-major operand, M or N for an MN-major one)."""
+    names = {x.name for x in b.info.params}
+    if "L" in names or "lda" not in names:
+        return sizes
+    mn = {k: int(b.params.get(k, "0")) for k in ("MA", "MB")}
+    lda = sizes["M"] if mn["MA"] else sizes["K"]
+    ldb = sizes["N"] if mn["MB"] else sizes["K"]
+    return {**sizes, "lda": lda, "ldb": ldb}
+
+
 def launches(b: Build) -> list[Launch]:
     """The blocks of one cluster on a small problem: two output tiles a block (along n), each
     K loop STAGES + 3 k-tiles long (the ring wraps), whole tiles (one cluster of blocks); a
@@ -379,7 +391,7 @@ def launches(b: Build) -> list[Launch]:
     if p.get("SW"):  # C^T = B A^T: B's rows along wgmma's m, C's rows along its n
         m, n = p["BN"], 2 * p["BM"] * cluster
     k = p["BK"] * (p["STAGES"] + 3)
-    sizes = {"M": m, "N": n, "K": k}
+    sizes = leading(b, {"M": m, "N": n, "K": k})
     if "L" in {x.name for x in b.info.params}:  # the batched GEMM: 3 batches, row-major
         sizes.update(L=3, sa=m * k, lda=k, sb=n * k, ldb=k, sc=m * n, ldc=n)
     return [Launch(sizes, cluster, c, cluster) for c in range(cluster)]

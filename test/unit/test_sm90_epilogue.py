@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from mlir import ir
 from sm90_events import events, operands, ring_spans, tensor_maps, unit_tiles
-from sm90_ir import POINTER, WARPGROUP, At, Build, Launch, Run, launches, named
+from sm90_ir import POINTER, WARPGROUP, At, Build, Launch, Run, launches, leading, named
 from sm90_model import TensorMap, Wgmma, d_fragment
 
 from tilec.bank_ops import type_bytes
@@ -369,7 +369,7 @@ def test_split_units_store_each_tile_once(key: str, m: int, n: int, kt: int, gri
     """A split tail (two tiles, halves along K over four blocks): only the tiles' owners
     store, each element of C once over the grid."""
     b = named(key)
-    sizes = {"M": m, "N": n, "K": kt * int(b.params["BK"])}
+    sizes = leading(b, {"M": m, "N": n, "K": kt * int(b.params["BK"])})
     cluster = int(b.params.get("CM", 1))
     written: Counter = Counter()
     covered: set[int] = set()

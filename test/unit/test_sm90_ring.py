@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pytest
 from sm90_events import Load, Wait, events, tensor_maps, tile_of
-from sm90_ir import Build, Launch, named
+from sm90_ir import Build, Launch, leading, named
 from sm90_machine import Hazard, Machine
 
 # (build, M, N, K in k-tiles, blocks); the plans the launches get (sm90_split.Plan):
@@ -42,7 +42,7 @@ def case_id(case: tuple) -> str:
 def launched(request: pytest.FixtureRequest) -> tuple[Build, dict, list[list]]:
     key, m, n, kt, grid = request.param
     b = named(key)
-    sizes = {"M": m, "N": n, "K": kt * int(b.params["BK"])}
+    sizes = leading(b, {"M": m, "N": n, "K": kt * int(b.params["BK"])})
     cluster = int(b.params.get("CM", 1))
     blocks = [events(b, Launch(sizes, grid, c, cluster)) for c in range(grid)]
     return b, sizes, blocks
@@ -101,7 +101,7 @@ def test_a_wrong_phase_is_caught() -> None:
     flipped, they pass at once on stages not loaded yet; with the producer's on the empty
     ones flipped, it waits for a phase no one completes, or overwrites."""
     b = named("BK=64")
-    sizes = {"M": 128, "N": 256, "K": 9 * 64}
+    sizes = leading(b, {"M": 128, "N": 256, "K": 9 * 64})
     evs = events(b, Launch(sizes, 1))
     full = {e.barrier for e in evs if isinstance(e, Load)}
     for consumers in (True, False):

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 import pytest
 from mlir import ir
 from sm90_events import events, tensor_maps, unit_tiles
-from sm90_ir import At, Launch, Run, named
+from sm90_ir import At, Launch, Run, leading, named
 
 # (build, M, N, K in k-tiles, blocks): a split tail, stream-K, a ping-pong split tail and a
 # split tail of clusters (each block of a cluster its own tile, its own slots)
@@ -40,7 +40,7 @@ def kind(op: ir.Operation) -> str | None:
 @pytest.mark.parametrize(("key", "m", "n", "kt", "grid"), CASES, ids=str)
 def test_peers_hand_their_sums_to_the_owner(key: str, m: int, n: int, kt: int, grid: int) -> None:
     b = named(key)
-    sizes = {"M": m, "N": n, "K": kt * int(b.params["BK"])}
+    sizes = leading(b, {"M": m, "N": n, "K": kt * int(b.params["BK"])})
     cluster = int(b.params.get("CM", 1))
     seen: dict[str, dict[tuple, Counter]] = {k: defaultdict(Counter) for k in KINDS.values()}
     units: dict[tuple, set[str]] = defaultdict(set)  # (tile, block, unit) -> what it did
