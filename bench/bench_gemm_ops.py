@@ -79,7 +79,7 @@ def measure(torch: Any, shape: tuple[int, int, int], dtype: str, args: argparse.
             timer: Any) -> dict[str, Any]:  # fmt: skip
     import tilec.ops as ops
     from tilec.ops.gemm import _operand
-    from tilec.ops.gemm_plan import plan
+    from tilec.ops.gemm_plan import plan, row_plan
 
     m, n, k = shape
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -92,7 +92,8 @@ def measure(torch: Any, shape: tuple[int, int, int], dtype: str, args: argparse.
         if not err < 2e-2:
             raise AssertionError(f"{name} {dtype} {shape}: relative error {err:.2e}")
     del ref
-    p = plan(_operand(a), _operand(b.t()))  # the SM90 plan (a leading dimension)
+    # the row kernel's plan where it takes the product, else the SM90 plan (a leading dimension)
+    p = row_plan(_operand(a), _operand(b.t())) or plan(_operand(a), _operand(b.t()))
     fns = {"tilec": lambda: ops.gemm(a, b), "torch": lambda: a @ b}
     samples: dict[str, list[float]] = {key: [] for key in fns}
     for _ in range(5):  # interleaved rounds
@@ -107,12 +108,14 @@ def measure(torch: Any, shape: tuple[int, int, int], dtype: str, args: argparse.
 
 
 def _build(ops: Any, a: Any, b: Any, p: Any) -> str:
-    """The gemm family's build for the laid-out operands (its name; its variant is internal)."""
+    """The family's build for the laid-out operands (its name; its variant is internal): the
+    row kernel's as gemv/NAME."""
     from tilec.ops.gemm import laid_out
 
     la, lb = laid_out(a, p.a, p.k, p.layout[0]), laid_out(b.t(), p.b, p.k, p.layout[1])
     c = la.new_empty((la.shape[0], lb.shape[0]))
-    return ops.family("gemm").select(la, lb, c)
+    build = ops.family(p.kernel).select(la, lb, c)
+    return build if p.kernel == "gemm" else f"{p.kernel}/{build}"
 
 
 def line(set_name: str, r: dict[str, Any]) -> str:

@@ -253,8 +253,8 @@ def view_of(src) -> SimpleNamespace:  # noqa: ANN001
 def spread_of_value(value: ir.Value, threads: int) -> Part | tuple[Part, int]:
     """The spread of a `fragment` without an MMA: that of a plain load it meets through
     elementwise ops and loop iter_args, or of a reduction's result it meets (as that result:
-    a running max of several rows, `fragment<f32>((ROWS, 1))`); else along its last mode in
-    16-byte chunks."""
+    a running max of several rows, `fragment<f32>((ROWS, 1))`; a reduction over a mode of
+    extent 1 is spread as its source); else along its last mode in 16-byte chunks."""
     t = tensor_type(value.type)
     shape = tuple(A.flatten(A.shape(t.layout)))
     seen: set[ir.Value] = set()
@@ -269,6 +269,9 @@ def spread_of_value(value: ir.Value, threads: int) -> Part | tuple[Part, int]:
             return found
         owner = v.owner
         if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce":
+            if full(owner.operands[0], shape):  # over a mode of extent 1: its source's elements
+                todo.append(owner.operands[0])
+                continue
             source = spread_of_value(owner.operands[0], threads)
             if not isinstance(source, tuple):
                 return source, ir.IntegerAttr(owner.attributes["mode"]).value

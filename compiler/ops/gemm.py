@@ -6,7 +6,8 @@
 B (K x N). The kernels compute A @ B^T with B of N x K, so B enters as B.t() (a view): torch's
 row-major B is MN-major there, an nn.Linear weight's transpose K-major. Like every tilec.ops
 call it reads shapes, strides, dtypes, devices and pointer alignment only (never the data),
-allocates its output and launches on torch's current stream.
+allocates its output and launches on torch's current stream. Up to 8 rows against a weight
+TMA cannot read (gemm_plan.row_plan) run the row kernel (examples/gemv.tile) instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilec.ops import _check, family, on_stream
-from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, viewed
+from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, viewed
 from tilec.ops.gemm_specs import ADDMM, EPILOGUES
 
 __all__ = ["bmm", "gemm"]
@@ -203,6 +204,12 @@ def gemm(
         z = A.new_zeros((m, n), dtype=torch.float32)
         return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
     bt = B.t()
+    rows = row_plan(_operand(A), _operand(bt))
+    if rows is not None:  # few rows and a weight TMA cannot read: the row kernel, no copy of B
+        a = laid_out(A, rows.a, k)
+        z = A.new_empty((m, n), dtype=out if plain and out == A.dtype else torch.float32)
+        family("gemv")(a, bt, z)
+        return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
     arch = _arch(A.device)
     fusable = not plain and out == A.dtype and _fusable(activation, alpha, beta, C, arch)
     # the SM90 `gemm` builds take any leading dimension; the epilogues and SM 8.x exact layouts

@@ -31,6 +31,15 @@ Exact layouts (`lead=False`):
    K-major. Up to 192 rows an MN-major A beside a K-major B is copied K-major too.
 2. K % 8 != 0 and M % 8 == N % 8 == 0: each operand is kept MN-major, or copied transposed.
 3. Otherwise: both operands padded to K'.
+
+Few rows where TMA cannot read B (`row_plan`): up to ROW_KERNEL_ROWS rows of A and a B whose K
+is contiguous but whose rows TMA cannot read as they lie (an nn.Linear weight of odd K: rows
+2-byte aligned) run examples/gemv.tile (the `gemv` family), which reads B where it lies at any
+row stride (its base 16-byte aligned): B is kept, A kept where its K is contiguous and its base
+aligned (else copied K-major).
+Copying B would move 2 N K bytes and read N K more; the row kernel reads B's N K once, and
+with M rows of A in registers it does M multiply-adds per element of B (at 8 rows, about a
+third of the CUDA cores' f32 rate at the copy ceiling): past that the tensor cores win.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import functools
 from dataclasses import dataclass
 
 FEW_ROWS = 192  # the largest M the swapped builds of gemm_sm90.tile take (its variant clauses)
+ROW_KERNEL_ROWS = 8  # the largest M examples/gemv.tile's builds take (gemm_specs.GEMV_ROWS)
 CHUNK = 8  # f16/bf16 elements in TMA's 16 bytes
 
 
@@ -58,6 +68,7 @@ class Plan:
     b: str
     k: int  # the K the kernel runs: K, or K' when padded
     layout: str  # kk | mk | km | mm (A's majorness, then B's)
+    kernel: str = "gemm"  # gemm: the GEMM families; gemv: the few-row kernel (`row_plan`)
 
 
 def round_up(n: int) -> int:
@@ -120,6 +131,23 @@ def strides_after(op: Operand, how: str, major: str, k: int) -> tuple[int, int]:
     if how == "transposed":
         return 1, op.rows
     return round_up(k), 1  # contiguous (rows round_up(K, 8) apart), pad (K' = round_up(K))
+
+
+@functools.lru_cache(maxsize=1024)
+def row_plan(a: Operand, b: Operand) -> Plan | None:
+    """The few-row kernel's plan (the module's docstring), or None where the GEMM families take
+    the product: more than ROW_KERNEL_ROWS rows, B's K not contiguous or its base not 16-byte
+    aligned (every build's pointers are: its rows may start anywhere), or B read by TMA as it
+    lies (K-major or MN-major, with a leading dimension). A is copied where its K is not
+    contiguous or its base not aligned."""
+    if a.k != b.k:
+        raise ValueError(f"A has K = {a.k}, B has K = {b.k}")
+    if a.rows > ROW_KERNEL_ROWS or b.strides[1] != 1 or not b.aligned:
+        return None
+    if viewed(b, "k") is not None or viewed(b, "mn") is not None:
+        return None
+    keep = a.strides[1] == 1 and a.aligned
+    return Plan("keep" if keep else "contiguous", "keep", a.k, "kk", "gemv")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -24,6 +24,10 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   beta): the fused epilogue act(alpha * A @ B^T + bias) (examples/gemm_sm90_bias_act.tile with
   BETA = 0, C only written, and gemm_sm80_bias_relu.tile on SM 8.x, which has no tanh form);
   `gemm_addmm`: alpha * A @ B^T + beta * C + bias (BETA = 1), no activation. K-major A and B.
+- `gemv` (A, B, C): examples/gemv.tile for sm_80 (it runs on SM 9.0 too), up to 8 rows of A
+  (a build for each MR of GEMV_ROWS takes M <= MR), K-contiguous operands with any row stride
+  (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
+  or f32.
 - `bmm` (A, B, C): examples/gemm_sm90_batched.tile (3-D, K-major: every other stride bound
   from the tensors); `bmm_sm80` (A, B, C, alpha): gemm_sm80_batched.tile.
 
@@ -56,6 +60,7 @@ EPILOGUES = {
     "gelu_tanh": ("gemm_bias_gelu_tanh", 3, None),
 }
 ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
+GEMV_ROWS = (1, 2, 4, 8)  # examples/gemv.tile's MR (its reductions want powers of two)
 
 
 def layout_when(tag: str, lead: bool = False) -> tuple[str, ...]:
@@ -135,6 +140,24 @@ def epilogue_spec(family: str, act90: int, act80: int | None, beta: int) -> Fami
     return FamilySpec(family, args, builds, tuple(rules), sizes=SIZES, strides=STRIDES)
 
 
+def gemv_spec() -> FamilySpec:
+    """The few-row kernel: a build for each MR of GEMV_ROWS (the smallest that holds M first),
+    f16 and bf16, C of T or f32; K-contiguous A and B (row strides bound from the tensors)."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for mr in GEMV_ROWS:
+        for out in ("T", "f32"):
+            for t in DTYPES:
+                o = t if out == "T" else out
+                name = _name(f"r{mr}", t, *(["of32"] if out == "f32" else []))
+                params = {"MR": str(mr), "T": t, "O": o}
+                builds[name] = Build(name, "examples/gemv.tile", "gemv", params, "sm_80")
+                when = (f"M <= {mr}", "SA_K == 1", "SB_K == 1")
+                rules.append(Rule(name, when, {"A": t, "C": o}, (), f"{mr} rows, C of {o}"))
+    return FamilySpec("gemv", (("A", "tensor"), ("B", "tensor"), ("C", "tensor")), builds,
+                      tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
+
+
 def bmm_spec(arch: str) -> FamilySpec:
     """Batched GEMM, K-major operands (3-D; strides other than K's bound from the tensors)."""
     sm90 = arch == "sm_90a"
@@ -163,6 +186,7 @@ GEMM_SPECS: dict[str, Callable[[], FamilySpec]] = {
         for fam, a90, a80 in EPILOGUES.values()
     },
     ADDMM: lambda: epilogue_spec(ADDMM, 0, 0, 1),
+    "gemv": gemv_spec,
     "bmm": lambda: bmm_spec("sm_90a"),
     "bmm_sm80": lambda: bmm_spec("sm_80"),
 }

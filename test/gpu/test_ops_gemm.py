@@ -3,7 +3,8 @@ against torch in float64 on fresh randn data: every rule of the GEMM families th
 chosen at least once (launched directly on NaN-poisoned outputs), the plan's paths (operands
 kept, copied K-major, transposed, zero-padded along K), few rows, K = 1001 and 2002, odd N,
 column-major and sliced operands, bias with each activation (fused and composed), alpha, beta
-and C, out_dtype, bmm, empty sizes, bad input refused.
+and C, out_dtype, bmm, empty sizes, bad input refused; the few-row kernel (gemv) on weights TMA
+cannot read (odd K: rows 2-byte aligned), M = 1 .. 8.
 
 Families: bash test/gpu/build_gemm_families.sh on a machine with MLIR (or $TILEC_FAMILIES);
 this file needs only the runtime, torch and a GPU.
@@ -28,7 +29,7 @@ ROOT = Path(
     os.environ.get("TILEC_FAMILIES", Path(__file__).resolve().parents[2] / "build/families")
 )
 FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
-            "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80")  # fmt: skip
+            "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80", "gemv")  # fmt: skip
 if not all((ROOT / f / "family.json").is_file() for f in FAMILIES):
     pytest.skip(f"no GEMM families in {ROOT} (test/gpu/build_gemm_families.sh)",
                 allow_module_level=True)  # fmt: skip
@@ -36,6 +37,8 @@ os.environ.setdefault("TILEC_FAMILIES", str(ROOT))
 
 import tilec.ops as ops  # noqa: E402
 import tilec.torch_ops  # noqa: E402, F401  (registers torch.ops.tilec)
+from tilec.ops.gemm import _operand  # noqa: E402
+from tilec.ops.gemm_plan import row_plan  # noqa: E402
 from tilec.ops.gemm_specs import LAYOUTS  # noqa: E402
 from tilec.runtime.family import device_arch, runs_on  # noqa: E402
 
@@ -175,6 +178,46 @@ def test_gemm_leading_dimension(mnk: tuple[int, int, int], layout: str, dt: Any)
     c = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
     launch("gemm", a, b, c)
     close(c, a.double() @ b.double().t(), dt, f"{layout} {mnk}")
+
+
+@pytest.mark.parametrize("out", ["T", "f32"])
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("nk", [(4096, 4097), (300, 1001), (33, 7), (5, 1), (64, 4096)])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 8])
+def test_gemv_family_rules(m: int, nk: tuple[int, int], dt: Any, out: str) -> None:
+    """examples/gemv.tile's builds (MR = 1, 2, 4, 8; M <= MR) on NaN-poisoned C: B's rows at any
+    offset (odd K: 2-byte aligned), A's rows K + 3 apart (at every offset) with NaN in the gap
+    (a read past K shows), K past the tile (4097: a ragged last tile of one column) and within
+    one (7, 1)."""
+    n, k = nk
+    odt = dt if out == "T" else torch.float32
+    wide = torch.full((m, k + 3), float("nan"), dtype=dt, device="cuda")
+    wide[:, :k] = rand(m, k, seed=m + k, dtype=dt)
+    a = wide[:, :k]
+    b = rand(n, k, seed=n + k, dtype=dt) / 8
+    c = torch.full((m, n), float("nan"), dtype=odt, device="cuda")
+    launch("gemv", a, b, c)
+    close(c, a.double() @ b.double().t(), dt, f"gemv M={m} N={n} K={k} C {NAMES[odt]}")
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("form", ["row", "col", "offset"])
+@pytest.mark.parametrize("mk", [(1, 4097), (3, 1001), (7, 4097), (8, 2002), (8, 4095)])
+def test_gemm_few_rows_run_the_row_kernel(mk: tuple[int, int], form: str, dt: Any) -> None:
+    """tilec.ops.gemm with up to 8 rows against an nn.Linear weight TMA cannot read (odd K, or
+    K % 8 == 2: rows 4-byte aligned): the row kernel, the weight never copied; with a bias and
+    an activation (composed) and f32 out too."""
+    m, k = mk
+    n = 1000
+    a, b = torch_a(m, k, form, dt, seed=m), torch_b(k, n, "weight", dt, seed=k)
+    assert row_plan(_operand(a), _operand(b.t())) is not None
+    poison(m * n * 4)
+    ref = a.double() @ b.double()
+    close(ops.gemm(a, b), ref, dt, f"{mk} A {form}")
+    bias = rand(n, seed=k + 1, dtype=dt)
+    y = ops.gemm(a, b, bias=bias, activation="relu", out_dtype=torch.float32)
+    assert y.dtype == torch.float32
+    close(y, F.relu(ref + bias.double()), dt, f"{mk} A {form}, bias, relu, f32 out")
 
 
 # tilec.ops.gemm as a user calls it -----------------------------------------------------------
@@ -349,11 +392,12 @@ def test_linear_forward_backward() -> None:
 
 def test_every_rule_was_exercised() -> None:
     arch = device_arch(None)
-    own = "sm_90a" if arch == "sm_90" else "sm_80"
     if not CHOSEN:
         pytest.skip("run with the tests above (pytest test/gpu/test_ops_gemm.py)")
     for name in FAMILIES:
         spec = ops.family(name).spec
+        # the newest target of the family this device runs (gemv has sm_80 builds only)
+        own = max((b.arch for b in spec.builds.values() if runs_on(b.arch, arch)), default="")
         runnable = {r.build for r in spec.rules if spec.builds[r.build].arch == own}
         if runnable:
             assert runnable <= CHOSEN[name], (

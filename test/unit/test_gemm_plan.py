@@ -328,3 +328,40 @@ def test_the_built_families_bind_the_planned_operands(monkeypatch: pytest.Monkey
     x, y = arr((3, 100, 64), (6400, 64, 1)), arr((3, 77, 64), (0, 64, 1))
     c = arr((3, 100, 77), (7700, 77, 1))
     assert bmm.select(x, y, c) == "kk_f16_sm90a"
+
+
+def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernel() -> None:
+    """row_plan: up to 8 rows and a B whose K is contiguous but whose rows TMA cannot read (an
+    nn.Linear weight at K % 8 != 0) go to the `gemv` family, B kept where it lies, A kept where
+    its K is contiguous; the smallest build of at least M rows takes the laid-out operands.
+    Everything else stays with the GEMM plan."""
+    from tilec.ops.gemm_plan import ROW_KERNEL_ROWS, row_plan
+    from tilec.ops.gemm_specs import GEMV_ROWS
+
+    assert max(GEMV_ROWS) == ROW_KERNEL_ROWS
+    spec = GEMM_SPECS["gemv"]()
+    for m, n, k, fa, fb in GRID:
+        a, b = torch_a(m, k, fa), torch_b(k, n, fb)
+        p = row_plan(a, b)
+        what = f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
+        rows = m <= ROW_KERNEL_ROWS and b.strides[1] == 1 and b.aligned and not tma_reads(b)
+        assert (p is not None) == rows, what
+        if p is None:
+            continue
+        assert p.kernel == "gemv" and p.b == "keep" and p.k == k, what
+        assert p.a == ("keep" if a.strides[1] == 1 and a.aligned else "contiguous"), what
+        syms = symbols(after(a, p.a, "k", k), b)
+        for out, tag in (("bf16", ""), ("f32", "_of32")):
+            mr = min(r for r in GEMV_ROWS if r >= m)
+            build = chosen(spec, "sm_90", {"A": "bf16", "C": out}, syms)
+            assert build == f"r{mr}_bf16{tag}", what
+    # decode against a Linear weight of odd K: B read where it lies (its rows 2-byte aligned)
+    w = torch_b(4097, 4096, "weight")
+    assert row_plan(torch_a(1, 4097, "row"), w) == Plan("keep", "keep", 4097, "kk", "gemv")
+    assert row_plan(torch_a(7, 4097, "col"), w) == Plan("contiguous", "keep", 4097, "kk", "gemv")
+    assert row_plan(torch_a(3, 4097, "offset"), w).a == "contiguous"  # A's base misaligned
+    assert row_plan(torch_a(9, 4097, "row"), w) is None  # past 8 rows: the GEMM (B copied)
+    assert row_plan(torch_a(1, 4097, "row"), Operand(9, 4097, (4097, 1), False)) is None
+    assert row_plan(torch_a(1, 4096, "row"), torch_b(4096, 4096, "weight")) is None  # TMA reads
+    with pytest.raises(ValueError, match="K = 8, B has K = 16"):
+        row_plan(Operand(4, 8, (8, 1)), Operand(4, 16, (16, 1)))
