@@ -45,6 +45,16 @@ def per_call_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, floa
     return best
 
 
+class NoOp:
+    """A family stand-in that launches nothing and offers no planned launch (`Family.launch`)."""
+
+    def __call__(self, *args: Any) -> None:
+        return None
+
+    def launch(self, *args: Any) -> None:
+        return None
+
+
 def stand_in(families: bool) -> None:
     """CPU tensors taken as CUDA ones; family calls as no-ops or, with `families`, the real
     families over bench_dispatch's stand-in driver (tensors on "device 0")."""
@@ -55,15 +65,16 @@ def stand_in(families: bool) -> None:
     gemm._arch = lambda device: "sm_90"  # type: ignore[attr-defined]
     torch_eager._on_device = lambda t: True  # type: ignore[attr-defined]
     if not families:
+        noop = NoOp()
         for module in (ops, backward, gemm):
-            module.family = lambda name: lambda *args: None  # type: ignore[attr-defined]
+            module.family = lambda name: noop  # type: ignore[attr-defined]
         return
     from bench_dispatch import stand_in_driver
 
     from tilec.runtime import kernel, tensors
 
     stand_in_driver()
-    kernel._current_stream = lambda framework, device: 0  # type: ignore[attr-defined]
+    kernel.stream_reader = lambda framework, device: lambda: 0  # type: ignore[attr-defined]
 
     def on_device_0(t: Any, name: str) -> Any:
         dtype = tensors._TORCH[str(t.dtype).removeprefix("torch.")]

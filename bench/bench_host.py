@@ -1,7 +1,7 @@
 """Bench (GPU): the host cost of a planned `tilec.ops` call beside the matching torch op
 (issue 45's bar: at most torch's + 2 µs).
 
-    python bench/bench_host.py [--calls 10000] [--rounds 5] [--ops gemm,softmax,...]
+    python bench/bench_host.py [--calls 10000] [--rounds 5] [--ops gemm,softmax,...] [--profile]
 
 Each op runs a tiny problem (one block or a few: the GPU finishes each launch long before the
 host issues the next), `--calls` back-to-back calls, then one synchronisation; the figure is
@@ -9,7 +9,10 @@ host issues the next), `--calls` back-to-back calls, then one synchronisation; t
 host's speed drifts between machine starts, so only the ratio of one run means much). The
 first call of each (plan, compile-free family dispatch, tensor maps) is made before timing:
 this is the planned path. Outputs are checked against torch once, before timing.
-Families come from TILEC_FAMILIES or build/families, as for tilec.ops.
+Families come from TILEC_FAMILIES or build/families, as for tilec.ops. `--profile` then splits
+a planned gemm and softmax into their pieces (the output's allocation, the family call, the
+planned launch, the driver's context query and launch, torch's stream getter), each timed alone
+the same way (µs a call, min of the rounds).
 """
 
 from __future__ import annotations
@@ -57,11 +60,51 @@ def cases() -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
     }
 
 
+def pieces() -> dict[str, Callable[[], object]]:
+    """The parts of a planned gemm (128 x 64 @ 64 x 128) and softmax (4 x 1024) call."""
+    import sys
+
+    from tilec.runtime import driver
+
+    dev, dt = "cuda", torch.float16
+    a, b = torch.randn(128, 64, device=dev, dtype=dt), torch.randn(64, 128, device=dev, dtype=dt)
+    x = torch.randn(4, 1024, device=dev, dtype=dt)
+    c, y, bt = ops.gemm(a, b), ops.softmax(x), b.t()
+    ops.gemm(a, b)
+    calls = sys.modules["tilec.ops.gemm"].PLANNED._calls  # the planned launch of a @ b
+    launch, shape, args, *_ = next(v for k, v in calls.items() if k[:2] == ("gemm", a.shape))
+    ptrs = [a.data_ptr(), b.data_ptr(), c.data_ptr()]
+    launch(ptrs, args)
+    plan = launch.plan
+    ready = next(iter(plan.launches.values()))
+    stream = plan.current_stream()
+    gemm, softmax = ops.family("gemm"), ops.family("softmax")
+    cu = driver.cu
+    return {
+        "tilec.ops.gemm": lambda: ops.gemm(a, b),
+        "  gemm family call (a, b^T, c)": lambda: gemm(a, bt, c),
+        "  planned launch (ptrs)": lambda: launch(ptrs, args),
+        "  driver.launch (a ready launch)": lambda: driver.launch(
+            ready[0], plan.grid, plan.block, plan.dynamic_smem, stream, ready[1]),
+        "  driver.current_context()": driver.current_context,
+        "  cu.cuCtxGetCurrent() alone": cu.cuCtxGetCurrent,
+        "  the stream getter": plan.current_stream,
+        "  a.new_empty((128, 128))": lambda: a.new_empty(shape),
+        "  b.t()": b.t,
+        "tilec.ops.softmax": lambda: ops.softmax(x),
+        "  softmax family call (x, y)": lambda: softmax(x, y),
+        "  torch.empty_like(x)": lambda: torch.empty_like(x),
+        "torch.matmul": lambda: torch.matmul(a, b),
+        "torch.softmax": lambda: torch.softmax(x, -1),
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ops", default="softmax,layernorm,rmsnorm,gemm,bmm,attention")
+    parser.add_argument("--profile", action="store_true", help="then a gemm's, a softmax's parts")
     args = parser.parse_args()
     table = cases()
     print(f"# {torch.cuda.get_device_name()}, {args.calls} calls a round, min of {args.rounds}")
@@ -76,6 +119,11 @@ def main() -> None:
             best_ours = min(best_ours, per_call_us(ours, args.calls))
             best_theirs = min(best_theirs, per_call_us(theirs, args.calls))
         print(f"| {name} | {best_ours:.1f} | {best_theirs:.1f} | {best_ours - best_theirs:+.1f} |")
+    if args.profile:
+        print("\n| part of a planned call | µs |\n| --- | ---: |")
+        for name, fn in pieces().items():
+            us = min(per_call_us(fn, args.calls) for _ in range(args.rounds))
+            print(f"| {name} | {us:.2f} |")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import tilec.nn as tnn  # noqa: E402
 import tilec.ops as ops  # noqa: E402
 import tilec.torch_eager as te  # noqa: E402
 from tilec.ops import backward as bwd  # noqa: E402
-from tilec.runtime import driver, kernel  # noqa: E402
+from tilec.runtime import driver, streams  # noqa: E402
 
 DT = torch.bfloat16
 
@@ -143,7 +143,7 @@ def pieces(rows: int, cols: int, calls: int) -> None:
     k = fam._plans[key][0]
     plan = k._plans[key]
     ready = next(iter(plan.launches.values()))
-    handle = kernel._current_stream("torch", 0)
+    handle = streams.current_stream("torch", 0)
     grid, block, smem = plan.grid, plan.block, plan.dynamic_smem
     print(f"pieces ({rows} x {cols} bf16), µs a call:")
     fns = {
@@ -159,7 +159,7 @@ def pieces(rows: int, cols: int, calls: int) -> None:
             lambda: driver.launch(ready[0], grid, block, smem, handle, ready[1])
         ),
         "driver.current_context()": driver.current_context,
-        "kernel._current_stream (torch)": lambda: kernel._current_stream("torch", 0),
+        "streams.current_stream (torch)": lambda: streams.current_stream("torch", 0),
         "fam._sign (2 tensors)": lambda: fam._sign((p, o)),
         "torch.empty_like (CUDA)": lambda: torch.empty_like(x),
         "x.new_empty((2, 132, N), f32) (CUDA)": (

@@ -77,9 +77,9 @@ def _torch_stream(stream: Any) -> Any:
     import torch
 
     if not isinstance(stream, torch.cuda.Stream):
-        from tilec.runtime.kernel import _stream_handle
+        from tilec.runtime.streams import stream_handle
 
-        stream = torch.cuda.ExternalStream(_stream_handle(stream))
+        stream = torch.cuda.ExternalStream(stream_handle(stream))
     return torch.cuda.stream(stream)
 
 

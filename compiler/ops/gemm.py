@@ -12,16 +12,20 @@ TMA cannot read (gemm_plan.row_plan) run the row kernel (examples/gemv.tile) ins
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tilec.ops import _check, family, on_stream
 from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, viewed
 from tilec.ops.gemm_specs import ADDMM, EPILOGUES
+from tilec.ops.planned import PlannedCalls
 
 __all__ = ["bmm", "gemm"]
 
 _ARCH: dict[int, str] = {}  # device index -> "sm_90" etc.
 _ZEROS: dict[tuple[Any, ...], Any] = {}
+PLANNED = PlannedCalls()  # plain products whose operands the kernels read as they are
+_KEPT = ("keep", "view")  # operand plans that read the caller's memory (no copy)
 
 
 def _arch(device: Any) -> str:
@@ -109,6 +113,18 @@ def _product(torch: Any, a: Any, bt: Any, p: Plan, out_dtype: Any, arch: str) ->
     return c
 
 
+def _plan_product(A: Any, B: Any, a: Any, bt: Any, c: Any, p: Plan, arch: str) -> None:
+    """Keeps the launch of A @ B (laid out as a, bt by `p`, into c) for later calls with A's
+    and B's signature where it reads them as they are and writes c in their dtype."""
+    if p.a not in _KEPT or p.b not in _KEPT or c.dtype != A.dtype:
+        return
+    if arch == "sm_90":
+        PLANNED.remember("gemm", A, B, family("gemm").launch(a, bt, c), c, ())
+    else:
+        launch = family("gemm_sm80").launch(a, bt, c, 1.0)
+        PLANNED.remember("gemm", A, B, launch, c, (None, None, None, 1.0))
+
+
 def _epilogue(torch: Any, z: Any, bias: Any, act: str | None, alpha: float, beta: float,
               c: Any, out_dtype: Any) -> Any:  # fmt: skip
     """alpha * act(z + bias) + beta * C in f32, then out_dtype (the composed epilogue)."""
@@ -178,6 +194,14 @@ def _out_dtype(torch: Any, op: str, a: Any, out_dtype: Any) -> Any:
     return out
 
 
+def _plain(bias: Any, act: Any, alpha: Any, beta: Any, c: Any, out_dtype: Any) -> bool:
+    """The arguments' defaults: a plain product in the inputs' dtype (alpha and beta Python
+    floats, as _number takes them)."""
+    if bias is not None or act is not None or c is not None or out_dtype is not None:
+        return False
+    return type(alpha) is float and alpha == 1.0 and type(beta) is float and beta == 0.0
+
+
 @on_stream
 def gemm(
     A: Any,
@@ -194,6 +218,10 @@ def gemm(
     bf16, any strides; bias of N values; act None, "relu", "gelu" or "gelu_tanh"; C of M x N
     (read only where beta != 0); out_dtype the inputs' dtype (default), the other 16-bit one
     or float32. A new M x N row-major tensor."""
+    if _plain(bias, activation, alpha, beta, C, out_dtype):
+        c = PLANNED.run("gemm", A, B)  # a signature planned before: checked then
+        if c is not None:
+            return c
     torch = _check_pair("gemm", A, B, 2)
     (m, k), n = A.shape, B.shape[1]
     _check_epilogue("gemm", A, n, m, bias, activation, C)
@@ -217,7 +245,9 @@ def gemm(
     a, b = laid_out(A, p.a, p.k, p.layout[0]), laid_out(bt, p.b, p.k, p.layout[1])
     if plain:
         direct = out if out in (A.dtype, torch.float32) else torch.float32
-        return _product(torch, a, b, p, direct, arch).to(out)
+        c = _product(torch, a, b, p, direct, arch)
+        _plan_product(A, B, a, b, c, p, arch)
+        return c if c.dtype == out else c.to(out)
     if fusable and p.layout == "kk":
         return _fused(torch, a, b, bias, activation, alpha, beta, C)
     z = _product(torch, a, b, p, torch.float32, arch)
@@ -239,6 +269,11 @@ def _batched_operand(t: Any, k: int) -> Any:
     return out
 
 
+def _batched_bt(b: Any, k: int) -> Any:
+    """B (L x K x N) as the batched kernels take B^T (`_batched_operand`)."""
+    return _batched_operand(b.transpose(1, 2), k)
+
+
 @on_stream
 def bmm(
     A: Any,
@@ -255,6 +290,11 @@ def bmm(
     as gemm (bias of N values for every batch, C of L x M x N). The batched kernels run the
     plain product in the inputs' dtype (alpha applied after it); anything else runs gemm
     batch by batch (L launches, no host synchronisation)."""
+    planned = _plain(bias, activation, alpha, beta, C, out_dtype)
+    if planned:
+        y = PLANNED.run("bmm", A, B)  # a signature planned before: checked then
+        if y is not None:
+            return y
     torch = _check_pair("bmm", A, B, 3)
     (l, m, k), n = A.shape, B.shape[2]
     _check_epilogue("bmm", A, n, m, bias, activation, C)
@@ -268,10 +308,15 @@ def bmm(
             y[i] = gemm(A[i], B[i], C=None if C is None else C[i], out_dtype=out, **kw)
         return y
     kp = round_up(k)
-    a, bt = _batched_operand(A, kp), _batched_operand(B.transpose(1, 2), kp)
+    b = B.transpose(1, 2)
+    a, bt = _batched_operand(A, kp), _batched_operand(b, kp)
     y = A.new_empty((l, m, n))
-    if _arch(A.device) == "sm_90":
-        family("bmm")(a, bt, y)
-        return y if alpha == 1.0 else y.mul_(alpha)
-    family("bmm_sm80")(a, bt, y, alpha)
-    return y
+    sm90 = _arch(A.device) == "sm_90"
+    name, args = ("bmm", (a, bt, y)) if sm90 else ("bmm_sm80", (a, bt, y, alpha))
+    family(name)(*args)
+    if planned:  # later calls of this signature launch as planned (B^T copied as here)
+        scalars = () if sm90 else (None, None, None, alpha)
+        prepare = (None if a is A else functools.partial(_batched_operand, k=kp),
+                   None if bt is b else functools.partial(_batched_bt, k=kp))  # fmt: skip
+        PLANNED.remember("bmm", A, B, family(name).launch(*args), y, scalars, prepare)
+    return y if alpha == 1.0 or not sm90 else y.mul_(alpha)

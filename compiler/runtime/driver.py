@@ -55,6 +55,7 @@ def check(result: tuple[Any, ...], call: str) -> Any:
 
 
 _initialised = False
+_SUCCESS = cu.CUresult.CUDA_SUCCESS
 
 
 def current_context(device: int | None = None) -> int:
@@ -64,7 +65,12 @@ def current_context(device: int | None = None) -> int:
     join it rather than create our own, so pointers and streams are shared.
     """
     global _initialised
-    if not _initialised:
+    if _initialised:  # every launch asks: the answer unpacked here, not through `check`
+        err, ctx = cu.cuCtxGetCurrent()
+        handle = int(ctx) if err == _SUCCESS else 0
+        if handle:
+            return handle
+    else:
         init()
         _initialised = True
     ctx = check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")

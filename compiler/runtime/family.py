@@ -220,7 +220,7 @@ class Family:
         self._compile = compile_build
         self._kernels: dict[str, Kernel] = {}
         self._failed: dict[str, str] = {}  # builds that did not compile on demand: why
-        self._plans: dict[tuple[Any, ...], tuple[Kernel, bool, str]] = {}
+        self._plans: dict[tuple[Any, ...], tuple[Kernel, Launch | None]] = {}
         # The arguments as a kernel's parameters, for `signature` (it reads each one's name,
         # kind and alignment: 16 bytes, a manifest's default; dtypes and shapes are the builds').
         self._params = [
@@ -326,15 +326,46 @@ class Family:
         key, ptrs, _alive = self._sign(args)
         if not key:  # host arrays: bind and choose every time
             return self._choose(args)[0](*args, stream=stream)
+        kernel, launch = self._planned(key, args)
+        if launch is not None:  # chosen and planned: launch with this call's pointers
+            return launch(ptrs, args, stream)
+        return kernel(*args, stream=stream)
+
+    def launch(self, *args: Any) -> Launch | None:
+        """The launch a call with `args` makes (the build chosen, the kernel's plan made, as a
+        call makes them), for a caller that keys its calls itself (tilec.ops): `launch(ptrs,
+        args)` with the pointers of a later call of the same signature launches it. None where
+        the call cannot be planned (host arrays, a kernel that signs it otherwise)."""
+        key, _ptrs, _alive = self._sign(args)
+        return self._planned(key, args)[1] if key else None
+
+    def _planned(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> tuple[Kernel, Launch | None]:
+        """The kernel chosen for signature `key` and, where it signs a call as the family
+        does, its planned launch: chosen once per signature."""
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= PLAN_LIMIT:
                 self._plans.clear()
-            plan = self._plans[key] = self._choose(args)
-        kernel, alike, _ = plan
-        if alike:  # the kernel signs the call as the family does: hand it the signature
-            return kernel.call_signed(key, ptrs, args, stream)
-        return kernel(*args, stream=stream)
+            kernel, alike, _ = self._choose(args)
+            found = kernel.planned(key, args) if alike else None
+            plan = self._plans[key] = (kernel, Launch(*found) if found else None)
+        return plan
+
+
+class Launch:
+    """One argument signature's launch, its build chosen and its kernel's plan made: calling
+    it with a call's tensor pointers (in argument order) and its arguments (of which only the
+    scalars are read, converted and checked) launches on `stream` (None: the caller's
+    framework's current one). The pointers must be those of a call with the signature it was
+    made for: the binding's checks ran for that signature."""
+
+    __slots__ = ("kernel", "plan")
+
+    def __init__(self, kernel: Kernel, plan: Any) -> None:
+        self.kernel, self.plan = kernel, plan
+
+    def __call__(self, ptrs: list[int], args: tuple[Any, ...], stream: Any = None) -> None:
+        return self.kernel.launch_planned(self.plan, ptrs, args, stream)
 
 
 def _views(params: list[Any], args: tuple[Any, ...]) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,39 +29,10 @@ from tilec.runtime.bundle import (
 from tilec.runtime.formula import all_hold
 from tilec.runtime.maps import MapStore
 from tilec.runtime.signature import Signer, signs_alike
+from tilec.runtime.streams import current_stream, framework_of, stream_handle, stream_reader
 
 # Plans a kernel keeps (one per distinct argument signature) before it starts over.
 PLAN_LIMIT = 64
-
-
-def _stream_handle(stream: Any) -> int:
-    """A CUstream handle as an int from torch/cupy stream objects, CUstream or int."""
-    for attr in ("cuda_stream", "ptr", "handle"):  # torch, cupy, cuda.core
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    return int(stream)
-
-
-def _framework(binding: Binding) -> tuple[str, int | None]:
-    """The caller's framework whose stream a launch joins ("torch", "cupy" or ""), and the
-    device of its first tensor."""
-    frameworks = {v.framework for v in binding.views.values()}
-    if "torch" in frameworks:
-        return "torch", next(v.device for v in binding.views.values() if v.framework == "torch")
-    return ("cupy" if "cupy" in frameworks else ""), None
-
-
-def _current_stream(framework: str, device: int | None) -> int:
-    """The framework's current stream, so the launch orders after the caller's work."""
-    if framework == "torch":
-        torch = sys.modules["torch"]  # loaded, since a torch tensor was passed
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
-        if raw is not None and device is not None:
-            return int(raw(device))
-        return int(torch.cuda.current_stream(device).cuda_stream)
-    if framework == "cupy":
-        return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
-    return 0  # the legacy default stream
 
 
 # Launches a plan keeps ready (one per context, pointers and scalar values) before it starts over.
@@ -81,7 +51,8 @@ class _Plan:
         # Which PTX the plan launches: its key's shapes and strides decide it (bind's 2^31 rule,
         # then the specialisation's sizes).
         self.variant = b.variant
-        self.framework, self.stream_device = _framework(b)
+        # What reads the caller's framework's current stream at each launch (resolved once).
+        self.current_stream = stream_reader(*framework_of(b))
         self.device = next((v.device for v in b.views.values() if v.device is not None), None)
         # Per launch parameter: ("arg", i) reads user argument i at each call (a tensor's
         # pointer); ("scalar", i) converts and checks it; ("tma", name) is the device copy of
@@ -270,6 +241,14 @@ class Kernel:
         self, key: tuple[Any, ...], ptrs: list[int], args: tuple[Any, ...], stream: Any
     ) -> None:
         """A call whose signature (`_signature`) is known: its plan, made once, launched."""
+        plan = self._plan(key, args)
+        if plan.other is not None:  # a variant's launch: its signature is this one's
+            if plan.signs_alike:
+                return plan.other.call_signed(key, ptrs, args, stream)
+            return plan.other(*args, stream=stream)
+        return self.launch_planned(plan, ptrs, args, stream)
+
+    def _plan(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Plan:
         plan = self._plans.get(key)
         if plan is None:  # bind (and check) once for this signature
             if len(self._plans) >= PLAN_LIMIT:
@@ -278,17 +257,26 @@ class Kernel:
             names = [p.name for p in self._params]
             plan = self._plans[key] = _Plan(self.manifest, b, names, self.variant_for(b))
             plan.signs_alike = plan.other is not None and self._signs_like(plan.other)
-        if plan.other is not None:  # a variant's launch: its signature is this one's
-            if plan.signs_alike:
-                return plan.other.call_signed(key, ptrs, args, stream)
-            return plan.other(*args, stream=stream)
+        return plan
+
+    def planned(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> tuple[Kernel, _Plan] | None:
+        """The kernel (this one or a variant) and the plan that launch calls signed `key` (the
+        plan made once, as a call makes it), for `launch_planned`; None where a variant signs a
+        call otherwise (then only a call through it launches)."""
+        plan = self._plan(key, args)
+        if plan.other is None:
+            return self, plan
+        return plan.other.planned(key, args) if plan.signs_alike else None
+
+    def launch_planned(
+        self, plan: _Plan, ptrs: list[int], args: tuple[Any, ...], stream: Any
+    ) -> None:
+        """Launches `plan` (`planned`'s) with this call's tensor pointers, in argument order;
+        of `args` only the scalars are read (converted and checked)."""
         if 0 in plan.grid:
             return None
         ctx = driver.current_context(plan.device)
-        if stream is not None:
-            handle = _stream_handle(stream)
-        else:
-            handle = _current_stream(plan.framework, plan.stream_device)
+        handle = plan.current_stream() if stream is None else stream_handle(stream)
         scalars = [self._scalar(i, args[i]) for i in plan.scalars]  # checked
         call = (ctx, *ptrs, *[bytes(v) for v in scalars])
         ready = plan.launches.get(call)
@@ -407,7 +395,7 @@ class Kernel:
         ctx = driver.current_context(device)
         function = self._function(ctx, b.variant)
         self._allow_smem((ctx, b.variant), function, b.dynamic_smem)
-        handle = _current_stream(*_framework(b)) if stream is None else _stream_handle(stream)
+        handle = current_stream(*framework_of(b)) if stream is None else stream_handle(stream)
         staged: list[int] = []
         try:
             for view in b.views.values():

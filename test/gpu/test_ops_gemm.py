@@ -333,6 +333,37 @@ def test_bmm(dt: Any) -> None:
     assert ops.bmm(a2[:0], bt[:0]).shape == (0, m, n)
 
 
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+def test_planned_products_match_torch_on_fresh_operands(dt: Any) -> None:
+    """A plain gemm/bmm repeated with a signature seen before launches what its first call
+    planned (tilec/ops/planned.py): each repeat, on fresh data and fresh memory, against torch,
+    its output poisoned first; the repeats must hit the planned launches."""
+    import sys
+
+    planned = sys.modules["tilec.ops.gemm"].PLANNED
+    hits: list[bool] = []
+    run = planned.run
+    planned.run = lambda *args: hits.append((found := run(*args)) is not None) or found
+    cases = [  # (what, A's shape, B's shape, B as B^T transposed)
+        ("gemm row-major B", (136, 264), (264, 72), False),
+        ("gemm nn.Linear W^T", (7, 256), (512, 256), True),
+        ("bmm row-major B (copied K-major)", (3, 130, 64), (3, 64, 257), False),
+        ("bmm K-major B^T", (2, 64, 512), (2, 96, 512), True),
+    ]
+    try:
+        for what, a_shape, b_shape, transposed in cases:
+            op = ops.bmm if what.startswith("bmm") else ops.gemm
+            for seed in (70, 80, 90):
+                a, b = rand(*a_shape, seed=seed, dtype=dt), rand(*b_shape, seed=seed + 1, dtype=dt)
+                b = b.transpose(-1, -2) if transposed else b
+                poison(a.shape[-2] * b.shape[-1] * a.shape[0] * 4)
+                close(op(a, b), a.double() @ b.double(), dt, f"{what}, seed {seed}")
+            assert hits[-2:] == [True, True], f"{what}: the repeats were not planned"
+            hits.clear()
+    finally:
+        del planned.run  # the method again
+
+
 def test_no_host_synchronisation() -> None:
     a, b = rand(64, 1001, seed=50, dtype=torch.bfloat16), rand(1001, 200, seed=51).bfloat16()
     bias = rand(200, seed=52, dtype=torch.bfloat16)

@@ -123,6 +123,24 @@ def test_a_launch_goes_to_the_chosen_build_once_per_signature(
         fam(*tensors(701))
 
 
+def test_a_planned_launch_launches_as_the_family_call_does_with_no_choice_or_binding(
+    family_dir: Path, sm90: Launches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Family.launch (what tilec.ops keeps per signature): the build chosen and the kernel's plan
+    made once; calling it with another call's pointers launches what that call would."""
+    fam = open_family(family_dir, compile_build=False)
+    launch = fam.launch(*tensors(700))
+    assert launch is not None and launch.kernel is fam.kernel("c1024_f16") and not sm90.calls
+    x, y = FakeCuda((4, 700), ptr=0x7E0000000000), FakeCuda((4, 700), ptr=0x7E1000000000)
+    fam(x, y)
+    monkeypatch.setattr(fam, "_choose", lambda args: 1 / 0)
+    monkeypatch.setattr("tilec.runtime.kernel.bind", lambda *a, **k: 1 / 0)
+    launch([0x7E0000000000, 0x7E1000000000], (x, y))
+    assert len(sm90.calls) == 2 and sm90.calls[0] == sm90.calls[1]
+    assert sm90.calls[1][4][:2] == [0x7E0000000000, 0x7E1000000000]
+    assert fam.launch(*tensors(700)).plan is launch.plan  # the same plan, not made again
+
+
 def test_a_build_a_device_cannot_run_is_passed_over(
     family_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

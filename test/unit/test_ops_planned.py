@@ -1,0 +1,119 @@
+"""tilec.ops' planned products (tilec/ops/planned.py): a repeated gemm/bmm signature launches
+what its first call planned, with no checks, operand plan or family choice made again, and a
+call that one of those would refuse still finds no launch. CPU torch tensors stand in for CUDA
+ones and the families are stand-ins recording what they are asked (no GPU, no bundles).
+Skips without torch (CI has none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import sys  # noqa: E402
+
+import tilec.ops  # noqa: E402, F401  (after the skip)
+from tilec.ops.planned import PlannedCalls  # noqa: E402
+
+gemm_module = sys.modules["tilec.ops.gemm"]  # tilec.ops.gemm is the function
+
+
+class StandInFamily:
+    """Records each call's tensor pointers, and each planned launch's."""
+
+    def __init__(self, name: str, log: list[tuple[str, str, list[int]]]) -> None:
+        self.name, self.log = name, log
+
+    def __call__(self, *args: Any) -> None:
+        self.log.append(("call", self.name, [a.data_ptr() for a in args[:3]]))
+
+    def launch(self, *args: Any) -> Any:
+        return lambda ptrs, scalars: self.log.append(("launch", self.name, list(ptrs)))
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, list[int]]]:
+    calls: list[tuple[str, str, list[int]]] = []
+    families: dict[str, StandInFamily] = {}
+    monkeypatch.setattr(gemm_module, "PLANNED", PlannedCalls())
+    monkeypatch.setattr(gemm_module, "_arch", lambda device: "sm_90")
+
+    def check(op: str, x: Any) -> Any:  # tilec.ops._check, CPU tensors taken for CUDA ones
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"tilec.ops.{op}: expected a torch.Tensor, got {type(x).__name__}")
+        if x.dtype not in (torch.float16, torch.bfloat16):
+            raise TypeError(f"tilec.ops.{op}: float16 or bfloat16 tensors, got {x.dtype}")
+        return torch
+
+    monkeypatch.setattr(gemm_module, "_check", check)
+    monkeypatch.setattr(
+        gemm_module, "family", lambda name: families.setdefault(name, StandInFamily(name, calls))
+    )
+    return calls
+
+
+def counting_plan(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    asked: list[int] = []
+    plan = gemm_module.plan
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(1)
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(gemm_module, "plan", counted)
+    return asked
+
+
+def test_a_repeated_gemm_launches_as_planned_without_planning_again(
+    log: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = counting_plan(monkeypatch)
+    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 128, dtype=torch.float16)
+    first = gemm_module.gemm(a, b)
+    assert log == [("call", "gemm", [a.data_ptr(), b.data_ptr(), first.data_ptr()])]
+    a2, b2 = torch.randn_like(a), torch.randn_like(b)  # the same signature, other memory
+    second = gemm_module.gemm(a2, b2)
+    assert asked == [1] and len(log) == 2
+    assert log[1] == ("launch", "gemm", [a2.data_ptr(), b2.data_ptr(), second.data_ptr()])
+    assert second.shape == (128, 128) and second.dtype == torch.float16
+    gemm_module.gemm(a2, b2, alpha=2.0)  # not the plain product: the checked path
+    gemm_module.gemm(a2.t().contiguous().t(), b2)  # another layout: planned anew
+    assert [e[0] for e in log[2:]] == ["call", "call"] and len(asked) == 3
+
+
+def test_a_call_the_checks_refuse_finds_no_planned_launch(log: list[Any]) -> None:
+    a, b = torch.randn(128, 64, dtype=torch.float16), torch.randn(64, 128, dtype=torch.float16)
+    gemm_module.gemm(a, b)
+    gemm_module.gemm(a, b)
+    assert [e[0] for e in log] == ["call", "launch"]
+    with pytest.raises(TypeError, match="one dtype"):
+        gemm_module.gemm(a, b.to(torch.bfloat16))
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        gemm_module.gemm(a.float(), b.float())
+    with pytest.raises(ValueError, match="do not multiply"):
+        gemm_module.gemm(a, torch.randn(32, 128, dtype=torch.float16))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        gemm_module.gemm(a, b.numpy())
+    with pytest.raises(TypeError, match="alpha"):
+        gemm_module.gemm(a, b, alpha=True)
+    unaligned = torch.randn(128 * 64 + 1, dtype=torch.float16)[1:].view(128, 64)
+    gemm_module.gemm(unaligned, b)  # another alignment: planned anew (A copied K-major)
+    assert [e[0] for e in log] == ["call", "launch", "call"]
+
+
+def test_a_repeated_bmm_copies_b_as_its_plan_did(log: list[Any]) -> None:
+    a = torch.randn(2, 128, 64, dtype=torch.float16)
+    b = torch.randn(2, 64, 128, dtype=torch.float16)  # row-major: B^T is copied K-major
+    gemm_module.bmm(a, b)
+    y = gemm_module.bmm(a, b)
+    kind, name, (pa, pb, py) = log[1]
+    assert (kind, name, pa, py) == ("launch", "bmm", a.data_ptr(), y.data_ptr())
+    assert pb != b.data_ptr() and y.shape == (2, 128, 128)  # a copy, made this call
+    kt = b.transpose(1, 2).contiguous()  # what the first call passed, rebuilt
+    assert gemm_module._batched_bt(b, 64).equal(kt)
+    bt = torch.randn(2, 128, 64, dtype=torch.float16).transpose(1, 2)  # B^T K-major: kept
+    gemm_module.bmm(a, bt)
+    gemm_module.bmm(a, bt)
+    assert log[-1] == ("launch", "bmm", [a.data_ptr(), bt.data_ptr(), log[-1][2][2]])
