@@ -8,7 +8,10 @@ A spec is a family.json without bundles (docs/runtime.md, "Families"); `--op NAM
 spec of a `tilec.ops` operation. Each tuning table written by `tilec tune` adds, before the
 spec's own rules, one build and one rule per shape it timed: the fastest candidate, where the
 shape's bucket holds and the arguments have its dtypes. Builds compile in parallel processes;
-the family directory gets one bundle folder per build and the family.json naming them.
+the family directory gets one bundle folder per build and the family.json naming them. A build
+that does not compile (a diagnostic, a broken contract) is left out with its rules, and named
+last (`--strict`: exit 1); where its rows would go to a build `--arch` did not build (the same
+bucket's sm_80 build: no launch there runs without MLIR), the command fails.
 """
 
 from __future__ import annotations
@@ -103,6 +106,23 @@ def build_family(
     return replace(spec, builds=builds, rules=rules), failures
 
 
+def stranded(before: FamilySpec, after: FamilySpec) -> list[str]:
+    """Where the rows of each left-out build go when the next rule of its bucket (the same
+    sizes, dtypes and devices) is one whose build was not built (`--arch` left it out): there a
+    launch fails unless MLIR is installed to compile it. One line each."""
+    out = []
+    for i, r in enumerate(before.rules):
+        if r.build in after.builds:
+            continue
+        bucket = (r.when, r.dtypes, r.devices)
+        nxt = [s for s in before.rules[i + 1 :] if (s.when, s.dtypes, s.devices) == bucket]
+        kept = [s for s in nxt if s.build in after.builds]
+        if kept and not after.builds[kept[0].build].bundle:
+            where = " and ".join(r.when) or "always"
+            out.append(f"the rows of {r.build} ({where}) go to {kept[0].build}, which is not built")
+    return out
+
+
 def cmd_family(args: argparse.Namespace) -> int:
     from tilec.runtime.family import FamilyError, read_family, repository_root
     from tilec.runtime.tuning import TuneError, read_table
@@ -119,8 +139,8 @@ def cmd_family(args: argparse.Namespace) -> int:
             raise FamilyError("tilec family build needs -o DIR (the family directory)")
         root = Path(args.root) if args.root else repository_root()
         out = Path(args.output)
-        spec, failures = build_family(spec, out, root, args.jobs, args.arch)
-        (out / "family.json").write_text(json.dumps(spec.to_json(), indent=1) + "\n")
+        built_spec, failures = build_family(spec, out, root, args.jobs, args.arch)
+        (out / "family.json").write_text(json.dumps(built_spec.to_json(), indent=1) + "\n")
     except BrokenPipeError:  # `tilec family show ... | head`: the tool's entry point ends quietly
         raise
     except (FamilyError, TuneError, OSError) as err:
@@ -128,9 +148,21 @@ def cmd_family(args: argparse.Namespace) -> int:
         return 1
     for failure in failures:
         print(f"left out (with its rules): {failure}", file=sys.stderr)
-    built = sum(1 for b in spec.builds.values() if b.bundle)
-    print(f"{out}: {built} of {len(spec.builds)} builds, {len(spec.rules)} rules")
-    return 1 if failures and args.strict else 0
+    built = sum(1 for b in built_spec.builds.values() if b.bundle)
+    left = [name for name in spec.builds if name not in built_spec.builds]
+    others = len(built_spec.builds) - built
+    print(
+        f"{out}: {built} of {len(spec.builds)} builds built"
+        + (f", {others} for other targets not built" if others else "")
+        + (f", {len(left)} left out" if left else "")
+        + f", {len(built_spec.rules)} rules"
+    )
+    if left:  # after the progress bar and the diagnostics, where it is seen
+        print(f"warning: tilec family: left out: {', '.join(left)}", file=sys.stderr)
+    lost = stranded(spec, built_spec)
+    for line in lost:
+        print(f"error: tilec family: {line}", file=sys.stderr)
+    return 1 if lost or (failures and args.strict) else 0
 
 
 def op_spec(name: str) -> FamilySpec:

@@ -38,8 +38,7 @@ from tilec.lowering.tile_fragments import (
     fast_path,
     group_key,
 )
-from tilec.lowering.tile_skew import or_skewed, read_skewed, read_skewed_branch
-from tilec.lowering.tile_skew_write import write_skewed
+from tilec.lowering.tile_skew import or_skewed, read_skewed, read_skewed_branch, write_skewed
 from tilec.lowering.tile_views import View, all_of
 
 # Up to this many skewed chunks a thread, all their loads go first (predicated, no branch);

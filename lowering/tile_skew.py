@@ -16,8 +16,12 @@ chunk that a bound cuts reads the same way, each block under a predicate (an ele
 chunk inside it), its elements past the bound replaced; with no branch between them, a thread
 issues all its chunks' loads before the first shift waits for one.
 
-Writes store whole aligned blocks, the block two lanes share completed by a shuffle
-(`tile_skew_write`).
+Writes: Q1 .. Q(R-1) hold the lane's own elements only; QR holds its last o / e elements and the
+next lane's first (B - o) / e, which one `shfl.down` a word brings, so each lane stores whole
+aligned blocks. The lane that starts a warp or a tile row (`head`) writes its part of Q0
+element by element, and the one that ends it (`tail`) its part of QR, since no lane before or
+after it holds the rest of those blocks. A chunk that a bound cuts goes element by element, and
+so does its neighbour's share of the block between them.
 
 Word arithmetic (`permute`, `fshr`, shifts) folds Python integers, so the same code runs on
 numbers: test/unit/test_skew.py runs a warp of lanes over a byte array with it.
@@ -29,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, nvvm
+from mlir.dialects import arith, gpu, llvm, nvvm
 
 from tilec.lowering import IndexBuilder, Term
 from tilec.lowering.tile_access import (
@@ -38,9 +42,11 @@ from tilec.lowering.tile_access import (
     if_else,
     read_scalars,
     shifted,
+    when,
+    write_scalars,
 )
 from tilec.lowering.tile_bands import as_words, from_words, ptx_words, vector_suffix
-from tilec.lowering.tile_fragments import Partition, constant
+from tilec.lowering.tile_fragments import Partition, constant, convert
 from tilec.lowering.tile_views import elem_bytes
 
 Word = int | ir.Value  # a static 32-bit word or an SSA i32
@@ -93,38 +99,6 @@ def _plus(x: Word, k: int) -> Word:
     return x + k if isinstance(x, int) else arith.AddIOp(x, _word(k)).result
 
 
-def _minus(k: int, x: Word) -> Word:
-    """k - x."""
-    return k - x if isinstance(x, int) else arith.SubIOp(_word(k), x).result
-
-
-def _masked(x: Word, mask: int) -> Word:
-    """x & mask (0 with no bit to keep)."""
-    if mask == 0:
-        return 0
-    return x & mask if isinstance(x, int) else arith.AndIOp(x, _word(mask)).result
-
-
-def _has(x: Word, bit: int) -> Flag:
-    """Whether x has `bit` (a power of two) set."""
-    if isinstance(x, int):
-        return bool(x & bit)
-    return arith.CmpIOp(arith.CmpIPredicate.ne, _masked(x, bit), _word(0)).result
-
-
-def _choose(options: list[list[Word]], x: Word, shift: int) -> list[Word]:
-    """options[(x >> shift) mod len(options)] (a power of two of them): a tree of selects on
-    x's bits, the lowest last."""
-    if len(options) == 1:
-        return options[0]
-    if isinstance(x, int):
-        return options[(x >> shift) % len(options)]
-    half = len(options) // 2
-    top = _has(x, 1 << (shift + half.bit_length() - 1))
-    lo, hi = _choose(options[:half], x, shift), _choose(options[half:], x, shift)
-    return [_pick(top, b, a) for a, b in zip(lo, hi, strict=True)]
-
-
 def funnel(words: Sequence[Word], offset: Word, largest: int, n: int) -> list[Word]:
     """The n words at byte `offset` (runtime, 0 .. `largest`) of the little-endian byte string
     `words` holds: out[k] = bytes [offset + 4k, offset + 4k + 4).
@@ -158,10 +132,6 @@ class Skew:
     @property
     def per_block(self) -> int:  # a block's elements
         return self.block // self.elem_bytes
-
-    @property
-    def warp_back(self) -> int:  # lane 0's Q0, in bytes past lane 31's (the same tile row)
-        return -(WARP - 1) * self.runs * self.block
 
     def read(self, o: Word, load: Callable[[Word, Word], list[Word]]) -> list[Word]:
         """The chunk's words: `align(o, loads(o, load))`."""
@@ -290,6 +260,80 @@ def load_block(base: ir.Value, offset: Word, words: int, p: Flag = True) -> list
     return [llvm.ExtractValueOp(_i32(), op.result, [k]).result for k in range(words)]
 
 
+def store_block(base: ir.Value, offset: Word, words: list[Word]) -> None:
+    vt = ir.VectorType.get([len(words)], _i32())
+    vec = llvm.UndefOp(vt).result
+    for k, w in enumerate(words):
+        vec = llvm.InsertElementOp(vec, _word(w), constant(_i32(), k)).result
+    llvm.StoreOp(vec, byte_gep(base, offset), alignment=len(words) * 4)
+
+
+class Emitter:
+    """Where a skewed write goes: IR (`IrEmitter`) or, in the tests, a byte array."""
+
+    def block(self, offset: Word, words: list[Word]) -> None:
+        """Store whole aligned words `offset` bytes past the chunk's aligned start."""
+        raise NotImplementedError
+
+    def elements(self, which: range, keep: Callable[[int], Flag]) -> None:
+        """Store the chunk's own elements `which` for which `keep(e)` holds, one by one."""
+        raise NotImplementedError
+
+    def branch(self, cond: Flag, then: Callable[[], None], other: Callable[[], None]) -> None:
+        raise NotImplementedError
+
+
+def write_blocks(
+    skew: Skew,
+    own: list[Word],
+    nxt: list[Word],
+    o: Word,
+    head: Flag,
+    whole_next: Flag,
+    emit: Emitter,
+) -> None:
+    """A wholly-inside chunk's stores: Q1 .. Q(R-1) whole; QR whole where the next lane's
+    chunk is inside and in the same warp and tile row (`whole_next`), else the chunk's own
+    part of it element by element; Q0's own part element by element by a `head` lane (the
+    lane before it wrote the rest of Q0 as its QR, or nobody holds it)."""
+    shares = skew.shares(own, nxt, o)
+    for r, words in enumerate(shares[:-1], start=1):
+        emit.block(r * skew.block, words)
+    w = skew.per_block
+    last = skew.runs * w
+    emit.branch(
+        whole_next,
+        lambda: emit.block(skew.runs * skew.block, shares[-1]),
+        lambda: emit.elements(range(last - w, last), lambda e: skew.in_tail(e, o)),
+    )
+    emit.branch(head, lambda: emit.elements(range(w), lambda e: skew.in_head(e, o)), _nothing)
+
+
+def _nothing() -> None:
+    return None
+
+
+class IrEmitter(Emitter):
+    """A skewed write as llvm stores under scf.if."""
+
+    def __init__(self, base: ir.Value, run: Run, values: list[ir.Value]) -> None:
+        self.base, self.run, self.values = base, run, values
+
+    def block(self, offset: Word, words: list[Word]) -> None:
+        store_block(self.base, offset, words)
+
+    def elements(self, which: range, keep: Callable[[int], Flag]) -> None:
+        for e in which:
+
+            def store(e: int = e) -> None:
+                llvm.StoreOp(self.values[e], self.run.address(e))
+
+            when(keep(e), store)
+
+    def branch(self, cond: Flag, then: Callable[[], None], other: Callable[[], None]) -> None:
+        if_else(cond, [], lambda: then() or [], lambda: other() or [])
+
+
 def aligned_start(run: Run, skew: Skew) -> tuple[Word, ir.Value]:
     """(o, base): the chunk's misalignment in bytes and the aligned block it starts in."""
     start = run.address(0)
@@ -360,10 +404,48 @@ def read_skewed_branch(
     return if_else(run.inside(part.vec - 1), [view.elem] * part.vec, aligned, scalars)
 
 
-def _pick(cond: Flag, x: Word, y: Word) -> Word:
+def _pick(cond: Flag, x: ir.Value, y: ir.Value) -> ir.Value:
     if isinstance(cond, bool):
         return x if cond else y
-    return arith.SelectOp(cond, _word(x), _word(y)).result
+    return arith.SelectOp(cond, x, y).result
+
+
+def write_skewed(
+    side: Side,
+    part: Partition,
+    coords: list[Term],
+    values: list[ir.Value],
+    t: ir.Value,
+    b: IndexBuilder,
+) -> None:
+    """Store the chunk at `coords` as aligned blocks (see the module docstring). Every lane
+    runs this (its shuffles), so it must not sit under a branch that differs between lanes."""
+    view, m, w = side.view, part.m, side.width
+    skew = skew_of(side, part)
+    values = [convert(v, view.elem) for v in values]
+    own = as_words(values, view.elem)
+    down = gpu.ShuffleMode.DOWN
+    nxt: list[Word] = [
+        gpu.ShuffleOp(x, constant(_i32(), 1), constant(_i32(), WARP), down).results[0]
+        for x in own[: skew.words]
+    ]
+    run = Run(view, coords, m, b)
+    lane = b.rem(t, WARP)
+    head = b.either(b.cmp("eq", lane, 0), b.cmp("eq", coords[m], 0))
+    tail = b.either(b.cmp("eq", lane, WARP - 1), b.cmp("eq", coords[m], part.shape[m] - part.vec))
+
+    def aligned() -> list:
+        o, base = aligned_start(run, skew)
+        whole_next = b.both(b.negate(tail), run.inside(2 * part.vec - 1))
+        write_blocks(skew, list(own), nxt, o, head, whole_next, IrEmitter(base, run, values))
+        return []
+
+    def scalars() -> list:
+        for s in range(0, part.vec, w):
+            write_scalars(Run(view, shifted(coords, m, s, b), m, b), values[s : s + w], True)
+        return []
+
+    if_else(run.inside(part.vec - 1), [], aligned, scalars)
 
 
 def or_skewed(

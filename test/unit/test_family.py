@@ -305,3 +305,38 @@ def test_the_family_command_builds_and_shows(
     assert "c256_f16" in shown and "N <= 256" in shown and "COLS=256" in shown
     assert main(["family", "build", "-o", str(out)]) == 1
     assert "a SPEC file or --op NAME" in capsys.readouterr().err
+
+
+def test_a_left_out_build_is_named_and_fails_where_its_rows_are_stranded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "rows.tile"
+    source.write_text(KERNEL)
+    good = spec_of(source, built=False).builds["c256_f16"]
+    broken = Build("c256_f16_sm90a", str(source), "nope", good.params, "sm_90a")  # no such kernel
+    bucket = (("N <= 256",), {"X": "f16"})
+    spec = FamilySpec(
+        "rows",
+        ARGS,
+        {b.name: b for b in (broken, good)},
+        (Rule(broken.name, *bucket), Rule(good.name, *bucket)),
+    )
+    (tmp_path / "spec.json").write_text(json.dumps(spec.to_json()))
+    cmd = ["family", "build", str(tmp_path / "spec.json"), "-j", "1", "-o"]
+    # Every target: the sm_80 build takes the bucket; the left-out one is named last.
+    assert main([*cmd, str(tmp_path / "all")]) == 0
+    out, err = capsys.readouterr()
+    assert "1 of 2 builds built, 1 left out, 1 rules" in out
+    assert "has no kernel 'nope'" in err
+    assert err.splitlines()[-1] == "warning: tilec family: left out: c256_f16_sm90a"
+    assert main([*cmd, str(tmp_path / "strict"), "--strict"]) == 1
+    capsys.readouterr()
+    # sm_90a only: its rows would go to the sm_80 build, which is not built.
+    assert main([*cmd, str(tmp_path / "sm90a"), "--arch", "sm_90a"]) == 1
+    out, err = capsys.readouterr()
+    assert "0 of 2 builds built, 1 for other targets not built, 1 left out" in out
+    assert err.splitlines()[-1] == (
+        "error: tilec family: the rows of c256_f16_sm90a (N <= 256) go to c256_f16, "
+        "which is not built"
+    )
+    assert read_family(tmp_path / "sm90a").rules == (Rule(good.name, *bucket),)

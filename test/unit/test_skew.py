@@ -15,20 +15,14 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pytest
-from mlir import ir
 
 from tilec.driver import CompileOptions, compile_file
-from tilec.lowering import IndexBuilder
-from tilec.lowering.tile_fragments import Partition
-from tilec.lowering.tile_skew import Flag, Skew, Word, funnel
-from tilec.lowering.tile_skew_write import Emitter, roles, wraps, write_blocks
+from tilec.lowering.tile_skew import Emitter, Flag, Skew, Word, funnel, write_blocks
 
 WARP = 32
-POISON = 0xA5  # the destination's bytes before the writes: outside the rows they must stay
 
 
 def as_words(data: bytes) -> list[int]:
@@ -52,7 +46,6 @@ class Memory(Emitter):
     def __init__(self, mem: bytearray, counts: list[int], at: int, chunk: bytes, eb: int) -> None:
         self.mem, self.counts, self.at, self.chunk, self.eb = mem, counts, at, chunk, eb
         self.aligned = at
-        self.scalars = self.pieces = 0  # element stores, piece stores
 
     def put(self, address: int, data: bytes) -> None:
         for k, byte in enumerate(data):
@@ -68,17 +61,7 @@ class Memory(Emitter):
     def elements(self, which: range, keep: Callable[[int], Flag]) -> None:
         for e in which:
             if keep(e):
-                self.scalars += 1
                 self.put(self.at + e * self.eb, self.chunk[e * self.eb : (e + 1) * self.eb])
-
-    def piece(self, offset: Word, words: list[Word], size: int, p: Flag) -> None:
-        assert isinstance(offset, int) and isinstance(p, bool)
-        if not p:
-            return
-        address = self.aligned + offset
-        assert address % size == 0, "a piece store must be naturally aligned"
-        self.pieces += 1
-        self.put(address, as_bytes(words)[:size])
 
     def branch(self, cond: Flag, then: Callable[[], None], other: Callable[[], None]) -> None:
         assert isinstance(cond, bool)
@@ -96,7 +79,7 @@ def run_warp(eb: int, width: int, vec: int, start: int, n: int, lanes: int, per_
     rows = -(-lanes // per_row)
     size = start + (rows + 1) * (per_row * vec + n + 3) * eb + 4 * block
     src = bytes(rng.randrange(256) for _ in range(size))
-    dst, counts, expected = bytearray([POISON] * size), [0] * size, [0] * size
+    dst, counts, expected = bytearray(size), [0] * size, [0] * size
 
     def place(lane: int) -> tuple[int, int]:
         """(the chunk's first byte, its first element's place in its row)"""
@@ -130,38 +113,22 @@ def run_warp(eb: int, width: int, vec: int, start: int, n: int, lanes: int, per_
 
         got = as_bytes(skew.read(o, load))[: count * eb]
         assert got == src[at : at + count * eb], f"lane {lane}, o = {o}"
-    # Writes: every lane's shuffle first, then each lane's stores, with the lowering's own
-    # roles. Where a tile row's chunks are a multiple of 32, the shuffle wraps around the warp
-    # (lane 31 gets lane 0's first block), else it goes down (lane 31 gets its own).
-    part = Partition((rows, per_row * vec), 1, vec, lanes)
-    with ir.Context():
-        b = IndexBuilder()
-    scalars = pieces = 0
+    # Writes: every lane's shuffle first (lane + 1's first block), then each lane's stores.
     for lane in range(lanes):
         at, col = place(lane)
         o = at % block
-        first = lane - lane % WARP
-        source = first + (lane + 1) % WARP if wraps(part) else min(lane + 1, first + WARP - 1)
-        nxt = own[source][: skew.words]
+        nxt = own[lane + 1 if lane + 1 < lanes else lane][: skew.words]
+        head = lane % WARP == 0 or col == 0
+        tail = lane % WARP == WARP - 1 or col == (per_row - 1) * vec
         mem = Memory(dst, counts, at, as_bytes(own[lane]), eb)
         mem.aligned = at - o
         if inside(lane, vec - 1):
-            past = partial(inside, lane)
-            head, whole_next, wrap = roles(part, lane % WARP, col, past, b)
-            write_blocks(skew, own[lane], nxt, o, head, whole_next, wrap, mem)
+            whole_next = not tail and inside(lane, 2 * vec - 1)
+            write_blocks(skew, own[lane], nxt, o, head, whole_next, mem)
         else:
             mem.elements(range(vec), lambda e, lane=lane: inside(lane, e))
-        scalars += mem.scalars
-        pieces += mem.pieces
-        # Lane 31 of a wrapping warp: a piece a set bit of o and of block - o, no more.
-        bits = (block - 1).bit_length() - (eb - 1).bit_length()
-        assert mem.pieces <= max(2 * bits, 1), f"lane {lane}: {mem.pieces} pieces"
     assert counts == expected, "a byte written twice, or not at all, or outside the rows"
     assert all(dst[k] == src[k] for k in range(size) if expected[k])
-    assert all(dst[k] == POISON for k in range(size) if not expected[k]), "a byte outside"
-    if wraps(part) and n >= per_row * vec:  # every chunk inside: lane 31's pieces, no element
-        assert scalars == 0, "an element store where every chunk is whole"
-        assert pieces >= lanes // WARP
 
 
 CASES = [
@@ -211,31 +178,13 @@ def ptx(tmp_path: Path, source: str, **params: int | str) -> str:
     ("elem", "threads", "chunks"), [("f16", 64, 2), ("f16", 128, 1), ("bf16", 32, 4)]
 )
 def test_an_unaligned_row_is_skewed(tmp_path: Path, elem: str, threads: int, chunks: int) -> None:
-    # 1024 columns over `threads` threads: `chunks` 16-byte chunks a thread, 128 a tile row.
-    # The skewed store shuffles each chunk's first block from lane (j + 1) mod 32 (4 words),
-    # and lane 31 stores its last block as pieces: 8, 4 and 2 bytes at its own last block, and
-    # 16 (where o = 0), 8, 4 and 2 at lane 0's first block, 31 chunks (496 bytes) back; the
-    # skewed load reads two aligned blocks a chunk and shifts them with prmt, beside the fast
-    # version's vectors.
+    # 1024 columns over `threads` threads: `chunks` 16-byte chunks a thread. The skewed store
+    # shuffles each chunk's first block down one lane (4 words); the skewed load reads two
+    # aligned blocks a chunk and shifts them with prmt, beside the fast version's vectors.
     text = ptx(tmp_path, ROWCOPY, THREADS=threads, T=elem)
-    assert len(re.findall(r"shfl\.sync\.idx\.b32", text)) == 4 * chunks
-    assert "shfl.sync.down" not in text
-    back = re.findall(r"st\.global\.(v4\.b32|v2\.b32|b32|b16)\s+\[%rd\d+\+-(\d+)\]", text)
-    assert sorted(k for k, _ in back) == sorted(["v4.b32", "v2.b32", "b32", "b16"] * chunks)
-    assert all(496 - 16 < int(offset) <= 496 for _, offset in back), back
-    assert len(re.findall(r"st\.global\.v2\.b32", text)) == 2 * chunks
+    assert len(re.findall(r"shfl\.sync\.down\.b32", text)) == 4 * chunks
     assert len(re.findall(r"\bprmt\.b32\b", text)) >= 4 * chunks
     assert len(re.findall(r"st\.global\.v4\.b32", text)) >= 2 * chunks  # fast + skewed
-
-
-def test_tile_rows_across_a_warp_shuffle_down(tmp_path: Path) -> None:
-    # Tiles of 4 rows of 64 f16 over 32 threads: 8 chunks a tile row, so a warp spans 4 tile
-    # rows and its shuffles go down one lane, each row's first and last lanes element by
-    # element (no pieces).
-    text = ptx(tmp_path, ROWCOPY.replace("(1, COLS)", "(4, COLS)"), COLS=64, THREADS=32)
-    assert len(re.findall(r"shfl\.sync\.down\.b32", text)) == 4
-    assert "shfl.sync.idx" not in text
-    assert "st.global.v2.b32" not in text
 
 
 def test_a_skewed_load_issues_every_chunk_before_shifting(tmp_path: Path) -> None:
