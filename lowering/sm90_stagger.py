@@ -70,13 +70,7 @@ def alternate(
 ) -> None:  # fmt: skip
     """One loop's turns; each loop's arrivals balance its waits on its own."""
     b = IndexBuilder()
-    with ir.InsertionPoint(loop), loop.location:
-        group = uniform_group(role.first)
-        ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
-        second = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(1)).result
-        when(arith.AndIOp(ran, second).result, lambda: turn(first, b, arrive=True))
-        own: Term = b.add(group, first)
-        other: Term = b.sub(first + 1, group)
+    group, ran, own, other = opening(loop, role, first, b)
     after = next_op(first_commit)
     with ir.InsertionPoint(after), loop.location:
         later = arith.CmpIOp(arith.CmpIPredicate.ugt, b.value(index(loop, b)), b.value(0)).result
@@ -88,6 +82,19 @@ def alternate(
         when(arith.AndIOp(ran, leads).result, lambda: turn(first + 1, b, arrive=True))
 
 
+def opening(
+    loop: ir.Operation, role: Role, first: int, b: IndexBuilder
+) -> tuple[ir.Value, ir.Value, Term, Term]:
+    """Before `loop`: the consumer's group, whether the loop runs at all, group 1's opening
+    arrival on group 0's barrier, and the group's own barrier and the other's."""
+    with ir.InsertionPoint(loop), loop.location:
+        group = uniform_group(role.first)
+        ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
+        second = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(1)).result
+        when(arith.AndIOp(ran, second).result, lambda: turn(first, b, arrive=True))
+        return group, ran, b.add(group, first), b.sub(first + 1, group)
+
+
 def adjacent(loop: ir.Operation, ops: tuple, role: Role, first: int) -> None:
     """One loop's turns where its two gemms are issued back to back (the intra-warpgroup
     overlap: S_j, then P_{j-1} V_{j-1}, then the softmax of S_j): a turn is both gemms, the
@@ -96,13 +103,8 @@ def adjacent(loop: ir.Operation, ops: tuple, role: Role, first: int) -> None:
     the one before the loop)."""
     first_fence, _, _, second_commit = ops
     b = IndexBuilder()
+    group, _, own, other = opening(loop, role, first, b)
     with ir.InsertionPoint(loop), loop.location:
-        group = uniform_group(role.first)
-        ran = arith.CmpIOp(arith.CmpIPredicate.sgt, b.value(trips(loop, b)), b.value(0)).result
-        second = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(1)).result
-        when(arith.AndIOp(ran, second).result, lambda: turn(first, b, arrive=True))
-        own: Term = b.add(group, first)
-        other: Term = b.sub(first + 1, group)
         last = b.value(b.add(trips(loop, b), -1))
         leads = arith.CmpIOp(arith.CmpIPredicate.eq, group, b.value(0)).result
     with ir.InsertionPoint(first_fence), loop.location:
