@@ -85,42 +85,28 @@ def _operators(*tensors: Tensor | None) -> Any:
 # binds the arguments with inspect.signature at every call (~30 us on a small CPU).
 
 
-class _LayerNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Any, bias: Any, eps: float) -> Tensor:
-        y = ops.layernorm(x, weight, bias, eps)
-        torch_ops._layernorm_context(ctx, (x, weight, bias, eps), y)
-        return y
+def _function(call: Any, context: Any, grad: Any) -> type[torch.autograd.Function]:
+    """A Function computing `call` (tilec.ops' call on the operator's arguments), keeping what
+    the operator's setup_context `context` keeps and differentiating as its backward `grad`
+    does, with the operators `_operators` picks."""
 
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        return torch_ops._layernorm_grad(ctx, grad, _operators(grad))
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *args: Any) -> Tensor:
+            y = call(*args)
+            context(ctx, args, y)
+            return y
 
+        @staticmethod
+        def backward(ctx: Any, dy: Tensor) -> tuple[Tensor | None, ...]:
+            return grad(ctx, dy, _operators(dy))
 
-class _RMSNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Any, eps: float | None) -> Tensor:
-        y = ops.rmsnorm(x, weight, eps)
-        torch_ops._rmsnorm_context(ctx, (x, weight, eps), y)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        return torch_ops._rmsnorm_grad(ctx, grad, _operators(grad))
+    return Function
 
 
-class _Gemm(torch.autograd.Function):
-    @staticmethod
-    def forward(
-        ctx: Any, a: Tensor, b: Tensor, bias: Any, activation: str | None, out_dtype: Any
-    ) -> Tensor:
-        y = ops.gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
-        torch_ops._gemm_context(ctx, (a, b, bias, activation, out_dtype), y)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        return torch_ops._gemm_grad(ctx, grad, _operators(grad))
+_LayerNorm = _function(ops.layernorm, torch_ops._layernorm_context, torch_ops._layernorm_grad)
+_RMSNorm = _function(ops.rmsnorm, torch_ops._rmsnorm_context, torch_ops._rmsnorm_grad)
+_Gemm = _function(_Direct.gemm, torch_ops._gemm_context, torch_ops._gemm_grad)
 
 
 def layernorm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:

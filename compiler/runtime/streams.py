@@ -28,24 +28,22 @@ def framework_of(binding: Binding) -> tuple[str, int | None]:
     return ("cupy" if "cupy" in frameworks else ""), None
 
 
-def current_stream(framework: str, device: int | None) -> int:
-    """The framework's current stream, so the launch orders after the caller's work."""
+def stream_reader(framework: str, device: int | None) -> Callable[[], int]:
+    """What reads the framework's current stream (so a launch orders after the caller's work),
+    resolved once for a plan's launches: torch's C++ getter for the tensors' device where torch
+    has one (no Stream object made); the legacy default stream without a framework."""
     if framework == "torch":
         torch = sys.modules["torch"]  # loaded, since a torch tensor was passed
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is not None and device is not None:
-            return int(raw(device))
-        return int(torch.cuda.current_stream(device).cuda_stream)
-    if framework == "cupy":
-        return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
-    return 0  # the legacy default stream
-
-
-def stream_reader(framework: str, device: int | None) -> Callable[[], int]:
-    """What reads the framework's current stream for a plan's launches, resolved once: torch's
-    C++ getter for the tensors' device where torch has one (no Stream object made)."""
-    if framework == "torch" and device is not None:
-        raw = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
             return functools.partial(raw, device)
-    return functools.partial(current_stream, framework, device)
+        return lambda: int(torch.cuda.current_stream(device).cuda_stream)
+    if framework == "cupy":
+        cupy = sys.modules["cupy"]
+        return lambda: int(cupy.cuda.get_current_stream().ptr)
+    return lambda: 0
+
+
+def current_stream(framework: str, device: int | None) -> int:
+    """The framework's current stream now (`stream_reader`'s, read once)."""
+    return int(stream_reader(framework, device)())
