@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tilec.ops.planned import SCALAR, PlannedCalls, Prepare, constant
 from tilec.runtime.family import (
     FAMILY_FILE,
     Family,
@@ -37,6 +38,7 @@ __all__ = ["attention", "attention_varlen", "bmm", "family", "gemm", "layernorm"
 
 _FAMILIES: dict[str, Family] = {}
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
+PLANNED = PlannedCalls()  # softmax and the norms' calls, planned (tilec/ops/planned.py)
 
 
 def families_dir() -> Path:
@@ -145,13 +147,58 @@ def _vector(x: Any, value: Any, fill: float, what: str, op: str) -> Any:
         )
     if value.device != x.device:
         raise ValueError(f"tilec.ops.{op}: {what} is on {value.device}, the input on {x.device}")
-    value = value if value.dtype == x.dtype else value.to(x.dtype)
+    return _kernel_vector(value, x.dtype)
+
+
+def _kernel_vector(value: Any, dtype: Any) -> Any:
+    """A checked weight or bias as the kernels read it: of `dtype`, unit stride, aligned."""
+    value = value if value.dtype == dtype else value.to(dtype)
     return value if value.stride(0) == 1 and value.data_ptr() % 16 == 0 else value.clone()
+
+
+def _read(given: Any, read: Any) -> Prepare:
+    """How a planned call gets what the kernels read (`read`) from its input `given`: as it is
+    (None), a constant for an absent vector, or a copy made as the checked path made it (a
+    row-major copy of x, a weight converted or moved to an aligned unit stride)."""
+    if given is None:
+        return constant(read)
+    if read.data_ptr() == given.data_ptr():
+        return None  # x's rows or a vector read where they lie (a view, or the input itself)
+    if read.dim() == 1:
+        return functools.partial(_kernel_vector, dtype=read.dtype)
+    return _rows
+
+
+def _like(torch: Any, tensors: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A planned row op's output: a new contiguous tensor of its first input's shape."""
+    return (_empty(torch, tensors[0]),)
+
+
+def _plan_rows(
+    op: str, inputs: tuple[Any, ...], scalars: tuple[Any, ...], reads: tuple[Any, ...],
+    args: tuple[Any, ...],
+) -> None:  # fmt: skip
+    """Keeps the launch of row family `op` on `args` (the tensors the kernels read, then the
+    output, then float scalars) for later calls with the signature of `inputs` and `scalars`:
+    `reads` are what the kernels read of each input (x's rows, the vectors before expanding)."""
+    import torch
+
+    slots = tuple(SCALAR if isinstance(a, float) else i for i, a in enumerate(args))
+    step = (
+        family(op).launch(*args),
+        slots,
+        tuple(a if isinstance(a, float) else None for a in args),
+    )
+    prepare = tuple(_read(i, r) for i, r in zip(inputs, reads, strict=True))
+    PLANNED.remember(op, inputs, scalars, (step,), functools.partial(_like, torch), prepare)
 
 
 @on_stream
 def softmax(x: Any, dim: int = -1) -> Any:
     """softmax(x) along `dim` (torch.softmax's values), in x's dtype, f32 inside."""
+    found = PLANNED.run("softmax", (x,), (dim,))
+    if found is not None:  # a signature planned before: checked then
+        return found
     torch = _check("softmax", x)
     moved = x.movedim(dim, -1) if dim not in (-1, x.dim() - 1) else x
     if moved.numel() == 0:
@@ -159,40 +206,49 @@ def softmax(x: Any, dim: int = -1) -> Any:
     rows = _rows(moved)
     out = _empty(torch, rows)
     family("softmax")(rows, out)
+    if moved is x:  # rows along the last dim: later calls as planned
+        _plan_rows("softmax", (x,), (dim,), (rows,), (rows, out))
     out = out if rows is moved else out.view(moved.shape)
     return out.movedim(-1, dim) if moved is not x else out
+
+
+def _norm(op: str, x: Any, vectors: dict[str, Any], eps: Any) -> Any:
+    """A norm's output (`op`: layernorm or rmsnorm) over x's last dimension, its weight (and
+    bias) `vectors` by name (None: ones, zeros), eps a Python number (None: the dtype's
+    epsilon), checked; later calls of this signature are planned."""
+    torch = _check(op, x)
+    if x.numel() == 0:
+        return x.new_empty(x.shape)
+    rows = _rows(x)
+    fills = {"weight": 1.0, "bias": 0.0}
+    used = [_vector(x, v, fills[name], name, op) for name, v in vectors.items()]
+    out = _empty(torch, rows)
+    r, n = rows.shape
+    e = torch.finfo(x.dtype).eps if eps is None else eps
+    args = (rows, *(v.expand(r, n) for v in used), out, float(e))
+    family(op)(*args)
+    _plan_rows(op, (x, *vectors.values()), (eps,), (rows, *used), args)
+    return out if rows is x else out.view(x.shape)
 
 
 @on_stream
 def layernorm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """LayerNorm over the last dimension (torch.nn.functional.layer_norm with normalized_shape
     = (x.shape[-1],)): (x - mean) / sqrt(var + eps) * weight + bias; weight and bias optional."""
-    torch = _check("layernorm", x)
-    if x.numel() == 0:
-        return x.new_empty(x.shape)
-    rows = _rows(x)
-    w = _vector(x, weight, 1.0, "weight", "layernorm")
-    b = _vector(x, bias, 0.0, "bias", "layernorm")
-    out = _empty(torch, rows)
-    r, n = rows.shape
-    family("layernorm")(rows, w.expand(r, n), b.expand(r, n), out, float(eps))
-    return out if rows is x else out.view(x.shape)
+    found = PLANNED.run("layernorm", (x, weight, bias), (eps,))
+    if found is not None:  # a signature planned before: checked then
+        return found
+    return _norm("layernorm", x, {"weight": weight, "bias": bias}, eps)
 
 
 @on_stream
 def rmsnorm(x: Any, weight: Any = None, eps: float | None = None) -> Any:
     """RMSNorm over the last dimension (torch.nn.functional.rms_norm): x / sqrt(mean(x^2) + eps)
     * weight; eps defaults to the dtype's epsilon, as torch's does."""
-    torch = _check("rmsnorm", x)
-    if x.numel() == 0:
-        return x.new_empty(x.shape)
-    rows = _rows(x)
-    w = _vector(x, weight, 1.0, "weight", "rmsnorm")
-    out = _empty(torch, rows)
-    r, n = rows.shape
-    eps = torch.finfo(x.dtype).eps if eps is None else eps
-    family("rmsnorm")(rows, w.expand(r, n), out, float(eps))
-    return out if rows is x else out.view(x.shape)
+    found = PLANNED.run("rmsnorm", (x, weight), (eps,))
+    if found is not None:  # a signature planned before: checked then
+        return found
+    return _norm("rmsnorm", x, {"weight": weight}, eps)
 
 
 # After the helpers it imports from this module.

@@ -12,14 +12,17 @@ launch for dw and db together (the batches of one (2, G, N) buffer), two in all 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from tilec.ops import _check, _empty, _rows, _vector, family, on_stream
+from tilec.ops import _check, _empty, _read, _rows, _vector, family, on_stream
 from tilec.ops.backward_specs import partial_rows
+from tilec.ops.planned import SCALAR, PlannedCalls
 
 __all__ = ["layernorm_backward", "rmsnorm_backward", "softmax_backward"]
 
 _SMS: dict[int, int] = {}  # device index -> SM count
+PLANNED = PlannedCalls()  # the norms' backward calls, planned (tilec/ops/planned.py)
 
 
 def _same(op: str, x: Any, dy: Any, name: str = "dy") -> None:
@@ -59,15 +62,14 @@ def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     return dx if last else dx.movedim(-1, dim)
 
 
-def _sums(partials: Any, dtype: Any, apart: bool = False) -> tuple[Any, ...]:
-    """The column sums of each batch of the f32 partial sums `partials` (B x G x N), in `dtype`:
-    B vectors of N, views of one B x N tensor (one colsum launch for them all), or with `apart`
-    each a tensor of its own (a launch each)."""
-    if apart:
-        return tuple(s for b in range(len(partials)) for s in _sums(partials[b : b + 1], dtype))
-    out = partials.new_empty((partials.shape[0], partials.shape[2]), dtype=dtype)
-    family("colsum")(partials, out)
-    return out.unbind(0)
+def _sums(partials: Any, dtype: Any) -> tuple[Any, ...]:
+    """The column sums of each batch of the f32 partial sums `partials` (B x G x N), in `dtype`,
+    each a tensor of its own (a colsum launch each)."""
+    out = []
+    for b in range(len(partials)):
+        out.append(partials.new_empty((1, partials.shape[2]), dtype=dtype))
+        family("colsum")(partials[b : b + 1], out[-1])
+    return tuple(s[0] for s in out)
 
 
 def _partials(rows: Any, batches: int, g: int, n: int) -> Any:
@@ -83,11 +85,32 @@ def _partials(rows: Any, batches: int, g: int, n: int) -> Any:
     return flat.as_strided((batches, g, n), (apart, n, 1))
 
 
+def _news(
+    torch: Any, batches: int, g: int, n: int, dtype: Any, tensors: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """A norm backward's new tensors for x = tensors[0]: dx (contiguous, x's shape), the
+    (batches, g, n) partial sums, the pointer of each batch of them (an int: no view made),
+    and their column sums (batches x n in `dtype`)."""
+    partials = _partials(tensors[0], batches, g, n)
+    sums = partials.new_empty((batches, n), dtype=dtype)
+    base, apart = partials.data_ptr(), partials.stride(0) * 4  # f32
+    return (_empty(torch, tensors[0]), partials, *range(base, base + batches * apart, apart), sums)
+
+
+def _grads(news: tuple[Any, ...]) -> tuple[Any, ...]:
+    """dx and the column sums' rows (dw, and db), of `_news`' tensors."""
+    return (news[0], *news[-1].unbind(0))
+
+
 def _norm_backward(
-    op: str, x: Any, dy: Any, weight: Any, eps: float, bias: bool, apart: bool = False
+    op: str, x: Any, dy: Any, weight: Any, eps: Any, bias: bool, apart: bool = False
 ) -> tuple[Any, ...]:
     """dx and the partial sums' totals (dw, and db with `bias`: views of one tensor, or with
-    `apart` tensors of their own) of a norm's backward."""
+    `apart` tensors of their own) of a norm's backward; eps a Python number (None: the dtype's
+    epsilon). As planned where a call of this signature was made before (`apart` never is)."""
+    found = None if apart else PLANNED.run(op, (x, dy, weight), (eps,))
+    if found is not None:
+        return found
     torch = _check(f"{op}_backward", x)
     _same(f"{op}_backward", x, dy)
     n = x.shape[-1]
@@ -103,11 +126,29 @@ def _norm_backward(
     r = rows.shape[0]
     w = _vector(x, weight, 1.0, "weight", f"{op}_backward")
     g = partial_rows(f"{op}_bwd", n, r, _num_sms(x.device))
-    partials = _partials(rows, 1 + bias, g, n)
-    dx = _empty(torch, rows)
-    family(f"{op}_bwd")(rows, w.expand(r, n), grads, dx, *partials.unbind(0), float(eps))
-    dx = dx if rows is x else dx.view(x.shape)
-    return (dx, *_sums(partials, wdtype, apart))
+    make = functools.partial(_news, torch, 1 + bias, g, n, wdtype)
+    news = make((x,))
+    dx = news[0] if rows is x else news[0].view(rows.shape)
+    e = float(torch.finfo(x.dtype).eps if eps is None else eps)
+    args = (rows, w.expand(r, n), grads, dx, *news[1].unbind(0), e)
+    family(f"{op}_bwd")(*args)
+    if apart:
+        return (news[0], *_sums(news[1], wdtype))
+    family("colsum")(news[1], news[-1])
+    # a planned call's pointers: x, dy and w as read, then `_news`' (dx 3, the partials 4, their
+    # batches from 5, the sums after them)
+    batches = tuple(range(5, 6 + bias))
+    steps = (
+        (
+            family(f"{op}_bwd").launch(*args),
+            (0, 2, 1, 3, *batches, SCALAR),
+            (*[None] * (len(args) - 1), e),
+        ),
+        (family("colsum").launch(news[1], news[-1]), (4, 6 + bias), ()),
+    )
+    prepare = (_read(x, rows), _read(dy, grads), _read(weight, w))
+    PLANNED.remember(op, (x, dy, weight), (eps,), steps, make, prepare, _grads)
+    return _grads(news)
 
 
 @on_stream
@@ -130,7 +171,5 @@ def rmsnorm_backward(
     """The gradients of `rmsnorm(x, weight, eps)` from its output's gradient `dy`: (dx, dw),
     dx in x's dtype, dw in the weight's (x's when there is none); eps defaults to the dtype's
     epsilon, as the forward's does."""
-    torch = _check("rmsnorm_backward", x)
-    eps = torch.finfo(x.dtype).eps if eps is None else eps
     dx, dw = _norm_backward("rmsnorm", x, dy, weight, eps, False)
     return dx, dw

@@ -18,7 +18,7 @@ from typing import Any
 from tilec.ops import _check, family, on_stream
 from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, viewed
 from tilec.ops.gemm_specs import ADDMM, EPILOGUES
-from tilec.ops.planned import PlannedCalls
+from tilec.ops.planned import PlannedCalls, new_empty
 
 __all__ = ["bmm", "gemm"]
 
@@ -119,10 +119,10 @@ def _plan_product(A: Any, B: Any, a: Any, bt: Any, c: Any, p: Plan, arch: str) -
     if p.a not in _KEPT or p.b not in _KEPT or c.dtype != A.dtype:
         return
     if arch == "sm_90":
-        PLANNED.remember("gemm", A, B, family("gemm").launch(a, bt, c), c, ())
+        step = (family("gemm").launch(a, bt, c), (0, 1, 2), ())
     else:
-        launch = family("gemm_sm80").launch(a, bt, c, 1.0)
-        PLANNED.remember("gemm", A, B, launch, c, (None, None, None, 1.0))
+        step = (family("gemm_sm80").launch(a, bt, c, 1.0), (0, 1, 2), (None, None, None, 1.0))
+    PLANNED.remember("gemm", (A, B), (), (step,), new_empty(tuple(c.shape)))
 
 
 def _epilogue(torch: Any, z: Any, bias: Any, act: str | None, alpha: float, beta: float,
@@ -219,7 +219,7 @@ def gemm(
     (read only where beta != 0); out_dtype the inputs' dtype (default), the other 16-bit one
     or float32. A new M x N row-major tensor."""
     if _plain(bias, activation, alpha, beta, C, out_dtype):
-        c = PLANNED.run("gemm", A, B)  # a signature planned before: checked then
+        c = PLANNED.run("gemm", (A, B))  # a signature planned before: checked then
         if c is not None:
             return c
     torch = _check_pair("gemm", A, B, 2)
@@ -292,7 +292,7 @@ def bmm(
     batch by batch (L launches, no host synchronisation)."""
     planned = _plain(bias, activation, alpha, beta, C, out_dtype)
     if planned:
-        y = PLANNED.run("bmm", A, B)  # a signature planned before: checked then
+        y = PLANNED.run("bmm", (A, B))  # a signature planned before: checked then
         if y is not None:
             return y
     torch = _check_pair("bmm", A, B, 3)
@@ -315,8 +315,8 @@ def bmm(
     name, args = ("bmm", (a, bt, y)) if sm90 else ("bmm_sm80", (a, bt, y, alpha))
     family(name)(*args)
     if planned:  # later calls of this signature launch as planned (B^T copied as here)
-        scalars = () if sm90 else (None, None, None, alpha)
+        step = (family(name).launch(*args), (0, 1, 2), () if sm90 else (None, None, None, alpha))
         prepare = (None if a is A else functools.partial(_batched_operand, k=kp),
                    None if bt is b else functools.partial(_batched_bt, k=kp))  # fmt: skip
-        PLANNED.remember("bmm", A, B, family(name).launch(*args), y, scalars, prepare)
+        PLANNED.remember("bmm", (A, B), (), (step,), new_empty(tuple(y.shape)), prepare)
     return y if alpha == 1.0 or not sm90 else y.mul_(alpha)

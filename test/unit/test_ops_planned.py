@@ -1,7 +1,8 @@
-"""tilec.ops' planned products (tilec/ops/planned.py): a repeated gemm/bmm signature launches
+"""tilec.ops' planned calls (tilec/ops/planned.py): a repeated gemm/bmm signature launches
 what its first call planned, with no checks, operand plan or family choice made again, and a
 call that one of those would refuse still finds no launch. CPU torch tensors stand in for CUDA
 ones and the families are stand-ins recording what they are asked (no GPU, no bundles).
+test_ops_planned_rows.py does the same for softmax, the norms and their backward.
 Skips without torch (CI has none)."""
 
 from __future__ import annotations
@@ -21,24 +22,32 @@ gemm_module = sys.modules["tilec.ops.gemm"]  # tilec.ops.gemm is the function
 
 
 class StandInFamily:
-    """Records each call's tensor pointers, and each planned launch's."""
+    """Records each call's tensor pointers, and each planned launch's (with its scalars)."""
 
-    def __init__(self, name: str, log: list[tuple[str, str, list[int]]]) -> None:
-        self.name, self.log = name, log
+    def __init__(self, name: str, log: list[tuple[Any, ...]], width: int) -> None:
+        self.name, self.log, self.width = name, log, width
 
     def __call__(self, *args: Any) -> None:
-        self.log.append(("call", self.name, [a.data_ptr() for a in args[:3]]))
+        ptrs = [a.data_ptr() for a in args if isinstance(a, torch.Tensor)]
+        self.log.append(("call", self.name, ptrs[: self.width]))
 
     def launch(self, *args: Any) -> Any:
-        return lambda ptrs, scalars: self.log.append(("launch", self.name, list(ptrs)))
+        def launched(ptrs: Any, scalars: tuple[Any, ...]) -> None:
+            assert len(ptrs) == len(args), "a pointer (or 0) for each argument"
+            kept = [s for s in scalars if s is not None]
+            self.log.append(("launch", self.name, [p for p in ptrs if p][: self.width], *kept))
+
+        return launched
 
 
-@pytest.fixture
-def log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, list[int]]]:
-    calls: list[tuple[str, str, list[int]]] = []
+def stand_ins(
+    monkeypatch: pytest.MonkeyPatch, modules: tuple[Any, ...], width: int = 8
+) -> list[tuple[Any, ...]]:
+    """`modules`' families as StandInFamily, their planned calls afresh, CPU tensors checked as
+    CUDA ones (tilec.ops._check's dtype rule kept); the log the families write. The gemm
+    families' records keep A's, B's and C's pointers (`width` 3)."""
+    calls: list[tuple[Any, ...]] = []
     families: dict[str, StandInFamily] = {}
-    monkeypatch.setattr(gemm_module, "PLANNED", PlannedCalls())
-    monkeypatch.setattr(gemm_module, "_arch", lambda device: "sm_90")
 
     def check(op: str, x: Any) -> Any:  # tilec.ops._check, CPU tensors taken for CUDA ones
         if not isinstance(x, torch.Tensor):
@@ -47,11 +56,20 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, list[int]]]:
             raise TypeError(f"tilec.ops.{op}: float16 or bfloat16 tensors, got {x.dtype}")
         return torch
 
-    monkeypatch.setattr(gemm_module, "_check", check)
-    monkeypatch.setattr(
-        gemm_module, "family", lambda name: families.setdefault(name, StandInFamily(name, calls))
-    )
+    def family(name: str) -> StandInFamily:
+        return families.setdefault(name, StandInFamily(name, calls, width))
+
+    for module in modules:
+        monkeypatch.setattr(module, "PLANNED", PlannedCalls())
+        monkeypatch.setattr(module, "_check", check)
+        monkeypatch.setattr(module, "family", family)
     return calls
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    monkeypatch.setattr(gemm_module, "_arch", lambda device: "sm_90")
+    return stand_ins(monkeypatch, (gemm_module,), 3)
 
 
 def counting_plan(monkeypatch: pytest.MonkeyPatch) -> list[int]:
