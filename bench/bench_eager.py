@@ -1,14 +1,15 @@
-"""Bench (CPU, no GPU): the host cost of tilec.nn's modules and of tilec.ops' norms, eager
+"""Bench (CPU, no GPU): the host cost of tilec.nn's modules and of tilec.ops' calls, eager
 (issue 45 and 46: at 16384 x 4096 the Python of a norm's forward + backward once outlasted the
-GPU's ~180 us).
+GPU's ~180 us; bench_host.py's tiny softmax, gemm, bmm and attention beside the norms).
 
     python bench/bench_eager.py [--rows 4] [--cols 4096] [--calls 300] [--families]
 
 CPU tensors stand in for CUDA ones and the kernels are not run: by default every family call
-is a no-op (the Python around the launches: checks, allocations, views, autograd), with
-`--families` the norms' real families are used (their builds compiled through the cache: needs
-MLIR) with bench_dispatch's stand-ins for the driver, so a launch's dispatch, signature and
-plan lookup count too. Beside them, torch.nn's modules on the same CPU tensors, their CPU
+and every planned launch a family offers (tilec/ops/planned.py) is a no-op (the Python around
+the launches: checks, allocations, views, autograd); with `--families` the norms' and
+softmax's real families are used (their builds compiled through the cache: needs MLIR) with
+bench_dispatch's stand-ins for the driver, so a launch's dispatch, signature and plan lookup
+count too. Beside them, torch.nn's modules on the same CPU tensors, their CPU
 compute included (torch's CUDA host cost is not measured here). Each figure is the minimum
 over 9 rounds of `--calls` calls of the thread's CPU time (the wall clock of a shared machine
 swings by 2x): µs a call, bf16.
@@ -46,27 +47,29 @@ def per_call_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, floa
 
 
 class NoOp:
-    """A family stand-in that launches nothing and offers no planned launch (`Family.launch`)."""
+    """A family stand-in that launches nothing, directly or through the planned launch it offers
+    (`Family.launch`: tilec.ops' planned calls keep it)."""
 
     def __call__(self, *args: Any) -> None:
         return None
 
-    def launch(self, *args: Any) -> None:
-        return None
+    def launch(self, *args: Any) -> Any:
+        return lambda ptrs, args: None
 
 
 def stand_in(families: bool) -> None:
     """CPU tensors taken as CUDA ones; family calls as no-ops or, with `families`, the real
     families over bench_dispatch's stand-in driver (tensors on "device 0")."""
-    gemm = sys.modules["tilec.ops.gemm"]
+    gemm, attention = sys.modules["tilec.ops.gemm"], sys.modules["tilec.ops.attention"]
     for module in (ops, backward, gemm):
         module._check = lambda op, x: torch  # type: ignore[attr-defined]
+    attention._on_gpu = lambda op, q: None  # type: ignore[attr-defined]
     backward._num_sms = lambda device: 132  # type: ignore[attr-defined]
     gemm._arch = lambda device: "sm_90"  # type: ignore[attr-defined]
     torch_eager._on_device = lambda t: True  # type: ignore[attr-defined]
     if not families:
         noop = NoOp()
-        for module in (ops, backward, gemm):
+        for module in (ops, backward, gemm, attention):
             module.family = lambda name: noop  # type: ignore[attr-defined]
         return
     from bench_dispatch import stand_in_driver
@@ -94,6 +97,14 @@ def cases(rows: int, cols: int, families: bool) -> dict[str, Callable[[], Any]]:
         "backward.rmsnorm_backward": lambda: backward.rmsnorm_backward(x, dy, w),
         "torch.ops.tilec.layernorm": lambda: torch.ops.tilec.layernorm(x, w, w, 1e-5),
     }
+    fns["tilec.ops.softmax"] = lambda: ops.softmax(x)
+    if not families:  # bench_host.py's tiny problems (the GEMM families' builds are many)
+        a, b = torch.randn(128, 64, dtype=DT), torch.randn(64, 128, dtype=DT)
+        ba, bb = torch.randn(2, 128, 64, dtype=DT), torch.randn(2, 64, 128, dtype=DT)
+        fns["tilec.ops.gemm"] = lambda: ops.gemm(a, b)
+        fns["tilec.ops.bmm"] = lambda: ops.bmm(ba, bb)
+        q, k, v = (torch.randn(1, 2, 128, 64, dtype=DT) for _ in range(3))
+        fns["tilec.ops.attention"] = lambda: ops.attention(q, k, v)
     modules = {
         "LayerNorm": (tnn.LayerNorm(cols), torch.nn.LayerNorm(cols), cols),
         "RMSNorm": (tnn.RMSNorm(cols), torch.nn.RMSNorm(cols), cols),

@@ -10,9 +10,9 @@ host's speed drifts between machine starts, so only the ratio of one run means m
 first call of each (plan, compile-free family dispatch, tensor maps) is made before timing:
 this is the planned path. Outputs are checked against torch once, before timing.
 Families come from TILEC_FAMILIES or build/families, as for tilec.ops. `--profile` then splits
-a planned gemm and softmax into their pieces (the output's allocation, the family call, the
-planned launch, the driver's context query and launch, torch's stream getter), each timed alone
-the same way (µs a call, min of the rounds).
+a planned gemm, softmax, layernorm and LayerNorm backward into their pieces (the key, the
+outputs' allocation, the family call, the planned launch, the driver's context query and
+launch, torch's stream getter), each timed alone the same way (µs a call, min of the rounds).
 """
 
 from __future__ import annotations
@@ -61,18 +61,24 @@ def cases() -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
 
 
 def pieces() -> dict[str, Callable[[], object]]:
-    """The parts of a planned gemm (128 x 64 @ 64 x 128) and softmax (4 x 1024) call."""
+    """The parts of a planned gemm (128 x 64 @ 64 x 128), softmax and layernorm (4 x 1024)
+    call, and of a planned LayerNorm backward (its rows launch and colsum)."""
     import sys
 
+    from tilec.ops import backward
     from tilec.runtime import driver
 
     dev, dt = "cuda", torch.float16
     a, b = torch.randn(128, 64, device=dev, dtype=dt), torch.randn(64, 128, device=dev, dtype=dt)
     x = torch.randn(4, 1024, device=dev, dtype=dt)
+    w, dy = torch.randn(1024, device=dev, dtype=dt), torch.randn_like(x)
     c, y, bt = ops.gemm(a, b), ops.softmax(x), b.t()
-    ops.gemm(a, b)
-    calls = sys.modules["tilec.ops.gemm"].PLANNED._calls  # the planned launch of a @ b
-    launch, shape, args, *_ = next(v for k, v in calls.items() if k[:2] == ("gemm", a.shape))
+    for _ in range(2):
+        ops.gemm(a, b), ops.layernorm(x, w, w), backward.layernorm_backward(x, dy, w)
+    gemm_table = sys.modules["tilec.ops.gemm"].PLANNED
+    gemm_key = gemm_table._key("gemm", (a, b), ())[0]
+    step = gemm_table._calls[gemm_key].steps[0]  # the planned launch of a @ b
+    launch, args = step.launch, step.args
     ptrs = [a.data_ptr(), b.data_ptr(), c.data_ptr()]
     launch(ptrs, args)
     plan = launch.plan
@@ -82,6 +88,7 @@ def pieces() -> dict[str, Callable[[], object]]:
     cu = driver.cu
     return {
         "tilec.ops.gemm": lambda: ops.gemm(a, b),
+        "  its key (PlannedCalls._key)": lambda: gemm_table._key("gemm", (a, b), ()),
         "  gemm family call (a, b^T, c)": lambda: gemm(a, bt, c),
         "  planned launch (ptrs)": lambda: launch(ptrs, args),
         "  driver.launch (a ready launch)": lambda: driver.launch(
@@ -89,13 +96,19 @@ def pieces() -> dict[str, Callable[[], object]]:
         "  driver.current_context()": driver.current_context,
         "  cu.cuCtxGetCurrent() alone": cu.cuCtxGetCurrent,
         "  the stream getter": plan.current_stream,
-        "  a.new_empty((128, 128))": lambda: a.new_empty(shape),
+        "  a.new_empty((128, 128))": lambda: a.new_empty((128, 128)),
         "  b.t()": b.t,
         "tilec.ops.softmax": lambda: ops.softmax(x),
         "  softmax family call (x, y)": lambda: softmax(x, y),
         "  torch.empty_like(x)": lambda: torch.empty_like(x),
+        "tilec.ops.layernorm (x, w, b)": lambda: ops.layernorm(x, w, w),
+        "  its key (3 tensors, eps)": lambda: ops.PLANNED._key("layernorm", (x, w, w), (1e-5,)),
+        "backward.layernorm_backward (2 launches)": lambda: backward.layernorm_backward(x, dy, w),
+        "  its new tensors (dx, partials, dw/db)": lambda: backward.PLANNED._calls[
+            backward.PLANNED._key("layernorm", (x, dy, w), (1e-5,))[0]].make((x, dy, w)),
         "torch.matmul": lambda: torch.matmul(a, b),
         "torch.softmax": lambda: torch.softmax(x, -1),
+        "F.layer_norm": lambda: F.layer_norm(x, (1024,), w, w),
     }  # fmt: skip
 
 
@@ -104,7 +117,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ops", default="softmax,layernorm,rmsnorm,gemm,bmm,attention")
-    parser.add_argument("--profile", action="store_true", help="then a gemm's, a softmax's parts")
+    parser.add_argument("--profile", action="store_true", help="then the planned calls' parts")
     args = parser.parse_args()
     table = cases()
     print(f"# {torch.cuda.get_device_name()}, {args.calls} calls a round, min of {args.rounds}")

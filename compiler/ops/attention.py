@@ -28,11 +28,13 @@ from tilec.ops.attention_specs import (
     SM90_DIMS,
     VARLEN_FAMILIES,
 )
+from tilec.ops.planned import SCALAR, PlannedCalls, first
 
 __all__ = ["attention", "attention_varlen", "causal_mode", "check_attention", "outputs"]
 
 ALIGNMENTS = {"top_left": 1, "bottom_right": 2}  # -> the kernels' CAUSAL
 CHUNK = 8  # f16/bf16 elements in 16 bytes: the strides TMA and cp.async take
+PLANNED = PlannedCalls()  # attention's calls, planned (tilec/ops/planned.py)
 
 
 def causal_mode(causal: bool, alignment: str = "top_left") -> int:
@@ -94,6 +96,11 @@ def check_attention(q: Any, k: Any, v: Any) -> None:
         )
 
 
+def _on_gpu(op: str, q: Any) -> None:
+    if not q.is_cuda:
+        raise TypeError(f"tilec.ops.{op}: q, k and v are on {q.device}; CUDA tensors are needed")
+
+
 def bshd(q: Any) -> bool:
     """Whether q is a (B, S, H, D) tensor seen as (B, H, S, D) (q.transpose(1, 2)): its heads
     lie closer together than its rows."""
@@ -139,10 +146,12 @@ def attention(
     of -inf). `scale` defaults to 1/sqrt(D). Returns O of q's shape and dtype (laid out as q,
     see `outputs`), and with `return_lse` also (O, LSE), LSE the f32 (B, H, M) log-sum-exp
     of each row's scaled, masked scores (natural log)."""
+    scalars = (causal, causal_alignment, scale, return_lse)
+    found = PLANNED.run("attention", (q, k, v), scalars)
+    if found is not None:  # a signature planned before: checked then
+        return found
     check_attention(q, k, v)
-    if not q.is_cuda:
-        raise TypeError(f"tilec.ops.attention: q, k and v are on {q.device}; CUDA tensors are "
-                        f"needed")  # fmt: skip
+    _on_gpu("attention", q)
     mode = causal_mode(causal, causal_alignment)
     s = attention_scale(scale, q.shape[3])
     o, lse = outputs(q)
@@ -150,8 +159,22 @@ def attention(
         o.zero_()
         lse.fill_(-math.inf)
     elif o.numel():
-        family(FAMILIES[mode])(operand(q), operand(k), operand(v), o, lse, s)
+        qkv = (operand(q), operand(k), operand(v))
+        family(FAMILIES[mode])(*qkv, o, lse, s)
+        step = (family(FAMILIES[mode]).launch(*qkv, o, lse, s), (0, 1, 2, 3, 4, SCALAR),
+                (None,) * 5 + (s,))  # fmt: skip
+        prepare = tuple(None if r is x else operand for x, r in zip((q, k, v), qkv, strict=True))
+        result = _with_lse if return_lse else first
+        PLANNED.remember("attention", (q, k, v), scalars, (step,), _outputs, prepare, result)
     return (o, lse) if return_lse else o
+
+
+def _outputs(tensors: tuple[Any, ...]) -> tuple[Any, Any]:
+    return outputs(tensors[0])
+
+
+def _with_lse(news: tuple[Any, ...]) -> tuple[Any, Any]:
+    return news[0], news[1]
 
 
 def check_varlen(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: Any) -> None:
@@ -206,9 +229,7 @@ def attention_varlen(
     of -inf. Returns O (TQ, H, D) of q's dtype, and with `return_lse` (O, LSE), LSE the f32
     (H, TQ) log-sum-exp (flash_attn's softmax_lse)."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
-    if not q.is_cuda:
-        raise TypeError(f"tilec.ops.attention_varlen: q, k and v are on {q.device}; CUDA "
-                        f"tensors are needed")  # fmt: skip
+    _on_gpu("attention_varlen", q)
     mode = causal_mode(causal, causal_alignment)
     s = attention_scale(scale, q.shape[2])
     import torch

@@ -41,7 +41,8 @@ class Step:
         self.pointers = operator.itemgetter(*slots)  # the call's pointers -> the launch's
 
 
-def _first(news: tuple[Any, ...]) -> Any:
+def first(news: tuple[Any, ...]) -> Any:
+    """A plan's `result` by default: its first new tensor."""
     return news[0]
 
 
@@ -133,7 +134,7 @@ class PlannedCalls:
         steps: tuple[tuple[Launch | None, tuple[int, ...], tuple[Any, ...]], ...],
         make: Callable[[tuple[Any, ...]], tuple[Any, ...]],
         prepare: tuple[Prepare, ...] = (),
-        result: Callable[[tuple[Any, ...]], Any] = _first,
+        result: Callable[[tuple[Any, ...]], Any] = first,
     ) -> None:
         """Keep a plan (`Plan`, its steps' launches those a family's `launch` gave for this
         call: none may be None) for calls of `op` with the signature of `tensors` and

@@ -61,7 +61,7 @@ def stand_ins(
 
     for module in modules:
         monkeypatch.setattr(module, "PLANNED", PlannedCalls())
-        monkeypatch.setattr(module, "_check", check)
+        monkeypatch.setattr(module, "_check", check, raising=False)  # attention has its own
         monkeypatch.setattr(module, "family", family)
     return calls
 
@@ -135,3 +135,30 @@ def test_a_repeated_bmm_copies_b_as_its_plan_did(log: list[Any]) -> None:
     gemm_module.bmm(a, bt)
     gemm_module.bmm(a, bt)
     assert log[-1] == ("launch", "bmm", [a.data_ptr(), bt.data_ptr(), log[-1][2][2]])
+
+
+def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    attention = sys.modules["tilec.ops.attention"]
+    log = stand_ins(monkeypatch, (attention,))
+    monkeypatch.setattr(attention, "_on_gpu", lambda op, q: None)
+    q, k, v = (torch.randn(1, 2, 16, 64, dtype=torch.float16) for _ in range(3))
+    attention.attention(q, k, v, causal=True)
+    o, lse = attention.attention(q, k, v, causal=True, return_lse=True)  # another key
+    o2, lse2 = attention.attention(q, k, v, causal=True, return_lse=True)
+    kind, name, ptrs, scale = log[2]
+    assert (kind, name, scale) == ("launch", "attention_causal", 0.125)
+    assert ptrs == [t.data_ptr() for t in (q, k, v, o2, lse2)]
+    assert o2.shape == q.shape and lse2.shape == (1, 2, 16) and lse2.dtype == torch.float32
+    kt = torch.randn(1, 16, 2, 64, dtype=torch.float16).transpose(1, 2)  # (B, S, H, D) memory
+    for _ in range(2):  # another stride: planned anew, then read in place
+        attention.attention(q, kt, v, causal=True, scale=0.5)
+    assert [e[0] for e in log] == ["call", "call", "launch", "call", "launch"]
+    assert log[-1][2][1] == kt.data_ptr() and log[-1][-1] == 0.5
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        attention.attention(q, k, v, causal=1)
+    with pytest.raises(ValueError, match="scale must be finite"):
+        attention.attention(q, k, v, scale=-1.0)
+    misaligned = torch.randn(2 * 16 * 64 + 1, dtype=torch.float16)[1:].view(1, 2, 16, 64)
+    for _ in range(2):  # unaligned: q copied each call
+        attention.attention(misaligned, k, v, causal=True)
+    assert log[-1][0] == "launch" and log[-1][2][0] not in (misaligned.data_ptr(), q.data_ptr())
