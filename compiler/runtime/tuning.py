@@ -136,12 +136,20 @@ class Entry:
     skipped: dict[str, str] = field(default_factory=dict)  # candidate -> why not timed
     baseline_ms: float | None = None  # the plan's baseline (its defaults, variant clauses on)
 
+    @property
+    def best(self) -> Timed | None:
+        """The fastest candidate, where it beats the baseline (None: no candidate is faster
+        than the kernel's own variant clauses, which then keep the shape: no rule)."""
+        if not self.ranked or (self.baseline_ms and self.baseline_ms <= self.ranked[0].ms):
+            return None
+        return self.ranked[0]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "shape": self.shape,
             "when": self.when,
             "dtypes": self.dtypes,
-            "best": self.ranked[0].params if self.ranked else None,
+            "best": self.best.params if self.best else None,
             "unit": self.unit,
             "reference_ms": self.reference_ms,
             "ranked": [t.__dict__ for t in self.ranked],
@@ -398,16 +406,22 @@ def render(plan: Plan, entry: Entry, ceiling: float | None, top: int = 10) -> st
         lines.append(f"      reference {plan.reference}: {entry.reference_ms * 1e3:.1f} µs")
     if entry.baseline_ms and entry.ranked:
         gain = entry.baseline_ms / entry.ranked[0].ms
+        kept = "" if entry.best else ": the baseline keeps this shape (no rule)"
         lines.append(f"      baseline (defaults, variant clauses on): {entry.baseline_ms * 1e3:.1f}"
-                     f" µs; the best runs {gain:.3f}x its speed")  # fmt: skip
+                     f" µs; the best runs {gain:.3f}x its speed{kept}")  # fmt: skip
     lines += [f"      not timed {name}: {why}" for name, why in entry.skipped.items()]
     return "\n".join(lines)
 
 
 def baseline_gain(entries: list[Entry]) -> float | None:
-    """The geometric mean over the shapes of the baseline's time over the best candidate's
-    (above 1: the tuned table runs faster than the kernel's own variant clauses)."""
-    gains = [e.baseline_ms / e.ranked[0].ms for e in entries if e.baseline_ms and e.ranked]
+    """The geometric mean over the shapes of the baseline's time over the table's (above 1:
+    the tuned table runs faster than the kernel's own variant clauses). Where no candidate
+    beats the baseline the table keeps it (Entry.best), a gain of 1 there."""
+    gains = [
+        e.baseline_ms / min(e.ranked[0].ms, e.baseline_ms)
+        for e in entries
+        if e.baseline_ms and e.ranked
+    ]
     return math.exp(statistics.fmean(math.log(g) for g in gains)) if gains else None
 
 
@@ -447,9 +461,11 @@ class TunedRule:
 
 
 def tuned_rules(table: dict[str, Any]) -> list[TunedRule]:
-    """Each timed shape of `table` (read_table) as a rule, in the table's order."""
+    """Each timed shape of `table` (read_table) whose best candidate beat the baseline as a
+    rule, in the table's order (a shape the baseline kept has none: the family's own rules
+    take it)."""
     out = []
-    for entry in table["entries"]:
+    for entry in _ruled(table):
         best = entry["ranked"][0]
         params = {**table["defines"], **{k: str(v) for k, v in entry["best"].items()}}
         note = f"tuned on {table['gpu']}: {best['ms'] * 1e3:.1f} µs at {entry['shape']}"
@@ -469,18 +485,24 @@ def family_from_plan(table: dict[str, Any], directory: str | Path) -> Any:
     }
     builds: dict[str, Build] = {}
     rules = []
-    for entry, rule in zip(table["entries"], tuned_rules(table), strict=True):
+    for entry, rule in zip(_ruled(table), tuned_rules(table), strict=True):
         i, c = found[_params_key(entry["best"])]
         builds[f"c{i}"] = Build(
             f"c{i}", plan.source, plan.kernel, rule.params, plan.arch, c.bundle, variants=False
         )
         rules.append(Rule(f"c{i}", rule.when, rule.dtypes, (), rule.note))
+    if not builds:
+        raise TuneError("no shape of the table has a candidate faster than the baseline")
     first = load(root / next(b.bundle for b in builds.values()))
     args = tuple(
         (p.name, "scalar" if isinstance(p, ScalarParam) else "tensor")
         for p in user_params(first.manifest)
     )
     return Family(FamilySpec(plan.kernel, args, builds, tuple(rules)), root)
+
+
+def _ruled(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [entry for entry in table["entries"] if entry["best"] is not None]
 
 
 def _params_key(params: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ ROOT = Path(
 )
 FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
             "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80", "gemv")  # fmt: skip
+SM8X_ONLY = ("gemm_sm80", "gemm_f32_sm80", "bmm_sm80")
 if not all((ROOT / f / "family.json").is_file() for f in FAMILIES):
     pytest.skip(f"no GEMM families in {ROOT} (test/gpu/build_gemm_families.sh)",
                 allow_module_level=True)  # fmt: skip
@@ -426,6 +427,8 @@ def test_every_rule_was_exercised() -> None:
     if not CHOSEN:
         pytest.skip("run with the tests above (pytest test/gpu/test_ops_gemm.py)")
     for name in FAMILIES:
+        if arch == "sm_90" and name in SM8X_ONLY:
+            continue  # tilec.ops takes these on SM 8.x only (gemm.py's _product, bmm)
         spec = ops.family(name).spec
         # the newest target of the family this device runs (gemv has sm_80 builds only)
         own = max((b.arch for b in spec.builds.values() if runs_on(b.arch, arch)), default="")

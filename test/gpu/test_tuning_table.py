@@ -45,16 +45,19 @@ def test_a_tuning_table_round_trips_into_a_family(
     for entry in table["entries"]:
         ms = [t["ms"] for t in entry["ranked"]]
         assert ms == sorted(ms) and ms[0] > 0, "ranked fastest first"
-        assert entry["best"] == entry["ranked"][0]["params"]
+        # the fastest, or None where the baseline (the variant clauses) was faster still
+        beat = entry["baseline_ms"] is None or ms[0] < entry["baseline_ms"]
+        assert entry["best"] == (entry["ranked"][0]["params"] if beat else None)
     assert "of copy" in printed and table["gpu"] == torch.cuda.get_device_name()
     fam = family_from_plan(table, PLAN)
-    for entry in table["entries"]:
+    ruled = [e for e in table["entries"] if e["best"] is not None]
+    for entry in ruled:
         r, n = entry["shape"]["R"], entry["shape"]["N"]
         x = (torch.randn(r, n, device="cuda") * 4).half()
         y = torch.full_like(x, float("nan"))
         chosen = fam.spec.builds[fam.select(x, y)]
         # The first shape of the table whose bucket holds (shapes of one bucket: the first's).
-        first = next(e for e in table["entries"] if all_hold(e["when"], entry["shape"]))
+        first = next(e for e in ruled if all_hold(e["when"], entry["shape"]))
         assert {k: int(v) for k, v in chosen.params.items() if k in first["best"]} == first["best"]
         fam(x, y)
         torch.cuda.synchronize()

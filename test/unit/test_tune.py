@@ -24,6 +24,7 @@ from tilec.runtime.tuning import (
     cache_key,
     read_plan,
     render,
+    tuned_rules,
 )
 from tilec.tune import TuneError, judge, parse_shapes, parse_space
 
@@ -226,8 +227,14 @@ def test_the_baseline_is_timed_beside_and_summed_up() -> None:
         ranked = [Timed({"COLS": 512}, best, 1.0), Timed({"COLS": 256}, 2 * best, 0.5)]
         return Entry({"N": 300}, ["N <= 512"], {"X": "f16"}, ranked, "GB/s", None, {}, base)
 
-    # 1.21x on one shape, 1/1.21 on the other: the geometric mean is 1
-    assert baseline_gain([shape(1.0, 1.21), shape(1.21, 1.0)]) == pytest.approx(1.0)
+    # 1.21x on one shape; on the other no candidate beats the baseline, which keeps it (1x)
+    assert baseline_gain([shape(1.0, 1.21), shape(1.21, 1.0)]) == pytest.approx(1.1)
+    slower = shape(1.21, 1.0).to_json()
+    assert slower["best"] is None and shape(1.0, 1.21).to_json()["best"] == {"COLS": 512}
+    table = {"defines": {}, "gpu": "G", "entries": [slower, shape(1.0, 1.21).to_json()]}
+    assert [r.when for r in tuned_rules(table)] == [("N <= 512",)]  # the kept shape: no rule
+    kept = Plan("k.tile", "h", "rows", "sm_80", {}, [], ["N"], [], baseline="b")
+    assert "the baseline keeps this shape" in render(kept, shape(1.21, 1.0), None)
     assert baseline_gain([shape(1.0, 1.1), shape(2.0, None)]) == pytest.approx(1.1)
     assert baseline_gain([shape(1.0, None)]) is None
     plan = Plan("k.tile", "h", "rows", "sm_80", {}, [], ["N"], [], baseline="baseline/rows")
