@@ -122,6 +122,29 @@ def test_gemm_family_rules(mnk: tuple[int, int, int], layout: str, dt: Any, out:
     close(c, ref, dt, f"{layout} {mnk} C {NAMES[odt]}")
 
 
+def test_tuned_rules_run_their_builds_and_match() -> None:
+    """Each rule a tuning table added to the gemm family (`tilec family build --tuning`), at
+    the largest shape of its bucket: its build is the one chosen, C against float64 torch on
+    NaN-poisoned memory; a K-major call into a tuned rule's bucket with an MN-major B takes
+    another build (the tuned builds are K-major: their binding refuses it)."""
+    spec = ops.family("gemm").spec
+    tuned = [r for r in spec.rules if r.build.startswith("tuned_")]
+    if not SM90 or not tuned:
+        pytest.skip("no tuned rules here (a family built without --tuning, or not SM 9.0)")
+    for i, rule in enumerate(tuned):
+        sizes = {w.split(" <= ")[0]: int(w.split(" <= ")[1]) for w in rule.when if " <= " in w}
+        m, n, k = sizes["M"], sizes["N"], sizes["K"]
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16}[rule.dtypes["A"]]
+        a, b = rand(m, k, seed=90 + i, dtype=dt), rand(n, k, seed=190 + i, dtype=dt)
+        c = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
+        assert ops.family("gemm").select(a, b, c) == rule.build, rule
+        launch("gemm", a, b, c)
+        close(c, a.double() @ b.double().t(), dt, f"{rule.build} at {m}x{n}x{k}")
+        if n % 8 == 0:
+            mn_major = b.t().contiguous().t()
+            assert ops.family("gemm").select(a, mn_major, c) != rule.build
+
+
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
 @pytest.mark.parametrize("act", ["none", "relu", "gelu", "gelu_tanh", "addmm"])
 @pytest.mark.parametrize("mn", [(8, 4096), (100, 1001), (777, 1536)])
