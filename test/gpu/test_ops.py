@@ -3,8 +3,9 @@ families, over row lengths that land in every rule the device can run (each buil
 least once, checked at the end), f16 and bf16, even and odd N, fresh randn inputs and
 NaN-poisoned outputs.
 
-Families: `tilec family build --op OP -o build/families/OP --arch sm_90a` for each op, on a
-machine with MLIR (or $TILEC_FAMILIES); this file needs only the runtime, torch and a GPU.
+Families: `bash test/gpu/build_torch_families.sh` (each op's spec with its tuning tables from
+bench/results/tuning), on a machine with MLIR (or $TILEC_FAMILIES); this file needs only the
+runtime, torch and a GPU.
 """
 
 from __future__ import annotations
