@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def tuned(spec: FamilySpec, tables: list[dict[str, Any]]) -> FamilySpec:
     """`spec` with each table's shapes as builds and rules ahead of its own rules."""
     from tilec.runtime.family import Build, Rule
-    from tilec.runtime.tuning import tuned_rules
+    from tilec.runtime.tuning_table import tuned_rules
 
     builds = dict(spec.builds)
     rules: list[Rule] = []
@@ -125,7 +125,8 @@ def stranded(before: FamilySpec, after: FamilySpec) -> list[str]:
 
 def cmd_family(args: argparse.Namespace) -> int:
     from tilec.runtime.family import FamilyError, read_family, repository_root
-    from tilec.runtime.tuning import TuneError, read_table
+    from tilec.runtime.tuning import TuneError
+    from tilec.runtime.tuning_table import read_table
 
     try:
         if args.action == "show":

@@ -284,7 +284,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def time_and_report(directory: Path, args: argparse.Namespace) -> int:
     from tilec.runtime.driver import CudaError
-    from tilec.runtime.tuning import baseline_gain, copy_ceiling_gbs, render, table_json, time_plan
+    from tilec.runtime.tuning import baseline_gain, copy_ceiling_gbs, render, time_plan
+    from tilec.runtime.tuning_table import table_json
 
     try:
         plan, entries, gpu = time_plan(directory, args.rounds, not args.no_cache)

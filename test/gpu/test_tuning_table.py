@@ -21,7 +21,8 @@ if not torch.cuda.is_available():
 
 from tilec.cli import main  # noqa: E402  (after the skips)
 from tilec.runtime.formula import all_hold  # noqa: E402
-from tilec.runtime.tuning import family_from_plan, read_plan, read_table  # noqa: E402
+from tilec.runtime.tuning import read_plan  # noqa: E402
+from tilec.runtime.tuning_table import family_from_plan, read_table  # noqa: E402
 
 PLAN = Path(
     os.environ.get("TILEC_TUNE_PLAN", Path(__file__).resolve().parents[2] / "build/tune/softmax")

@@ -24,8 +24,8 @@ from tilec.runtime.tuning import (
     cache_key,
     read_plan,
     render,
-    tuned_rules,
 )
+from tilec.runtime.tuning_table import tuned_rules
 from tilec.tune import TuneError, judge, parse_shapes, parse_space
 
 KERNEL = """
