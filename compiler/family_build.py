@@ -135,10 +135,16 @@ def cmd_family(args: argparse.Namespace) -> int:
         if bool(args.op) == bool(args.spec):
             raise FamilyError("tilec family build takes a SPEC file or --op NAME (one of them)")
         spec = op_spec(args.op) if args.op else read_family(args.spec)
-        spec = tuned(spec, [read_table(t) for t in args.tuning])
+        tables = [read_table(t) for t in args.tuning]
+        spec = tuned(spec, tables)
         if not args.output:
             raise FamilyError("tilec family build needs -o DIR (the family directory)")
         root = Path(args.root) if args.root else repository_root()
+        for path, table in zip(args.tuning, tables, strict=True):
+            if _source_hash(root / table["source"]) != table["source_hash"]:
+                print(f"warning: tilec family: {path} was tuned on another version of "
+                      f"{table['source']}: its builds are made from the file as it is now; "
+                      "tune again to time them", file=sys.stderr)  # fmt: skip
         out = Path(args.output)
         built_spec, failures = build_family(spec, out, root, args.jobs, args.arch)
         (out / "family.json").write_text(json.dumps(built_spec.to_json(), indent=1) + "\n")
@@ -164,6 +170,14 @@ def cmd_family(args: argparse.Namespace) -> int:
     for line in lost:
         print(f"error: tilec family: {line}", file=sys.stderr)
     return 1 if lost or (failures and args.strict) else 0
+
+
+def _source_hash(path: Path) -> str:
+    """The hash `tilec tune` records of a kernel's source (tune.py), or "" where it is gone."""
+    try:
+        return "sha256:" + hashlib.sha256(path.read_text().encode()).hexdigest()
+    except OSError:
+        return ""
 
 
 def op_spec(name: str) -> FamilySpec:

@@ -5,6 +5,7 @@ rules. Launches go to a stand-in driver (test_runtime.Launches): no GPU here."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -305,6 +306,16 @@ def test_the_family_command_builds_and_shows(
     assert "c256_f16" in shown and "N <= 256" in shown and "COLS=256" in shown
     assert main(["family", "build", "-o", str(out)]) == 1
     assert "a SPEC file or --op NAME" in capsys.readouterr().err
+    # A tuning table timed on another version of the source is built from, with a warning.
+    stale, fresh = tmp_path / "stale.json", tmp_path / "fresh.json"
+    stale.write_text(json.dumps(table(str(source), [])))
+    digest = "sha256:" + hashlib.sha256(KERNEL.encode()).hexdigest()
+    fresh.write_text(json.dumps({**table(str(source), []), "source_hash": digest}))
+    cmd = ["family", "build", str(tmp_path / "spec.json"), "-o", str(out), "-j", "1", "--tuning"]
+    assert main([*cmd, str(stale)]) == 0
+    assert f"{stale} was tuned on another version of {source}" in capsys.readouterr().err
+    assert main([*cmd, str(fresh)]) == 0
+    assert "another version" not in capsys.readouterr().err
 
 
 def test_a_left_out_build_is_named_and_fails_where_its_rows_are_stranded(
