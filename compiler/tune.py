@@ -122,8 +122,7 @@ def _compile_one(job: tuple[str, str, dict[str, str], str, str, bool]) -> dict[s
     try:
         written = build(path, folder, params, arch, contracts=True, variants=variants)
     except DiagnosticError as err:
-        first = err.diagnostics[0].header() if err.diagnostics else str(err)
-        return {"bundle": "", "facts": {}, "pruned": f"does not build: {first}"}
+        return {"bundle": "", "facts": {}, "pruned": f"does not build: {first_error(err)}"}
     except Exception as err:  # noqa: BLE001 - a candidate's failure must not stop the others
         return {"bundle": "", "facts": {}, "pruned": f"does not build: {type(err).__name__}: {err}"}
     mine = next(b for b in written if read_bundle(b)[0].entry == kernel)
@@ -132,6 +131,12 @@ def _compile_one(job: tuple[str, str, dict[str, str], str, str, bool]) -> dict[s
             shutil.rmtree(other, ignore_errors=True)
     facts = bundle_facts(mine, arch)
     return {"bundle": str(Path(mine).relative_to(Path(folder).parent)), **judge(facts)}
+
+
+def first_error(err: Any) -> str:
+    """A DiagnosticError's first error (not a warning the compile printed before it)."""
+    errors = [d for d in err.diagnostics if d.severity == "error"] or err.diagnostics
+    return errors[0].header() if errors else str(err)
 
 
 def bundle_facts(bundle: Path, arch: str) -> dict[str, Any]:

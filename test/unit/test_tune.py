@@ -26,7 +26,7 @@ from tilec.runtime.tuning import (
     render,
 )
 from tilec.runtime.tuning_table import tuned_rules
-from tilec.tune import TuneError, judge, parse_shapes, parse_space
+from tilec.tune import TuneError, first_error, judge, parse_shapes, parse_space
 
 KERNEL = """
 kernel rows<COLS: int = 256, THREADS: int = 64, T: type = f16>(X: T[R, N], Y: T[R, N])
@@ -315,3 +315,15 @@ def test_a_candidate_whose_outputs_differ_from_the_baselines_is_not_timed() -> N
     assert judge_outputs({"baseline": [math.inf], "c0": [math.inf]}, 0.1) == {
         "baseline": "its outputs hold NaN or infinity: no build checked against them"
     }
+
+
+def test_a_pruned_candidate_names_its_error_not_a_warning_before_it() -> None:
+    from tilec.diagnostics import Diagnostic, DiagnosticError
+
+    warn = Diagnostic("warning", "invalid layout: shape entry 0 must be at least 1", None)
+    err = Diagnostic("error", "tile extent 64 is not a multiple of 128", None)
+    assert (
+        first_error(DiagnosticError([warn, err]))
+        == "error: tile extent 64 is not a multiple of 128"
+    )
+    assert first_error(DiagnosticError([warn])).startswith("warning: invalid layout")
