@@ -257,12 +257,24 @@ def test_specs_round_trip_and_name_real_sources() -> None:
 
 
 def test_bmm_rules() -> None:
+    """K-major operands (K % 8 == 0) take the kk builds; B^T N-major (torch.bmm's row-major B)
+    the km builds (SM90 only) at any K, with A's and B's leading dimensions multiples of 8."""
     spec = GEMM_SPECS["bmm"]()
-    syms = {"L": 4, "M": 100, "N": 77, "K": 64, "SA_K": 1, "SB_K": 1}
+    syms = {"L": 4, "M": 100, "N": 77, "K": 64, "SA_M": 64, "SA_K": 1, "SB_N": 64, "SB_K": 1}
     assert chosen(spec, "sm_90", {"A": "bf16"}, syms) == "kk_bf16_sm90a"
     with pytest.raises(AssertionError, match="no rule"):
-        chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63})
-    assert chosen(GEMM_SPECS["bmm_sm80"](), "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
+        chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63, "SA_M": 63, "SB_N": 63})
+    row_b = {**syms, "N": 136, "SB_N": 1, "SB_K": 136}
+    for k, lda in ((64, 64), (77, 80), (1, 8)):
+        got = chosen(spec, "sm_90", {"A": "f16"}, {**row_b, "K": k, "SA_M": lda})
+        assert got == "km_f16_sm90a", (k, lda)
+    for bad in ({"SA_M": 77}, {"SB_K": 100}, {"SB_N": 2}, {"SA_K": 2}):
+        with pytest.raises(AssertionError, match="no rule"):
+            chosen(spec, "sm_90", {"A": "f16"}, {**row_b, **bad})
+    assert spec.builds["km_f16_sm90a"].params == {"MB": "1", "T": "f16"}
+    sm80 = GEMM_SPECS["bmm_sm80"]()
+    assert chosen(sm80, "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
+    assert set(sm80.builds) == {"kk_f16_sm80", "kk_bf16_sm80"}
 
 
 def test_the_bench_parses_its_arguments_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
