@@ -132,7 +132,7 @@ def test_a_repeated_bmm_copies_b_as_its_plan_did(log: list[Any]) -> None:
     assert (kind, name, pa, py) == ("launch", "bmm", a.data_ptr(), y.data_ptr())
     assert pb != b.data_ptr() and y.shape == (2, 128, 100)  # a copy, made this call
     kt = b.transpose(1, 2).contiguous()  # what the first call passed, rebuilt
-    assert gemm_module._batched_bt(b, 64).equal(kt)
+    assert gemm_module._batched_bt(b, 64, True).equal(kt)
     bt = torch.randn(2, 128, 64, dtype=torch.float16).transpose(1, 2)  # B^T K-major: kept
     gemm_module.bmm(a, bt)
     gemm_module.bmm(a, bt)
@@ -178,8 +178,9 @@ def test_a_row_major_b_bmm_is_read_as_it_lies_on_sm90(log: list[Any], k: int) ->
 
 def test_which_bmm_operands_are_copied(log: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """A K-major B^T (B = W.transpose(1, 2)) takes the K-major builds; a row-major B whose
-    rows TMA cannot read (N = 100: 200-byte rows) is copied K-major; SM 8.x copies every
-    row-major B (its batched kernel reads K-major operands only)."""
+    rows TMA cannot read (N = 100: 200-byte rows) is copied K-major, and so is a B (or A)
+    expanded along the batch, either layout (TMA takes no zero stride); SM 8.x copies every
+    row-major B (its batched kernel reads K-major operands only) and reads an expanded one."""
     a = torch.randn(2, 64, 64, dtype=torch.float16)
     w = torch.randn(2, 136, 64, dtype=torch.float16)
     gemm_module.bmm(a, w.transpose(1, 2))
@@ -189,11 +190,24 @@ def test_which_bmm_operands_are_copied(log: list[Any], monkeypatch: pytest.Monke
     gemm_module.bmm(a, odd)
     assert log[-1][2][1] != odd.data_ptr() and gemm_module.family("bmm").args[1].stride(2) == 1
     assert chosen_build("bmm") == "kk_f16_sm90a"
+    b = torch.randn(64, 136, dtype=torch.float16)
+    for shared in (b.expand(2, 64, 136), w[0].t().expand(2, 64, 136)):  # TMA: no zero stride
+        gemm_module.bmm(a, shared)
+        x, bt, _ = gemm_module.family("bmm").args
+        assert x is a and bt.is_contiguous() and chosen_build("bmm") == "kk_f16_sm90a"
+    for shared_a, b3 in ((a[0].expand(2, 64, 64), b.expand(2, 64, 136)),
+                         (a[0].expand(2, 64, 64), torch.randn(2, 64, 136).half())):  # fmt: skip
+        gemm_module.bmm(shared_a, b3)
+        x = gemm_module.family("bmm").args[0]
+        assert x.stride(0) > 0 and x.equal(shared_a)
     monkeypatch.setattr(gemm_module, "_arch", lambda device: "sm_80")
     b = torch.randn(2, 64, 136, dtype=torch.float16)
     gemm_module.bmm(a, b)
     assert log[-1][1] == "bmm_sm80" and log[-1][2][1] != b.data_ptr()
     assert chosen_build("bmm_sm80") == "kk_f16_sm80"
+    shared = w[0, :72].t().expand(2, 64, 72)  # SM 8.x's cp.async reads a zero stride: kept
+    gemm_module.bmm(a, shared)
+    assert log[-1][2][:2] == [a.data_ptr(), shared.data_ptr()]
 
 
 def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatch) -> None:
