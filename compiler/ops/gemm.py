@@ -254,13 +254,20 @@ def gemm(
     return _epilogue(torch, z, bias, activation, alpha, beta, C, out)
 
 
-def _batched_operand(t: Any, k: int) -> Any:
-    """An L x R x K operand as the batched kernels take it (K contiguous, every other stride a
-    multiple of 16 bytes, the base aligned): itself, else a contiguous copy, zero-padded to k
-    columns where K is not a multiple of 8."""
+def _k_major_kept(t: Any, k: int, tma: bool) -> bool:
+    """Whether the batched kernels read the L x R x K operand `t` K-major as it lies: K
+    contiguous and k long, every other stride a multiple of 16 bytes, positive where `tma`
+    reads it (SM90: TMA takes no zero stride, so an expanded batch is copied), the base
+    aligned."""
     strides = t.stride()
-    fine = strides[2] == 1 and all(s % CHUNK == 0 for s in strides[:2])
-    if fine and t.shape[2] == k and t.data_ptr() % 16 == 0:
+    fine = strides[2] == 1 and all(s % CHUNK == 0 and (s > 0 or not tma) for s in strides[:2])
+    return fine and t.shape[2] == k and t.data_ptr() % 16 == 0
+
+
+def _batched_operand(t: Any, k: int, tma: bool) -> Any:
+    """An L x R x K operand as the batched kernels take it K-major (`_k_major_kept`): itself,
+    else a contiguous copy, zero-padded to k columns where K is not a multiple of 8."""
+    if _k_major_kept(t, k, tma):
         return t
     if t.shape[2] == k:
         return t.contiguous() if not t.is_contiguous() else t.clone()
@@ -269,9 +276,44 @@ def _batched_operand(t: Any, k: int) -> Any:
     return out
 
 
-def _batched_bt(b: Any, k: int) -> Any:
-    """B (L x K x N) as the batched kernels take B^T (`_batched_operand`)."""
-    return _batched_operand(b.transpose(1, 2), k)
+def _batched_bt(b: Any, k: int, tma: bool) -> Any:
+    """B (L x K x N) as the batched kernels take B^T K-major (`_batched_operand`)."""
+    return _batched_operand(b.transpose(1, 2), k, tma)
+
+
+def _n_major(bt: Any) -> bool:
+    """Whether the `km` builds read B^T (L x N x K) N-major as it lies: torch.bmm's row-major
+    B. N contiguous, its rows along K and its batches whole 16-byte chunks apart (rows not
+    overlapping, no zero stride), its base aligned; K free (TMA zero-fills each box past it)."""
+    sl, sn, sk = bt.stride()
+    chunks = sk % CHUNK == 0 and sl % CHUNK == 0 and bt.data_ptr() % 16 == 0
+    return sn == 1 and sk >= bt.shape[1] and sl > 0 and chunks
+
+
+def _rows_apart(a: Any) -> Any:
+    """A (L x M x K) as the `km` builds take it: itself where its K is contiguous and its other
+    strides (positive) and base are 16-byte multiples, else a K-major copy whose rows lie
+    round_up(K, 8) elements apart (the gap never read: the build binds A's leading dimension)."""
+    sl, sm, sk = a.stride()
+    if sk == 1 and min(sl, sm) > 0 and sm % CHUNK == sl % CHUNK == 0 and a.data_ptr() % 16 == 0:
+        return a
+    rows, m, k = a.shape
+    return a.new_empty((rows, m, round_up(k)))[:, :, :k].copy_(a)
+
+
+def _batched_layout(A: Any, B: Any, sm90: bool) -> tuple[Any, Any, tuple[Any, Any]]:
+    """A and B^T as the batched builds take them, and how a planned call remakes each (None:
+    read as it lies): on SM 9.0 a B^T the K-major builds would copy but TMA reads N-major as
+    it lies (a row-major B) is kept for the `km` builds, A K-major beside it (`_rows_apart`);
+    else both K-major (`_batched_operand`), K zero-padded to a multiple of 8."""
+    b, kp = B.transpose(1, 2), round_up(A.shape[2])
+    if sm90 and not _k_major_kept(b, kp, sm90) and _n_major(b):
+        a = _rows_apart(A)
+        return a, b, (None if a is A else _rows_apart, None)
+    a, bt = _batched_operand(A, kp, sm90), _batched_operand(b, kp, sm90)
+    prepare = (None if a is A else functools.partial(_batched_operand, k=kp, tma=sm90),
+               None if bt is b else functools.partial(_batched_bt, k=kp, tma=sm90))  # fmt: skip
+    return a, bt, prepare
 
 
 @on_stream
@@ -307,16 +349,12 @@ def bmm(
         for i in range(l):
             y[i] = gemm(A[i], B[i], C=None if C is None else C[i], out_dtype=out, **kw)
         return y
-    kp = round_up(k)
-    b = B.transpose(1, 2)
-    a, bt = _batched_operand(A, kp), _batched_operand(b, kp)
-    y = A.new_empty((l, m, n))
     sm90 = _arch(A.device) == "sm_90"
+    a, bt, prepare = _batched_layout(A, B, sm90)
+    y = A.new_empty((l, m, n))
     name, args = ("bmm", (a, bt, y)) if sm90 else ("bmm_sm80", (a, bt, y, alpha))
     family(name)(*args)
-    if planned:  # later calls of this signature launch as planned (B^T copied as here)
+    if planned:  # later calls of this signature launch as planned (copies made as here)
         step = (family(name).launch(*args), (0, 1, 2), () if sm90 else (None, None, None, alpha))
-        prepare = (None if a is A else functools.partial(_batched_operand, k=kp),
-                   None if bt is b else functools.partial(_batched_bt, k=kp))  # fmt: skip
         PLANNED.remember("bmm", (A, B), (), (step,), new_empty(tuple(y.shape)), prepare)
     return y if alpha == 1.0 or not sm90 else y.mul_(alpha)

@@ -28,8 +28,10 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   (a build for each MR of GEMV_ROWS takes M <= MR), K-contiguous operands with any row stride
   (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
   or f32.
-- `bmm` (A, B, C): examples/gemm_sm90_batched.tile (3-D, K-major: every other stride bound
-  from the tensors); `bmm_sm80` (A, B, C, alpha): gemm_sm80_batched.tile.
+- `bmm` (A, B, C): examples/gemm_sm90_batched.tile (3-D, every stride but the unit one bound
+  from the tensors), A K-major, B K-major (`kk`) or N-major (`km`, MB = 1: torch.bmm's
+  row-major B as it lies, its leading dimension and A's multiples of 8, any K);
+  `bmm_sm80` (A, B, C, alpha): gemm_sm80_batched.tile, K-major.
 
 Every build is for f16 and bf16.
 """
@@ -158,21 +160,35 @@ def gemv_spec() -> FamilySpec:
                       tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
 
 
+# The batched builds' B layouts: tag -> (MB, rule). K-major first (both operands exactly K-major
+# at K % 8 == 0, as tilec.ops.bmm copies them); N-major B (SM90 only) binds B's and A's leading
+# dimensions, so K is free (TMA zero-fills each box past it).
+BMM_LAYOUTS = {
+    "kk": (0, ("SA_K == 1", "SB_K == 1", "K % 8 == 0"), "batched, K-major"),
+    "km": (1, (*K_MAJOR_LD["A"], *MN_MAJOR_LD["B"]), "batched, N-major B"),
+}
+
+
 def bmm_spec(arch: str) -> FamilySpec:
-    """Batched GEMM, K-major operands (3-D; strides other than K's bound from the tensors)."""
+    """Batched GEMM (3-D; strides other than the unit one bound from the tensors): K-major
+    operands, and on sm_90a an N-major B beside them (BMM_LAYOUTS)."""
     sm90 = arch == "sm_90a"
     source = "gemm_sm90_batched" if sm90 else "gemm_sm80_batched"
     kernel = "gemm90_batched" if sm90 else "gemm_batched"
     builds: dict[str, Build] = {}
     rules: list[Rule] = []
-    for t in DTYPES:
-        name = _name("kk", t, arch)
-        builds[name] = Build(name, f"examples/{source}.tile", kernel, {"T": t}, arch)
-        when = ("SA_K == 1", "SB_K == 1", "K % 8 == 0")
-        rules.append(Rule(name, when, {"A": t, "C": t}, (), "batched, K-major"))
+    for tag in BMM_LAYOUTS if sm90 else ("kk",):
+        mb, when, note = BMM_LAYOUTS[tag]
+        for t in DTYPES:
+            name = _name(tag, t, arch)
+            params = {"MB": str(mb), "T": t} if mb else {"T": t}
+            builds[name] = Build(name, f"examples/{source}.tile", kernel, params, arch)
+            rules.append(Rule(name, when, {"A": t, "C": t}, (), note))
     args = [("A", "tensor"), ("B", "tensor"), ("C", "tensor")] + [("alpha", "scalar")] * (not sm90)
     sizes = {"L": ("A", 0), "M": ("A", 1), "K": ("A", 2), "N": ("B", 1)}
     strides = {"SA_K": ("A", 2), "SB_K": ("B", 2)}
+    if sm90:  # the km rule's leading dimensions and B's unit stride along N
+        strides.update(SA_M=("A", 1), SB_N=("B", 1))
     name = "bmm" if sm90 else "bmm_sm80"
     return FamilySpec(name, tuple(args), builds, tuple(rules), sizes=sizes, strides=strides)
 

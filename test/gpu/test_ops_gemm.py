@@ -167,16 +167,67 @@ def test_epilogue_family_rules(mn: tuple[int, int], act: str, dt: Any) -> None:
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("layout", ["kk", "km"])
 @pytest.mark.parametrize("lmnk", [(3, 100, 77, 64), (8, 512, 512, 512), (2, 1024, 1024, 256)])
-def test_bmm_family_rules(lmnk: tuple[int, ...], dt: Any) -> None:
+def test_bmm_family_rules(lmnk: tuple[int, ...], layout: str, dt: Any) -> None:
+    """Each bmm build on NaN-poisoned C: K-major operands (kk), and B^T N-major (km, SM90:
+    torch.bmm's row-major B, its rows round_up(N, 8) elements apart, NaN in the gap)."""
     l, m, n, k = lmnk
-    a, b = rand(l, m, k, seed=5, dtype=dt), rand(l, n, k, seed=6, dtype=dt)
+    if layout == "km" and not SM90:
+        pytest.skip("the SM 8.x batched kernel reads K-major operands only")
+    a = rand(l, m, k, seed=5, dtype=dt)
+    if layout == "kk":
+        b = rand(l, n, k, seed=6, dtype=dt)
+    else:
+        wide = torch.full((l, k, -(-n // 8) * 8), float("nan"), dtype=dt, device="cuda")
+        wide[:, :, :n] = rand(l, k, n, seed=6, dtype=dt)
+        b = wide[:, :, :n].transpose(1, 2)
     c = torch.full((l, m, n), float("nan"), dtype=dt, device="cuda")
     if SM90:
         launch("bmm", a, b, c)
+        assert ops.family("bmm").select(a, b, c).startswith(layout)
     else:
         launch("bmm_sm80", a, b, c, 1.0)
-    close(c, a.double() @ b.double().transpose(1, 2), dt, f"bmm {lmnk}")
+    close(c, a.double() @ b.double().transpose(1, 2), dt, f"bmm {layout} {lmnk}")
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("lmnk", [(3, 200, 136, 72), (3, 200, 4096, 72), (2, 130, 264, 77)])
+def test_bmm_reads_a_row_major_b_where_it_lies(lmnk: tuple[int, ...], dt: Any) -> None:
+    """tilec.ops.bmm with torch.bmm's row-major B at ragged shapes (M, N past whole tiles, K
+    past whole k-tiles; K = 77: A copied with rows 80 apart) on SM90: the km build takes B
+    where it lies (its pointer, no copy), into a NaN-poisoned output, against float64."""
+    if not SM90:
+        pytest.skip("SM 8.x copies a row-major B K-major")
+    import sys
+
+    from tilec.ops.planned import PlannedCalls
+
+    gemm_module = sys.modules["tilec.ops.gemm"]
+    l, m, n, k = lmnk
+    a, b = rand(l, m, k, seed=m, dtype=dt), rand(l, k, n, seed=n, dtype=dt) / 8
+    seen: list[tuple[Any, ...]] = []
+
+    class Recording:  # the bmm family, its call's arguments kept
+        def __call__(self, *args: Any) -> None:
+            seen.append(args)
+            launch("bmm", *args)
+
+        def launch(self, *args: Any) -> Any:
+            return ops.family("bmm").launch(*args)
+
+    family, planned = gemm_module.family, gemm_module.PLANNED
+    gemm_module.family = lambda name: Recording() if name == "bmm" else family(name)
+    gemm_module.PLANNED = PlannedCalls()  # a first call, whatever ran before
+    try:
+        poison(l * m * n * 2)
+        y = ops.bmm(a, b)
+    finally:
+        gemm_module.family, gemm_module.PLANNED = family, planned
+    (x, bt, c), = seen  # fmt: skip
+    assert bt.data_ptr() == b.data_ptr() and bt.stride() == (k * n, 1, n)
+    assert ops.family("bmm").select(x, bt, c) == f"km_{NAMES[dt]}_sm90a"
+    close(y, a.double() @ b.double(), dt, f"bmm row-major B {lmnk}")
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
@@ -345,7 +396,7 @@ def test_gemm_refuses_bad_input() -> None:
 def test_bmm(dt: Any) -> None:
     l, m, n, k = 4, 130, 257, 1001
     a = rand(l, m, k, seed=40, dtype=dt)
-    b = rand(l, k, n, seed=41, dtype=dt) / 8  # row-major: B^T MN-major, copied
+    b = rand(l, k, n, seed=41, dtype=dt) / 8  # row-major, N = 257: rows TMA cannot read
     poison(l * m * n * 4)
     close(ops.bmm(a, b), a.double() @ b.double(), dt, "bmm, odd K")
     bt = rand(l, n, 512, seed=42, dtype=dt).transpose(1, 2)  # K-major B^T: kept
@@ -371,7 +422,9 @@ def test_planned_products_match_torch_on_fresh_operands(dt: Any) -> None:
     cases = [  # (what, A's shape, B's shape, B as B^T transposed)
         ("gemm row-major B", (136, 264), (264, 72), False),
         ("gemm nn.Linear W^T", (7, 256), (512, 256), True),
-        ("bmm row-major B (copied K-major)", (3, 130, 64), (3, 64, 257), False),
+        ("bmm row-major B, N = 257 (copied K-major)", (3, 130, 64), (3, 64, 257), False),
+        ("bmm row-major B (kept: km on SM90)", (3, 200, 72), (3, 72, 136), False),
+        ("bmm row-major B, K = 77 (A's rows 80 apart)", (3, 130, 77), (3, 77, 264), False),
         ("bmm K-major B^T", (2, 64, 512), (2, 96, 512), True),
     ]
     try:

@@ -8,7 +8,9 @@ fragment), never by tilec's lowering:
 
 - TMA (`cp.async.bulk.tensor`): the box at the coordinates given, from the tensor as the
   runtime's map encodes it, zeros out of bounds, into the swizzled shared bytes
-  sm90_model.TensorMap.writes names, its bytes completed on the barrier;
+  sm90_model.TensorMap.writes names, its bytes completed on the barrier; a store the other
+  way, inside the tensor only, its shared bytes read when `cp.async.bulk.wait_group` retires
+  its bulk group (so a staging buffer rewritten before that wait stores the new bytes);
 - mbarriers: arrivals and transaction bytes per phase, the phase's parity; named barriers;
 - wgmma: a group runs when `wait_group` retires it (so a stage released too early is read
   after the producer refilled it: a wrong result), reading shared memory through the matrix
@@ -116,6 +118,8 @@ class Group:
         self.env: Env = {}
         self.open: list[Mma] = []
         self.groups: list[list[Mma]] = []
+        self.stores_open: list[Callable[[], None]] = []  # TMA stores, by bulk group
+        self.stores: list[list[Callable[[], None]]] = []
 
     def run(self) -> Generator[None, None, None]:
         body = self.block.kernel.regions[0].blocks[0]

@@ -2,7 +2,7 @@
 values not yet computed (a wgmma accumulator until its group retires), 16-bit floats, global
 and shared memory, mbarriers, tensor maps; and what the asynchronous units compute, with
 sm90_model's placements (PTX ISA): a wgmma from its matrix descriptors (and A's registers, the
-m16n8k16 A fragment in each warp), a TMA box."""
+m16n8k16 A fragment in each warp), a TMA box loaded or stored."""
 
 from __future__ import annotations
 
@@ -264,3 +264,16 @@ def copy_box(memory: Memory, mapped: Mapped, coords: list[int], dst: int) -> int
     for b in range(elem):
         memory.shared[target + b] = np.where(inside, buf[source + b], 0)
     return mapped.tmap.box_bytes
+
+
+def store_box(memory: Memory, mapped: Mapped, coords: list[int], src: int) -> None:
+    """A TMA store: the box at `coords` (innermost first) from shared memory at `src`, each
+    element read where a load of that box would have written it, into the tensor; elements
+    outside the tensor are not written."""
+    index, source = mapped.tmap.writes(coords, src)
+    inside = ((index >= 0) & (index < np.array(mapped.shape))).all(axis=1)
+    elem = mapped.tmap.elem
+    target = (index[inside] * np.array(mapped.strides)).sum(axis=1) * elem + mapped.at
+    buf = memory.buffers[mapped.index]
+    for b in range(elem):
+        buf[target + b] = memory.shared[source[inside] + b]

@@ -20,6 +20,7 @@ from sm90_emu_model import (
     decode,
     elem_size,
     encode,
+    store_box,
     to_bits16,
     uniform,
     wrap,
@@ -447,6 +448,31 @@ def tma_load(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
     tmap = g.block.maps[desc]
     nbytes = copy_box(g.block.memory, tmap, coords, dst)
     g.block.barriers[barrier].complete(nbytes)
+
+
+@op("nvvm.cp.async.bulk.tensor.global.shared.cta")
+def tma_store(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    """Queued in the thread's open bulk group: its shared bytes are read when a wait_group
+    retires the group (the latest the hardware may read them), so a staging buffer rewritten
+    before that wait stores the new values."""
+    sizes = list(ir.DenseI32ArrayAttr(o.attributes["operandSegmentSizes"]))
+    assert sizes[3:] == [0] * len(sizes[3:]), "a predicated or hinted store is not emulated"
+    desc, src, *coords = (uniform(g.value(v), mask) for v in o.operands)
+    mapped, memory = g.block.maps[desc], g.block.memory
+    g.stores_open.append(lambda: store_box(memory, mapped, coords, src))
+
+
+@op("nvvm.cp.async.bulk.commit.group")
+def bulk_commit(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    g.stores.append(g.stores_open)
+    g.stores_open = []
+
+
+@op("nvvm.cp.async.bulk.wait_group")
+def bulk_wait(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    while len(g.stores) > attr_int(o, "group"):
+        for store in g.stores.pop(0):
+            store()
 
 
 @op("builtin.unrealized_conversion_cast")

@@ -392,8 +392,10 @@ def launches(b: Build) -> list[Launch]:
         m, n = p["BN"], 2 * p["BM"] * cluster
     k = p["BK"] * (p["STAGES"] + 3)
     sizes = leading(b, {"M": m, "N": n, "K": k})
-    if "L" in {x.name for x in b.info.params}:  # the batched GEMM: 3 batches, row-major
-        sizes.update(L=3, sa=m * k, lda=k, sb=n * k, ldb=k, sc=m * n, ldc=n)
+    if "L" in {x.name for x in b.info.params}:  # the batched GEMM: 3 batches, whole rows
+        mn = {x: int(b.params.get(x, "0")) for x in ("MA", "MB")}  # MN-major: ld = M (N)
+        lda, ldb = m if mn["MA"] else k, n if mn["MB"] else k
+        sizes.update(L=3, sa=m * k, lda=lda, sb=n * k, ldb=ldb, sc=m * n, ldc=n)
     return [Launch(sizes, cluster, c, cluster) for c in range(cluster)]
 
 
@@ -413,6 +415,8 @@ BUILDS: dict[str, tuple[str, dict[str, int | str]]] = {
     "O=f32": ("gemm_sm90", {"O": "f32"}),
     "PP,O=f32": ("gemm_sm90", {"PP": 1, "BN": 128, "O": "f32", "STAGES": 5}),
     "batched": ("gemm_sm90_batched", {}),
+    "batched,MB": ("gemm_sm90_batched", {"MB": 1}),
+    "batched,MN,PP": ("gemm_sm90_batched", {"MA": 1, "MB": 1, "PP": 1, "BN": 128}),
     "bias_act": ("gemm_sm90_bias_act", {}),
     "bias_act,PP": ("gemm_sm90_bias_act", {"PP": 1, "BN": 128}),
 }

@@ -257,12 +257,24 @@ def test_specs_round_trip_and_name_real_sources() -> None:
 
 
 def test_bmm_rules() -> None:
+    """K-major operands (K % 8 == 0) take the kk builds; B^T N-major (torch.bmm's row-major B)
+    the km builds (SM90 only) at any K, with A's and B's leading dimensions multiples of 8."""
     spec = GEMM_SPECS["bmm"]()
-    syms = {"L": 4, "M": 100, "N": 77, "K": 64, "SA_K": 1, "SB_K": 1}
+    syms = {"L": 4, "M": 100, "N": 77, "K": 64, "SA_M": 64, "SA_K": 1, "SB_N": 64, "SB_K": 1}
     assert chosen(spec, "sm_90", {"A": "bf16"}, syms) == "kk_bf16_sm90a"
     with pytest.raises(AssertionError, match="no rule"):
-        chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63})
-    assert chosen(GEMM_SPECS["bmm_sm80"](), "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
+        chosen(spec, "sm_90", {"A": "bf16"}, {**syms, "K": 63, "SA_M": 63, "SB_N": 63})
+    row_b = {**syms, "N": 136, "SB_N": 1, "SB_K": 136}
+    for k, lda in ((64, 64), (77, 80), (1, 8)):
+        got = chosen(spec, "sm_90", {"A": "f16"}, {**row_b, "K": k, "SA_M": lda})
+        assert got == "km_f16_sm90a", (k, lda)
+    for bad in ({"SA_M": 77}, {"SB_K": 100}, {"SB_N": 2}, {"SA_K": 2}):
+        with pytest.raises(AssertionError, match="no rule"):
+            chosen(spec, "sm_90", {"A": "f16"}, {**row_b, **bad})
+    assert spec.builds["km_f16_sm90a"].params == {"MB": "1", "T": "f16"}
+    sm80 = GEMM_SPECS["bmm_sm80"]()
+    assert chosen(sm80, "sm_80", {"A": "f16"}, syms) == "kk_f16_sm80"
+    assert set(sm80.builds) == {"kk_f16_sm80", "kk_bf16_sm80"}
 
 
 def test_the_bench_parses_its_arguments_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
@@ -324,10 +336,34 @@ def test_the_built_families_bind_the_planned_operands(monkeypatch: pytest.Monkey
         if p.layout == "kk" and not lead:
             c, v = arr((m, n), (n, 1)), arr((m, n), (0, 1))
             assert bias.select(x, y, c, v, 1.0, 0.0) == "kk_f16_sm90a"
-    bmm = open_family(root / "bmm", compile_build=False)
+
+
+def test_the_built_bmm_family_binds_both_layouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where build/families holds `bmm`, its real manifests take a K-major B^T (kk) and
+    torch.bmm's row-major B as it lies (km: B^T N-major, ldb = N), beside an A of odd K whose
+    rows lie round_up(K, 8) apart, on a stand-in SM 9.0 (Family.select binds; no launch)."""
+    from test_runtime import FakeCuda
+
+    from tilec.runtime import driver
+    from tilec.runtime.family import open_family, repository_root
+
+    root = repository_root() / "build" / "families" / "bmm"
+    if not (root / "family.json").is_file():
+        pytest.skip("no bmm family in build/families (test/gpu/build_gemm_families.sh)")
+    monkeypatch.setattr(driver, "capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(driver, "sm_count", lambda device=None: 132)
+    bmm = open_family(root, compile_build=False)
+    ptrs = iter(range(0x7F0000000000, 0x7FF000000000, 1 << 24))
+
+    def arr(shape: tuple[int, ...], strides: tuple[int, ...], typestr: str = "<f2") -> Any:
+        return FakeCuda(shape, typestr, next(ptrs), tuple(s * 2 for s in strides))
+
     x, y = arr((3, 100, 64), (6400, 64, 1)), arr((3, 77, 64), (0, 64, 1))
-    c = arr((3, 100, 77), (7700, 77, 1))
-    assert bmm.select(x, y, c) == "kk_f16_sm90a"
+    assert bmm.select(x, y, arr((3, 100, 77), (7700, 77, 1))) == "kk_f16_sm90a"
+    c = arr((3, 100, 136), (13600, 136, 1))
+    for k, lda in ((64, 64), (77, 80)):
+        x, y = arr((3, 100, k), (100 * lda, lda, 1)), arr((3, 136, k), (136 * k, 1, 136))
+        assert bmm.select(x, y, c) == "km_f16_sm90a", k
 
 
 def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernel() -> None:

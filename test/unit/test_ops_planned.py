@@ -26,10 +26,12 @@ class StandInFamily:
 
     def __init__(self, name: str, log: list[tuple[Any, ...]], width: int) -> None:
         self.name, self.log, self.width = name, log, width
+        self.args: tuple[Any, ...] = ()  # the last call's arguments
 
     def __call__(self, *args: Any) -> None:
         ptrs = [a.data_ptr() for a in args if isinstance(a, torch.Tensor)]
         self.log.append(("call", self.name, ptrs[: self.width]))
+        self.args = args
 
     def launch(self, *args: Any) -> Any:
         def launched(ptrs: Any, scalars: tuple[Any, ...]) -> None:
@@ -123,18 +125,89 @@ def test_a_call_the_checks_refuse_finds_no_planned_launch(log: list[Any]) -> Non
 
 def test_a_repeated_bmm_copies_b_as_its_plan_did(log: list[Any]) -> None:
     a = torch.randn(2, 128, 64, dtype=torch.float16)
-    b = torch.randn(2, 64, 128, dtype=torch.float16)  # row-major: B^T is copied K-major
+    b = torch.randn(2, 64, 100, dtype=torch.float16)  # row-major, 200-byte rows: no TMA
     gemm_module.bmm(a, b)
     y = gemm_module.bmm(a, b)
     kind, name, (pa, pb, py) = log[1]
     assert (kind, name, pa, py) == ("launch", "bmm", a.data_ptr(), y.data_ptr())
-    assert pb != b.data_ptr() and y.shape == (2, 128, 128)  # a copy, made this call
+    assert pb != b.data_ptr() and y.shape == (2, 128, 100)  # a copy, made this call
     kt = b.transpose(1, 2).contiguous()  # what the first call passed, rebuilt
-    assert gemm_module._batched_bt(b, 64).equal(kt)
+    assert gemm_module._batched_bt(b, 64, True).equal(kt)
     bt = torch.randn(2, 128, 64, dtype=torch.float16).transpose(1, 2)  # B^T K-major: kept
     gemm_module.bmm(a, bt)
     gemm_module.bmm(a, bt)
     assert log[-1] == ("launch", "bmm", [a.data_ptr(), bt.data_ptr(), log[-1][2][2]])
+
+
+def chosen_build(name: str) -> str:
+    """The build the family `name`'s rules (gemm_specs) pick for the arguments its stand-in
+    was last called with: their sizes and strides, as a family reads them."""
+    from test_gemm_plan import chosen
+
+    from tilec.ops.gemm_specs import GEMM_SPECS
+
+    spec = GEMM_SPECS[name]()
+    args = dict(zip((n for n, _ in spec.args), gemm_module.family(name).args, strict=False))
+    syms = {s: args[t].shape[i] for s, (t, i) in spec.sizes.items()}
+    syms.update({s: args[t].stride(i) for s, (t, i) in spec.strides.items()})
+    dtype = {torch.float16: "f16", torch.bfloat16: "bf16"}[args["A"].dtype]
+    return chosen(spec, "sm_90" if name == "bmm" else "sm_80", {"A": dtype}, syms)
+
+
+@pytest.mark.parametrize("k", [64, 77])
+def test_a_row_major_b_bmm_is_read_as_it_lies_on_sm90(log: list[Any], k: int) -> None:
+    """torch.bmm's row-major B (L x K x N, N contiguous) is N-major B^T: the `km` builds read
+    it where it lies, on the first call and on the planned ones; A is kept where its rows are
+    16-byte chunks apart, else copied with rows round_up(K, 8) apart (K = 77: no zero pad)."""
+    a = torch.randn(3, 200, k, dtype=torch.bfloat16)
+    b = torch.randn(3, k, 136, dtype=torch.bfloat16)
+    first = gemm_module.bmm(a, b)
+    assert log[0][:2] == ("call", "bmm") and log[0][2][1:] == [b.data_ptr(), first.data_ptr()]
+    x, bt, _ = gemm_module.family("bmm").args
+    assert bt.stride() == (k * 136, 1, 136) and bt.shape == (3, 136, k)
+    assert x.equal(a) and (x is a) == (k % 8 == 0)
+    if k == 77:  # copied: rows 80 elements apart
+        assert x.stride() == (200 * 80, 80, 1)
+    assert chosen_build("bmm") == "km_bf16_sm90a"
+    a2, b2 = torch.randn_like(a), torch.randn_like(b)  # the same signature: planned
+    second = gemm_module.bmm(a2, b2)
+    kind, name, (pa, pb, py) = log[1]
+    assert (kind, name, pb, py) == ("launch", "bmm", b2.data_ptr(), second.data_ptr())
+    assert (pa == a2.data_ptr()) == (k % 8 == 0) and len(log) == 2
+
+
+def test_which_bmm_operands_are_copied(log: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A K-major B^T (B = W.transpose(1, 2)) takes the K-major builds; a row-major B whose
+    rows TMA cannot read (N = 100: 200-byte rows) is copied K-major, and so is a B (or A)
+    expanded along the batch, either layout (TMA takes no zero stride); SM 8.x copies every
+    row-major B (its batched kernel reads K-major operands only) and reads an expanded one."""
+    a = torch.randn(2, 64, 64, dtype=torch.float16)
+    w = torch.randn(2, 136, 64, dtype=torch.float16)
+    gemm_module.bmm(a, w.transpose(1, 2))
+    assert log[-1][2][:2] == [a.data_ptr(), w.data_ptr()]
+    assert chosen_build("bmm") == "kk_f16_sm90a"
+    odd = torch.randn(2, 64, 100, dtype=torch.float16)
+    gemm_module.bmm(a, odd)
+    assert log[-1][2][1] != odd.data_ptr() and gemm_module.family("bmm").args[1].stride(2) == 1
+    assert chosen_build("bmm") == "kk_f16_sm90a"
+    b = torch.randn(64, 136, dtype=torch.float16)
+    for shared in (b.expand(2, 64, 136), w[0].t().expand(2, 64, 136)):  # TMA: no zero stride
+        gemm_module.bmm(a, shared)
+        x, bt, _ = gemm_module.family("bmm").args
+        assert x is a and bt.is_contiguous() and chosen_build("bmm") == "kk_f16_sm90a"
+    for shared_a, b3 in ((a[0].expand(2, 64, 64), b.expand(2, 64, 136)),
+                         (a[0].expand(2, 64, 64), torch.randn(2, 64, 136).half())):  # fmt: skip
+        gemm_module.bmm(shared_a, b3)
+        x = gemm_module.family("bmm").args[0]
+        assert x.stride(0) > 0 and x.equal(shared_a)
+    monkeypatch.setattr(gemm_module, "_arch", lambda device: "sm_80")
+    b = torch.randn(2, 64, 136, dtype=torch.float16)
+    gemm_module.bmm(a, b)
+    assert log[-1][1] == "bmm_sm80" and log[-1][2][1] != b.data_ptr()
+    assert chosen_build("bmm_sm80") == "kk_f16_sm80"
+    shared = w[0, :72].t().expand(2, 64, 72)  # SM 8.x's cp.async reads a zero stride: kept
+    gemm_module.bmm(a, shared)
+    assert log[-1][2][:2] == [a.data_ptr(), shared.data_ptr()]
 
 
 def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,9 @@ BUILDS = [
     "CM=2",
     "SW,BN=16",
     "SW,PP",
+    "batched",
+    "batched,MB",
+    "batched,MN,PP",
 ]
 
 

@@ -98,6 +98,43 @@ def test_gemm_leading_dimension(case: tuple) -> None:
     np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64).T)
 
 
+# (params, L, M, N, K): examples/gemm_sm90_batched.tile over ragged tiles (M, N not multiples
+# of BM, BN: a tile of one batch must not read or write the next), K-major A and B, a row-major
+# B (L x K x N: MN-major here, ldb = N, tilec.ops.bmm's B as it lies) beside an A of odd K
+# (rows round_up(K, 8) apart, NaN between), a column-major A too
+BATCHED = [
+    ({}, 3, 130, 136, 200),
+    ({"MB": "1"}, 3, 130, 136, 200),
+    ({"MB": "1"}, 2, 70, 264, 77),
+    ({"MA": "1", "MB": "1", "PP": "1", "BN": "128"}, 2, 136, 200, 72),
+]
+
+
+def batched_id(case: tuple) -> str:
+    return ",".join([*(f"{k}={v}" for k, v in case[0].items()), "x".join(map(str, case[1:]))])
+
+
+@pytest.mark.parametrize("case", BATCHED, ids=batched_id)
+def test_gemm_batched(case: tuple) -> None:
+    """C[l] = A[l] B[l]ᵀ (f16, exact on small integers) into a NaN-poisoned C whose batches lie
+    8 rows apart: the rows between them must stay NaN."""
+    params, nb, m, n, k = case
+    c = build("gemm_sm90_batched", T="f16", **params)
+    rng = np.random.default_rng(m + n + k)
+    a = np.full((nb, m, -(-k // 8) * 8), np.nan, dtype=np.float16)[:, :, :k]
+    a[...] = rng.integers(-3, 4, (nb, m, k))
+    b = rng.integers(-3, 4, (nb, n, k)).astype(np.float16)
+    if params.get("MA") == "1":  # the transpose of an L x K x M tensor
+        a = np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    if params.get("MB") == "1":  # torch.bmm's row-major B (L x K x N) seen as L x N x K
+        b = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    poisoned = np.full((nb, m + 8, n), np.nan, dtype=np.float16)
+    run(c, (a, b, poisoned[:, :m]), num_sms=2)
+    want = np.einsum("lmk,lnk->lmn", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_array_equal(poisoned[:, :m].astype(np.float64), want)
+    assert np.isnan(poisoned[:, m:]).all()
+
+
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal: int):  # noqa: ANN201
     """O and LSE in float64, torch's conventions: causal 1 top-left, 2 bottom-right."""
     h, hk = q.shape[1], k.shape[1]

@@ -29,6 +29,8 @@ BUILDS = [
     "CM=2,MB",
     "SW,BN=16",
     "batched",
+    "batched,MB",
+    "batched,MN,PP",
     "bias_act,PP",
 ]
 
