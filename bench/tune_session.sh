@@ -3,8 +3,8 @@
 #   bash bench/tune_session.sh compile    # where MLIR is: the plans into build/tune/<name>
 #   python test/gpu/pack_bundles.py pack build/tune      # carry build/tier.tar.xz
 #   bash bench/tune_session.sh time       # on the GPU machine: <name>.json tables into $OUT
-# then copy the tables to bench/results/tuning/<name>_<gpu>.json and rebuild the families
-# (test/gpu/build_gemm_families.sh, test/gpu/build_torch_families.sh name them there).
+# then copy the tables to compiler/ops/tuning/<op>.<name>_<gpu>.json (tilec/ops/tuning: the
+# families of `tilec family build --op` take them) and rebuild the families.
 # PLANS="gemm90 softmax_big_f16 ..." picks some. The row plans: long rows (COLS, a row split
 # over a cluster of SPLIT blocks, THREADS) and odd rows (COLS, THREADS, ROWS), f16 and bf16.
 set -uo pipefail

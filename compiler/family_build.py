@@ -25,29 +25,10 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tilec.runtime.family import Build, FamilySpec
-
-
-def tuned(spec: FamilySpec, tables: list[dict[str, Any]]) -> FamilySpec:
-    """`spec` with each table's shapes as builds and rules ahead of its own rules."""
-    from tilec.runtime.family import Build, Rule
-    from tilec.runtime.tuning_table import tuned_rules
-
-    builds = dict(spec.builds)
-    rules: list[Rule] = []
-    for table in tables:
-        for t in tuned_rules(table):
-            what = [table["source"], table["kernel"], t.params, table["arch"]]
-            digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
-            name = f"tuned_{table['kernel']}_{digest}"
-            params, arch = t.params, table["arch"]
-            build = Build(name, table["source"], table["kernel"], params, arch, variants=False)
-            builds.setdefault(name, build)
-            rules.append(Rule(name, t.when, t.dtypes, (), t.note))
-    return replace(spec, builds=builds, rules=(*rules, *spec.rules))
 
 
 def _build_one(job: tuple[str, str, dict[str, str], str, str, bool]) -> str:
@@ -124,9 +105,10 @@ def stranded(before: FamilySpec, after: FamilySpec) -> list[str]:
 
 
 def cmd_family(args: argparse.Namespace) -> int:
+    from tilec.ops import shipped_tables
     from tilec.runtime.family import FamilyError, read_family, repository_root
     from tilec.runtime.tuning import TuneError
-    from tilec.runtime.tuning_table import read_table
+    from tilec.runtime.tuning_table import read_table, tuned
 
     try:
         if args.action == "show":
@@ -140,7 +122,10 @@ def cmd_family(args: argparse.Namespace) -> int:
         if not args.output:
             raise FamilyError("tilec family build needs -o DIR (the family directory)")
         root = Path(args.root) if args.root else repository_root()
-        for path, table in zip(args.tuning, tables, strict=True):
+        named = list(zip(args.tuning, tables, strict=True))
+        if args.op:  # op_spec took the operation's shipped tables
+            named += [(str(p), read_table(p)) for p in shipped_tables(args.op)]
+        for path, table in named:
             if _source_hash(root / table["source"]) != table["source_hash"]:
                 print(f"warning: tilec family: {path} was tuned on another version of "
                       f"{table['source']}: its builds are made from the file as it is now; "
@@ -181,14 +166,14 @@ def _source_hash(path: Path) -> str:
 
 
 def op_spec(name: str) -> FamilySpec:
-    from tilec.ops import op_specs
+    """A tilec.ops operation's spec with its shipped tuning tables (tilec/ops/tuning)."""
+    from tilec.ops import op_specs, tuned_spec
 
-    specs = op_specs()
-    if name not in specs:
+    if name not in op_specs():
         from tilec.runtime.family import FamilyError
 
-        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(specs))}")
-    return specs[name]()
+        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(op_specs()))}")
+    return tuned_spec(name)
 
 
 def describe(spec: FamilySpec) -> str:

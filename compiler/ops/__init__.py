@@ -58,6 +58,22 @@ def op_specs() -> dict[str, Callable[[], FamilySpec]]:
     return {**SPECS, **BACKWARD_SPECS, **GEMM_SPECS, **ATTENTION_SPECS}
 
 
+TUNING = Path(__file__).parent / "tuning"  # tables `tilec tune` wrote: <op>.<what>.json
+
+
+def tuned_spec(name: str) -> FamilySpec:
+    """Operation `name`'s spec with its shipped tuning tables (tilec/ops/tuning/<name>.*.json,
+    `tilec tune`'s results) ahead of its own rules: what `tilec family build --op` builds and
+    what a family compiled on demand dispatches by."""
+    from tilec.runtime.tuning_table import read_table, tuned
+
+    return tuned(op_specs()[name](), [read_table(p) for p in shipped_tables(name)])
+
+
+def shipped_tables(name: str) -> list[Path]:
+    return sorted(TUNING.glob(f"{name}.*.json"))
+
+
 def family(name: str) -> Family:
     """The family behind operation `name` (loaded once)."""
     if name not in _FAMILIES:
@@ -68,7 +84,7 @@ def family(name: str) -> Family:
         if (directory / FAMILY_FILE).is_file():
             _FAMILIES[name] = open_family(directory)
         else:
-            _FAMILIES[name] = Family(specs[name](), None, default_compiler())
+            _FAMILIES[name] = Family(tuned_spec(name), None, default_compiler())
     return _FAMILIES[name]
 
 

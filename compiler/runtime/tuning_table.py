@@ -5,8 +5,9 @@ bundles (`family_from_plan`: a tuning run's result, launchable where it ran, no 
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,21 @@ def _ruled(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _params_key(params: dict[str, Any]) -> str:
     return json.dumps({k: int(v) for k, v in params.items()}, sort_keys=True)
+
+
+def tuned(spec: Any, tables: list[dict[str, Any]]) -> Any:
+    """`spec` with each table's shapes as builds and rules ahead of its own rules."""
+    from tilec.runtime.family import Build, Rule
+
+    builds = dict(spec.builds)
+    rules: list[Rule] = []
+    for table in tables:
+        for t in tuned_rules(table):
+            what = [table["source"], table["kernel"], t.params, table["arch"]]
+            digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
+            name = f"tuned_{table['kernel']}_{digest}"
+            params, arch = t.params, table["arch"]
+            build = Build(name, table["source"], table["kernel"], params, arch, variants=False)
+            builds.setdefault(name, build)
+            rules.append(Rule(name, t.when, t.dtypes, (), t.note))
+    return replace(spec, builds=builds, rules=(*rules, *spec.rules))

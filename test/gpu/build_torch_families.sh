@@ -8,13 +8,10 @@
 # (test/gpu/pack_bundles.py; the PTX packs ~10x).
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
-# The row families take the tuning tables of bench/results/tuning (long rows split over
-# clusters, odd rows): f16 timed, bf16 the f16 choices (their `derived_from` says so).
+# The row families take their shipped tuning tables (tilec/ops/tuning/<op>.*.json: long rows
+# split over clusters, odd rows; f16 timed, bf16 the f16 choices, as their `derived_from` says).
 for op in softmax layernorm rmsnorm; do
-  tables=()
-  for t in bench/results/tuning/"$op"_{big,odd}_*.json; do tables+=(--tuning "$t"); done
-  tilec family build --op "$op" -o "build/families/$op" --arch "${ARCH:-sm_90a}" -j "$jobs" \
-    "${tables[@]}"
+  tilec family build --op "$op" -o "build/families/$op" --arch "${ARCH:-sm_90a}" -j "$jobs"
 done
 for op in softmax_bwd layernorm_bwd rmsnorm_bwd colsum; do
   tilec family build --op "$op" -o "build/families/$op" -j "$jobs" --strict

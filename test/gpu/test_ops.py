@@ -4,7 +4,7 @@ least once, checked at the end), f16 and bf16, even and odd N, fresh randn input
 NaN-poisoned outputs.
 
 Families: `bash test/gpu/build_torch_families.sh` (each op's spec with its tuning tables from
-bench/results/tuning), on a machine with MLIR (or $TILEC_FAMILIES); this file needs only the
+tilec/ops/tuning), on a machine with MLIR (or $TILEC_FAMILIES); this file needs only the
 runtime, torch and a GPU.
 """
 

@@ -15,7 +15,6 @@ from test_runtime import FakeCuda, Launches
 
 from tilec.build import build
 from tilec.cli import main
-from tilec.family_build import tuned
 from tilec.runtime import driver
 from tilec.runtime.family import (
     Build,
@@ -27,6 +26,7 @@ from tilec.runtime.family import (
     read_family,
     runs_on,
 )
+from tilec.runtime.tuning_table import tuned
 
 KERNEL = """
 kernel rows<COLS: int = 256, T: type = f16>(X: T[R, N], Y: T[R, N])

@@ -48,3 +48,30 @@ def test_buckets_on_sm90(op: str) -> None:
     spec = SPECS[op]()
     assert spec.sizes == {"R": ("X", 0), "N": ("X", 1)}
     assert spec.rules[-1].build.startswith("c8192")  # the last resort for any long row
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm", "gemm"])
+def test_shipped_tuning_tables_come_first_and_run_as_timed(name: str) -> None:
+    """tilec/ops/tuning's tables (tilec tune's results) put their rules ahead of the spec's in
+    what `tilec family build --op` and an on-demand family dispatch by: each a build of the
+    table's kernel and source with the best candidate's parameters, without variant clauses."""
+    from pathlib import Path
+
+    from tilec.ops import op_specs, shipped_tables, tuned_spec
+    from tilec.runtime.family import repository_root
+    from tilec.runtime.tuning_table import read_table, tuned_rules
+
+    tables = [read_table(p) for p in shipped_tables(name)]
+    assert tables, f"no shipped table for {name}"
+    expected = [r for t in tables for r in tuned_rules(t)]
+    spec, bare = tuned_spec(name), op_specs()[name]()
+    head = spec.rules[: len(expected)]
+    assert [r.when for r in head] == [r.when for r in expected]
+    assert [r.dtypes for r in head] == [r.dtypes for r in expected]
+    assert spec.rules[len(expected) :] == bare.rules
+    for rule, want in zip(head, expected, strict=True):
+        build = spec.builds[rule.build]
+        assert build.params == want.params and build.variants is False
+        assert (Path(repository_root()) / build.source).is_file()
+    # every row length of the tables' buckets still lands on a rule of the bare spec's kind too
+    assert set(bare.builds) <= set(spec.builds)
