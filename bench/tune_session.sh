@@ -11,7 +11,7 @@ set -uo pipefail
 big="R=4096,N=16384 R=2048,N=32768 R=1024,N=65536 R=512,N=131072 R=4096,N=16383 R=2048,N=32767 R=1024,N=65535 R=512,N=131071"
 odd="R=65536,N=1001 R=16384,N=4095 R=8192,N=8191"
 gemm="M=1024,N=1024,K=1024 M=2048,N=2048,K=2048 M=4096,N=4096,K=4096 M=8192,N=8192,K=8192 M=256,N=4096,K=4096 M=128,N=11008,K=4096 M=64,N=4096,K=4096 M=32,N=4096,K=4096 M=256,N=11008,K=4096 M=16,N=4096,K=4096 M=8,N=4096,K=4096"
-all="gemm90 gemm90_few gemv"
+all="gemm90 gemm90_few gemm90_mm gemv"
 for t in f16 bf16; do for op in softmax layernorm rmsnorm; do all="$all ${op}_big_$t ${op}_odd_$t"; done; done
 plans=${PLANS:-$all}
 
@@ -25,6 +25,10 @@ compile_one() {  # the plan of one name
     tilec tune examples/gemm_sm90.tile --compile-only -o build/tune/gemm90_few --flops "2*M*N*K" \
       --reference matmul --space "SW=1 BN=8,16,32,64 BM=64,128 STAGES=4,6,8,10 PP=0,1" \
       --shapes "M=8,N=4096,K=4096 M=16,N=4096,K=4096 M=32,N=4096,K=4096 M=64,N=4096,K=4096 M=32,N=11008,K=4096" ;;
+  gemm90_mm)  # tilec.nn.Linear's backward: dW = dY^T X reads both operands MN-major
+    tilec tune examples/gemm_sm90.tile --compile-only -o build/tune/gemm90_mm -D MA=1 -D MB=1 \
+      --flops "2*M*N*K" --reference matmul \
+      --shapes "M=4096,N=4096,K=8192 M=11008,N=4096,K=8192 M=2048,N=2048,K=2048" ;;
   gemv)  # few rows at K % 8 != 0 (B read where it lies), M <= 1 and <= 8
     tilec tune examples/gemv.tile --compile-only -o build/tune/gemv --flops "2*M*N*K" \
       --reference matmul --space "THREADS=64,128,256,512 VEC=8,16,32 MR=1,8" \
