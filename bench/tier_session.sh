@@ -4,7 +4,8 @@
 # examples beside cuBLAS and the copy ceiling (`bench`), the SM90 GEMMs beside cuBLAS, Triton
 # and torch (`sm90`), the SM90 ping-pong consumers (`pingpong`), clusters with TMA multicast
 # (`cluster`), a sweep of shapes beside cuBLAS (`shapes`), few-row shapes (`decode`), the
-# speed baselines (`baseline`), the row kernels (`rows`), or the SM90 rungs (`rungs-tests`, `rungs-bench`). Build
+# speed baselines (`baseline`), the row kernels (`rows`), the SM90 rungs (`rungs-tests`,
+# `rungs-bench`), or tilec.ops through its families (`ops-tests`, `ops-bench`). Build
 # first, where MLIR is (and `bash test/gpu/build_row_bundles.sh` for `rows`):
 #   bash test/gpu/build_gemm_bundles.sh && python test/gpu/build_bundles.py build/bundles
 #   bash test/gpu/build_sm90_bundles.sh
@@ -249,6 +250,28 @@ cluster)
     --kernel cm2_g8=cm2_g8/gemm90 --kernel gelu=coop_act2/gemm90_bias_act \
     --kernel cm2_gelu=cm2_act2/gemm90_bias_act --kernel gelu_tanh=coop_act3/gemm90_bias_act \
     >> "$log"
+  ;;
+ops-tests)
+  # tilec.ops and torch.ops.tilec through their families (bench/build_session.sh families):
+  # every dispatch rule (the tuned ones too), the planned repeats, the torch integration, a
+  # tuning table's round trip (build/tune/softmax, if there), attention's planned and layout
+  # cases. One log: the device tool brings back few files.
+  timeout 540 python3 -m pytest -o addopts="" -q -p no:cacheprovider test/gpu/test_ops_gemm.py \
+    test/gpu/test_ops_planned.py test/gpu/test_ops.py test/gpu/test_torch_ops.py \
+    test/gpu/test_tuning_table.py test/gpu/test_ops_attention.py 2>&1 | tee "$out/ops-tests.log" \
+    | grep -E "passed|failed|FAILED|Error" | tail -12
+  ;;
+ops-bench)
+  # tilec.ops beside torch: the host cost of a planned call, bmm with torch's row-major B,
+  # tilec.nn's modules, the 35 GEMM shapes (graphs), the rows beside Triton and the copy ceiling.
+  {
+    timeout 60 python3 bench/bench_host.py --rounds 3 --calls 5000
+    timeout 90 python3 bench/bench_batched.py --bundle build/families/bmm/km_bf16_sm90a \
+      --b-row-major --ops --rounds 5 --shape 8x4096x4096x1024 --shape 32x512x512x512
+    timeout 120 python3 bench/bench_torch.py --cases linear,layernorm,rmsnorm --rounds 2
+    timeout 150 python3 bench/bench_gemm_ops.py --graph --dtypes bf16
+    timeout 170 python3 bench/bench_ops.py --dtypes f16
+  } 2>&1 | tee "$out/ops-bench.md" | grep -v "^ *$"
   ;;
 baseline)
   base=bench/baselines/h200.json
