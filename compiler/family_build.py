@@ -17,7 +17,6 @@ bucket's sm_80 build: no launch there runs without MLIR), the command fails.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -116,16 +115,17 @@ def cmd_family(args: argparse.Namespace) -> int:
             return 0
         if bool(args.op) == bool(args.spec):
             raise FamilyError("tilec family build takes a SPEC file or --op NAME (one of them)")
-        spec = op_spec(args.op) if args.op else read_family(args.spec)
-        tables = [read_table(t) for t in args.tuning]
-        spec = tuned(spec, tables)
+        # the tables given, then (--op) the operation's shipped ones: their rules in this order,
+        # ahead of the spec's
+        tables = [(str(t), read_table(t)) for t in args.tuning]
+        if args.op:
+            tables += [(str(p), read_table(p)) for p in shipped_tables(args.op)]
+        spec = tuned(op_spec(args.op) if args.op else read_family(args.spec),
+                     [t for _, t in tables])  # fmt: skip
         if not args.output:
             raise FamilyError("tilec family build needs -o DIR (the family directory)")
         root = Path(args.root) if args.root else repository_root()
-        named = list(zip(args.tuning, tables, strict=True))
-        if args.op:  # op_spec took the operation's shipped tables
-            named += [(str(p), read_table(p)) for p in shipped_tables(args.op)]
-        for path, table in named:
+        for path, table in tables:
             if _source_hash(root / table["source"]) != table["source_hash"]:
                 print(f"warning: tilec family: {path} was tuned on another version of "
                       f"{table['source']}: its builds are made from the file as it is now; "
@@ -158,22 +158,25 @@ def cmd_family(args: argparse.Namespace) -> int:
 
 
 def _source_hash(path: Path) -> str:
-    """The hash `tilec tune` records of a kernel's source (tune.py), or "" where it is gone."""
+    """The hash `tilec tune` records of a kernel's source, or "" where the file is gone."""
+    from tilec.runtime.tuning import source_hash
+
     try:
-        return "sha256:" + hashlib.sha256(path.read_text().encode()).hexdigest()
+        return source_hash(path.read_text())
     except OSError:
         return ""
 
 
 def op_spec(name: str) -> FamilySpec:
-    """A tilec.ops operation's spec with its shipped tuning tables (tilec/ops/tuning)."""
-    from tilec.ops import op_specs, tuned_spec
+    """A tilec.ops operation's own spec (cmd_family adds its shipped tuning tables)."""
+    from tilec.ops import op_specs
 
-    if name not in op_specs():
+    specs = op_specs()
+    if name not in specs:
         from tilec.runtime.family import FamilyError
 
-        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(op_specs()))}")
-    return tuned_spec(name)
+        raise FamilyError(f"--op {name!r}: one of {', '.join(sorted(specs))}")
+    return specs[name]()
 
 
 def describe(spec: FamilySpec) -> str:

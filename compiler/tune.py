@@ -14,7 +14,6 @@ keeps a stack frame, no block of it fits an SM, or fewer than MIN_WARPS warps of
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import os
@@ -183,7 +182,7 @@ def judge(facts: dict[str, Any]) -> dict[str, Any]:
 def compile_plan(args: argparse.Namespace, out: Path) -> Plan:
     from tilec.cli import _parse_params
     from tilec.frontend import read_source
-    from tilec.runtime.tuning import PLAN_FILE, Candidate, Plan
+    from tilec.runtime.tuning import PLAN_FILE, Candidate, Plan, source_hash
 
     defines = _parse_params(args.param)
     space = parse_space(args.space) if args.space else None
@@ -215,7 +214,7 @@ def compile_plan(args: argparse.Namespace, out: Path) -> Plan:
     source = read_source(args.input)
     plan = Plan(
         source=str(Path(args.input)),
-        source_hash="sha256:" + hashlib.sha256(source.encode()).hexdigest(),
+        source_hash=source_hash(source),
         kernel=kernel,
         arch=arch,
         defines=defines,

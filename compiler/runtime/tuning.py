@@ -90,6 +90,12 @@ class Plan:
         }
 
 
+def source_hash(text: str) -> str:
+    """What a plan (and its table) records of the kernel's source: later builds from a table
+    compare it with the file's (tilec family build warns where they differ)."""
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 def read_plan(directory: str | Path) -> Plan:
     file = Path(directory) / PLAN_FILE
     try:
