@@ -185,6 +185,12 @@ def _read(given: Any, read: Any) -> Prepare:
     return _rows
 
 
+def _eps(torch: Any, x: Any, eps: Any) -> float:
+    """A norm's eps as the kernels take it: the given number, or (None) x's dtype's epsilon,
+    as torch's rms_norm defaults it."""
+    return float(torch.finfo(x.dtype).eps if eps is None else eps)
+
+
 def _like(torch: Any, tensors: tuple[Any, ...]) -> tuple[Any, ...]:
     """A planned row op's output: a new contiguous tensor of its first input's shape."""
     return (_empty(torch, tensors[0]),)
@@ -240,8 +246,7 @@ def _norm(op: str, x: Any, vectors: dict[str, Any], eps: Any) -> Any:
     used = [_vector(x, v, fills[name], name, op) for name, v in vectors.items()]
     out = _empty(torch, rows)
     r, n = rows.shape
-    e = torch.finfo(x.dtype).eps if eps is None else eps
-    args = (rows, *(v.expand(r, n) for v in used), out, float(e))
+    args = (rows, *(v.expand(r, n) for v in used), out, _eps(torch, x, eps))
     family(op)(*args)
     _plan_rows(op, (x, *vectors.values()), (eps,), (rows, *used), args)
     return out if rows is x else out.view(x.shape)

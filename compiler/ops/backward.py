@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tilec.ops import _check, _empty, _read, _rows, _vector, family, on_stream
+from tilec.ops import _check, _empty, _eps, _read, _rows, _vector, family, on_stream
 from tilec.ops.backward_specs import partial_rows
 from tilec.ops.planned import SCALAR, PlannedCalls
 
@@ -129,7 +129,7 @@ def _norm_backward(
     make = functools.partial(_news, torch, 1 + bias, g, n, wdtype)
     news = make((x,))
     dx = news[0] if rows is x else news[0].view(rows.shape)
-    e = float(torch.finfo(x.dtype).eps if eps is None else eps)
+    e = _eps(torch, x, eps)
     args = (rows, w.expand(r, n), grads, dx, *news[1].unbind(0), e)
     family(f"{op}_bwd")(*args)
     if apart:
