@@ -15,7 +15,8 @@ from mlir import ir
 from mlir.dialects import gpu, llvm, nvvm
 
 from tilec.dialects.tile.atoms import split
-from tilec.lowering import IndexBuilder, LoweringError, Term
+from tilec.lowering import IndexBuilder, LoweringError
+from tilec.lowering.tile_anchors import Anchors
 from tilec.lowering.tile_fragments import Frag
 from tilec.lowering.tile_mma import (
     AK,
@@ -28,7 +29,7 @@ from tilec.lowering.tile_mma import (
     lane_coords,
     lane_place,
 )
-from tilec.lowering.tile_views import View, rows_from
+from tilec.lowering.tile_views import View
 
 
 def ldmatrix_x4(ptr: ir.Value, trans: bool = False) -> list[ir.Value]:
@@ -98,6 +99,8 @@ class Feed:
         ka, mna, kb, mnb = (lane_place(split(x, AM), coords, b) for x in layouts)
         self.lane_a, self.lane_b = (ka, mna), (kb, mnb)
         self.m0, self.n0 = b.mul(at.wm, part.piece[0]), b.mul(at.wn, part.piece[1])
+        # per operand tile (its view kept alive beside its id): the lane's anchored rows
+        self.addressed: dict[tuple[int, int], tuple[View, Anchors]] = {}
 
     def load(self, a: View, bv: View, ks: int) -> list[ir.Value]:
         """The registers of k-step `ks` (a multiple of 16) of the tiles a (M×K), bv (N×K)."""
@@ -108,11 +111,11 @@ class Feed:
     def load_a(self, a: View, ks: int) -> list[ir.Value]:
         """Four registers per m-atom: the A fragments of k-step `ks`."""
         rows = [mi * AM for mi in range(self.part.tiles[0])]
-        return self.rows(a, self.m0, self.lane_a, self.majors[0], rows, ks)
+        return self.rows(a, 0, rows, ks)
 
     def load_b(self, bv: View, ks: int, p: int) -> list[ir.Value]:
         """Four registers: the B fragments of n-atoms 2p and 2p+1 for k-step `ks`."""
-        return self.rows(bv, self.n0, self.lane_b, self.majors[1], [p * 2 * AN], ks)
+        return self.rows(bv, 1, [p * 2 * AN], ks)
 
     def mma_rolling(
         self, frags: list[ir.Value], values: list[list[ir.Value]], a: View, bv: View, ks: int
@@ -131,20 +134,34 @@ class Feed:
             if mi == tm - 1 and half == (1 if forward else 0):
                 next_b[p] = self.load_b(bv, ks, p)
             if ni == (tn - 1 if forward else 0):
-                next_a[mi] = self.rows(a, self.m0, self.lane_a, self.majors[0], [mi * AM], ks)
+                next_a[mi] = self.rows(a, 0, [mi * AM], ks)
 
         self.mma(frags, values, after=after)
         return [r for regs in next_a + next_b for r in regs]
 
-    def rows(
-        self, view: View, row0: Term, lanes: tuple, k_major: bool, rows: list[int], ks: int
-    ) -> list[ir.Value]:
-        b = self.b
-        r, k = lanes[0] if k_major else lanes[1]
+    def rows(self, view: View, operand: int, rows: list[int], ks: int) -> list[ir.Value]:
+        """ldmatrix.x4 of the rows `rows` (steps along M or N) at k-step `ks` of operand 0 (A)
+        or 1 (B): each address an anchor plus an immediate (`tile_anchors`)."""
+        k_major = self.majors[operand]
         out = []
-        for ptr in rows_from(view, [b.add(row0, r), b.add(k, ks)], rows, b):
+        for row in rows:
+            ptr = self.anchors(view, operand).address([row, ks])
             out += ldmatrix_x4(ptr, trans=not k_major)
         return out
+
+    def anchors(self, view: View, operand: int) -> Anchors:
+        """The lane's rows of an operand tile, made on its first load. The lane's (row, k) is
+        under 16 in both modes; the warp's first row (m0, n0) is 0 on every thread where one
+        warp spans the mode (`fragment` checks the threads are the warps)."""
+        key = (id(view), operand)
+        if key not in self.addressed:
+            lanes = (self.lane_a, self.lane_b)[operand]
+            r, k = lanes[0] if self.majors[operand] else lanes[1]
+            row0 = (self.m0, self.n0)[operand]
+            zero = self.part.warps[operand] == 1 or (isinstance(row0, int) and row0 % AK == 0)
+            first = [self.b.add(row0, r), k]
+            self.addressed[key] = (view, Anchors(view, first, [zero, True], AK, self.b))
+        return self.addressed[key][1]
 
     def mma(
         self,
