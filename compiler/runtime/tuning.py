@@ -34,7 +34,15 @@ from tilec.runtime.binding import bind, user_params
 from tilec.runtime.bundle import TensorParam
 from tilec.runtime.formula import evaluate
 from tilec.runtime.kernel import Kernel, load
-from tilec.runtime.measure import bytes_moved, random_args, shapes, stored, time_graph_ms, time_ms
+from tilec.runtime.measure import (
+    bytes_moved,
+    random_args,
+    shapes,
+    stored,
+    time_graph_ms,
+    time_ms,
+    unit_mode_last,
+)
 from tilec.runtime.tune_outputs import check_outputs, written
 
 PLAN_FILE = "tune.json"
@@ -219,9 +227,20 @@ def _torch_args(kernel: Kernel, sizes: dict[str, int]) -> list[Any]:
             continue
         if p.dtype not in dtypes:
             return random_args(kernel.manifest, sizes)  # the driver's arrays, eager timing
-        data = torch.randn(*stored(p, dims[p.name]), device="cuda", dtype=dtypes[p.dtype])
-        args.append(data.expand(*dims[p.name]))
+        args.append(torch_tensor(torch, p, dims[p.name], dtypes[p.dtype], "cuda"))
     return args
+
+
+def torch_tensor(
+    torch: Any, p: TensorParam, shape: tuple[int, ...], dtype: Any, device: str
+) -> Any:
+    """Tensor `p` of `shape` as torch randn data: allocated in the order `unit_mode_last` gives
+    (an MN-major operand, `(M, K):(1, lda)`, is the transpose of a row-major one), broadcast
+    modes expanded."""
+    data = stored(p, shape)
+    order = unit_mode_last(p, len(data))
+    laid = torch.randn(*[data[k] for k in order], device=device, dtype=dtype)
+    return laid.permute(*[order.index(m) for m in range(len(data))]).expand(*shape)
 
 
 def copy_ceiling_gbs(nbytes: int = 1 << 29) -> float:

@@ -327,3 +327,23 @@ def test_a_pruned_candidate_names_its_error_not_a_warning_before_it() -> None:
         == "error: tile extent 64 is not a multiple of 128"
     )
     assert first_error(DiagnosticError([warn])).startswith("warning: invalid layout")
+
+
+def test_torch_operands_follow_the_unit_stride():
+    """The tuner's torch operands are laid out as the build binds them: an MN-major operand
+    ((M, K):(1, lda), gemm_sm90.tile's MA = 1) is the transpose of a row-major one, a K-major
+    one row-major, a broadcast mode (stride 0) expanded (tilec.nn.Linear's dW = dY^T X is timed
+    on MN-major operands; the row-major ones it was once given were refused at every candidate)."""
+    torch = pytest.importorskip("torch")
+    from tilec.runtime.params import TensorParam
+    from tilec.runtime.tuning import torch_tensor
+
+    mn = TensorParam("A", "f16", ("M", "K"), (1, "lda"))
+    k_major = TensorParam("B", "f16", ("N", "K"), ("ldb", 1))
+    bias = TensorParam("bias", "f16", ("M", "N"), (0, 1))
+    a = torch_tensor(torch, mn, (48, 80), torch.float16, "cpu")
+    b = torch_tensor(torch, k_major, (48, 80), torch.float16, "cpu")
+    c = torch_tensor(torch, bias, (48, 80), torch.float16, "cpu")
+    assert a.shape == b.shape == c.shape == (48, 80)
+    assert a.stride() == (1, 48) and b.stride() == (80, 1) and c.stride() == (0, 1)
+    assert a.float().std() > 0.5  # randn, not zeros
