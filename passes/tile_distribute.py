@@ -310,6 +310,8 @@ def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
         op = owner.operation
         if op.name in SAME_SPREAD or (op.name == "tile.load" and len(op.operands) > 1):
             out += [x for x in op.operands if full(x, shape)]
+        if op.name in SAME_SPREAD:  # reductions broadcast over the tile they reduce
+            out += [x.owner.operands[0] for x in op.operands if reduces(x, shape)]
         if op.name == "tile.relayout" and len(op.operands) > 2:
             out += [op.operands[2]]
         if op.name == "scf.for":
@@ -338,6 +340,14 @@ def neighbours(v: ir.Value, shape: tuple[int, ...]) -> list[ir.Value]:
 
 def yielded(loop: ir.Operation, n: int) -> ir.Value:
     return list(loop.regions[0].blocks[0].operations)[-1].operands[n]
+
+
+def reduces(v: ir.Value, shape: tuple[int, ...]) -> bool:
+    """Whether `v` is a reduction of a tile of `shape` (its source, spread as it is)."""
+    owner = v.owner
+    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "tile.reduce":
+        return False
+    return full(owner.operands[0], shape)
 
 
 def full(v: ir.Value, shape: tuple[int, ...]) -> bool:

@@ -277,7 +277,8 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         return TensorV(x.elem, "register", L.Layout(shape), None, tuple(sizes), x.mma)
     if x.block_shape is not None:
         return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
-    return TensorV(x.elem, "register", L.Layout(shape))
+    source = tuple(mode_sizes(x.logical_shape))
+    return TensorV(x.elem, "register", L.Layout(shape), reduced_from=source)
 
 
 @builtin("cluster_max", 1, 1)

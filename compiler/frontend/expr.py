@@ -8,7 +8,14 @@ from tilec import layout as L
 from tilec.diagnostics import DiagnosticEngine, Span
 from tilec.frontend import ast
 from tilec.frontend.limits import check_register
-from tilec.frontend.shapes import broadcastable, dyn, int_tuple, spread, top_modes, with_modes
+from tilec.frontend.shapes import (
+    broadcastable,
+    dyn,
+    int_tuple,
+    spread,
+    top_modes,
+    with_modes,
+)
 from tilec.frontend.stmt_check import StatementChecker
 from tilec.frontend.types import SCALAR_TYPES, SIGNED_INTEGERS, is_float_type
 from tilec.frontend.values import (
@@ -346,6 +353,8 @@ class ExprChecker(StatementChecker):
                 "this math applies to register values; on scalars only + - * / are supported", span
             )
         result = max(tensors, key=lambda t: (L.product(t.logical_shape), t.mma is not None))
+        if not all(broadcastable(t.logical_shape, result.logical_shape) for t in tensors):
+            result = mutual_broadcast(tensors) or result
         # An MMA fragment holds one thread's part of its tile: it meets only its own kind.
         frag = next((t for t in tensors if t.mma is not None), None)
         for t, n in zip(operands, nodes, strict=True):
@@ -432,3 +441,19 @@ def result_elem(operands: list[V]) -> str:
     floats = any(is_float_type(t.elem) for t in tensors)
     widen = float_scalar and not floats
     return "f32" if widen or any(t.elem == "f32" for t in tensors) else result.elem
+
+
+def mutual_broadcast(tensors: list[TensorV]) -> TensorV | None:
+    """The tile that reductions of one tile shape along different modes broadcast to together:
+    `reduce_sum(a, mode = 0) * reduce_sum(b, mode = 1)` of two (N, R, C) tiles, of shapes
+    (1, R, C) and (N, 1, C), is (N, R, C) (each reduction broadcasts over the tile it reduced,
+    spread as that tile: examples/gemv.tile); asked only where no operand's shape holds the
+    others'. None where an operand is no reduction of a tile of that shape: (4, 1) and (1, 8)
+    loaded as they are make no (4, 8), an outer product."""
+    sources = {t.reduced_from for t in tensors if t.reduced_from is not None}
+    if len(sources) != 1:
+        return None
+    shape = sources.pop()
+    if any(t.reduced_from != shape for t in tensors):
+        return None
+    return TensorV(tensors[0].elem, "register", L.Layout(shape))

@@ -137,6 +137,9 @@ class TensorV(V):
     # `fragment<T>(shape)` without an MMA: no spread of its own; the compiler spreads it as what
     # it meets (tile-distribute), an MMA fragment's reduction included.
     fresh: bool = False
+    # A reduction's result: the shape of the tile it reduced, over which it broadcasts (also
+    # beside a reduction of that tile along another mode: tilec.frontend.expr.mutual_broadcast).
+    reduced_from: tuple[object, ...] | None = None
     kind = "tensor"
 
     @property

@@ -1,7 +1,8 @@
 """examples/gemv.tile (the few-row kernel of tilec.ops.gemm, gemm_plan.row_plan) and what it
 leans on: a reduction over a mode of extent 1 (B's row held as a reduction over a one-row
 view, which broadcasts over A's rows) is spread as its source, in a loop that carries a var
-too; each build touches at most MR rows of A. Its numbers are the GPU tier's
+too; each build touches at most MR rows of A; a block is one warp (row sums by shuffles, no
+barrier). Its numbers are the GPU tier's
 (test/gpu/test_ops_gemm.py: test_gemv_family_rules)."""
 
 from pathlib import Path
@@ -45,3 +46,15 @@ def test_gemv_builds_take_up_to_mr_rows(mr: int) -> None:
     assert strides == {"A": ("lda", 1), "B": ("ldb", 1), "C": None}
     # B's row is read as skewed 16-byte blocks where it starts misaligned (odd K)
     assert "prmt.b32" in compiled.ptx and "ld.global.v4" in compiled.ptx
+
+
+@pytest.mark.parametrize(("mr", "nb", "u"), [(1, 2, 2), (2, 2, 1), (8, 1, 1)])
+def test_gemv_rows_are_warp_sums(mr: int, nb: int, u: int) -> None:
+    params = {"MR": str(mr), "NB": str(nb), "U": str(u), "T": "bf16"}
+    ptx = compile_tile(str(GEMV), params, "sm_80").ptx
+    # NB x MR sums of a lane's columns, each over the warp's 32 lanes: 5 butterfly steps
+    assert ptx.count("shfl.sync.bfly.b32") == 5 * nb * mr
+    assert "bar.sync" not in ptx and ".shared" not in ptx
+    # one multiply-add a product of the NB x MR x 256U tile, each lane's 8 columns of each
+    # 256: the two reductions meet as the whole tile, once (no second copy of the products)
+    assert ptx.count("fma.rn.f32") == nb * mr * 8 * u
