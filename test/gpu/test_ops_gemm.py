@@ -125,8 +125,9 @@ def test_gemm_family_rules(mnk: tuple[int, int, int], layout: str, dt: Any, out:
 def test_tuned_rules_run_their_builds_and_match() -> None:
     """Each rule a tuning table added to the gemm family (`tilec family build --tuning`), at
     the largest shape of its bucket: its build is the one chosen, C against float64 torch on
-    NaN-poisoned memory; a K-major call into a tuned rule's bucket with an MN-major B takes
-    another build (the tuned builds are K-major: their binding refuses it)."""
+    NaN-poisoned memory, its operands laid out as the build binds them (MA, MB: a table timed
+    on MN-major operands); the same call with B laid out the other way takes another build
+    (the tuned build's binding refuses it)."""
     spec = ops.family("gemm").spec
     tuned = [r for r in spec.rules if r.build.startswith("tuned_")]
     if not SM90 or not tuned:
@@ -134,15 +135,18 @@ def test_tuned_rules_run_their_builds_and_match() -> None:
     for i, rule in enumerate(tuned):
         sizes = {w.split(" <= ")[0]: int(w.split(" <= ")[1]) for w in rule.when if " <= " in w}
         m, n, k = sizes["M"], sizes["N"], sizes["K"]
+        params = spec.builds[rule.build].params
+        ma, mb = (int(params.get(p, 0)) for p in ("MA", "MB"))
         dt = {"f16": torch.float16, "bf16": torch.bfloat16}[rule.dtypes["A"]]
-        a, b = rand(m, k, seed=90 + i, dtype=dt), rand(n, k, seed=190 + i, dtype=dt)
+        a = operand(m, k, "m" if ma else "k", dt, seed=90 + i)
+        b = operand(n, k, "m" if mb else "k", dt, seed=190 + i)
         c = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
         assert ops.family("gemm").select(a, b, c) == rule.build, rule
         launch("gemm", a, b, c)
         close(c, a.double() @ b.double().t(), dt, f"{rule.build} at {m}x{n}x{k}")
         if n % 8 == 0:
-            mn_major = b.t().contiguous().t()
-            assert ops.family("gemm").select(a, mn_major, c) != rule.build
+            other = operand(n, k, "k" if mb else "m", dt, seed=190 + i)
+            assert ops.family("gemm").select(a, other, c) != rule.build
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
