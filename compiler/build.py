@@ -22,6 +22,7 @@ from tilec.contract import dynamic_smem
 from tilec.dialects.tile.types import TensorType, view_root
 from tilec.driver import Artifact, CompileOptions, compile_file, fail
 from tilec.frontend.clauses import Variant
+from tilec.lowering import ASSUME
 from tilec.passes.tile_specialize import SPECIALIZE
 from tilec.runtime.bundle import (
     Manifest,
@@ -231,11 +232,30 @@ def kernel_info(func: ir.Operation) -> KernelInfo:
         grid=(grid + ("1", "1"))[:3],
         params=tuple(params),
         constants=constants,
-        requires=requirements(func),
+        requires=requirements(func) + assumptions(func),
         special=specialisation(func),
         cluster=ir.IntegerAttr(attrs["tile.cluster"]).value if "tile.cluster" in attrs else 1,
         variants=variants_of(func),
     )
+
+
+def assumptions(func: ir.Operation) -> tuple[Requirement, ...]:
+    """The kernel's assume(skn % 8 == 0, ...) facts (the `tile.assume` attribute), as launch
+    requirements `skn % 8 <= 0`: the build's copies rely on them, so a launch that breaks one
+    is refused, never run."""
+    if ASSUME not in func.attributes:
+        return ()
+    facts = list(ir.DictAttr(func.attributes[ASSUME]))
+    out = []
+    for n in facts:
+        fact = f"{n.name} % {ir.IntegerAttr(n.attr).value}"
+        why = (
+            f"the build assumes {fact} == 0 (its assume(...) clause), so its accesses test no "
+            "other value: launch the kernel's bundle, whose variant(...) picks a build for these "
+            "sizes, or a build without the clause"
+        )
+        out.append(Requirement(fact, 0, why))
+    return tuple(out)
 
 
 def variants_of(func: ir.Operation) -> tuple[Variant, ...]:

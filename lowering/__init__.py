@@ -6,7 +6,8 @@ rungs and the `sm90_*` modules of the SM90 passes (docs/architecture.md). None i
 turns it into a diagnostic at the op's source location. `IndexBuilder` emits `index`
 arithmetic at the insertion point and folds what is static (a `Term` is a static integer or
 an SSA index value; selects, comparisons and min/max fold to Python ints and bools too);
-`known_multiple` says what surely divides a term; `ID_OPS` maps the tile special ids to
+`known_multiple` says what surely divides a term (a kernel's `assume(...)` facts included);
+`ID_OPS` maps the tile special ids to
 gpu's: convert-layout-to-arith, the SM80 and SM90 rungs and their helpers share
 them.
 """
@@ -172,13 +173,54 @@ class IndexBuilder:
         return arith.XOrIOp(offset, moved.result).result
 
 
+# A kernel's assume(skn % 8 == 0, ...) facts, on its function: {skn = 8}, by argument name.
+ASSUME = "tile.assume"
+
+
+def kernel_argument(v: ir.Value) -> tuple[ir.Operation, str] | None:
+    """The kernel function and the name of the argument `v` is (through an address space
+    cast, for a tensor's pointer), or None for any other value."""
+    if isinstance(v, ir.OpResult) and v.owner.name == "llvm.addrspacecast":
+        v = v.owner.operands[0]
+    if not isinstance(v, ir.BlockArgument):
+        return None
+    func = v.owner.owner
+    if (
+        func is None
+        or "tile.arg_names" not in func.attributes
+        or v.owner != func.regions[0].blocks[0]
+    ):
+        return None
+    return func, ir.StringAttr(ir.ArrayAttr(func.attributes["tile.arg_names"])[v.arg_number]).value
+
+
+def assumed_multiple(v: ir.Value) -> int:
+    """What the kernel's assume(...) clause says divides the argument `v` (1: nothing)."""
+    found = kernel_argument(v)
+    if found is None or ASSUME not in found[0].attributes:
+        return 1
+    facts = ir.DictAttr(found[0].attributes[ASSUME])
+    return ir.IntegerAttr(facts[found[1]]).value if found[1] in facts else 1
+
+
+def assumed_aligned(ptr: ir.Value) -> bool:
+    """Whether `ptr` is a tensor argument of a kernel with assume(...) facts: such a build
+    takes its bases as 16-byte aligned, which every launch checks (the manifest's `align`).
+    Builds without the clause keep testing them."""
+    found = kernel_argument(ptr)
+    return found is not None and ASSUME in found[0].attributes
+
+
 def known_multiple(t: Term, depth: int = 16) -> int:
-    """A number that surely divides `t` (the static factors of its arith expression; 1 when
-    nothing is known). 0 divides by anything: it answers 2**62."""
+    """A number that surely divides `t` (the static factors of its arith expression, and what
+    the kernel's assume(...) states of its arguments; 1 when nothing is known). 0 divides by
+    anything: it answers 2**62."""
     if isinstance(t, int):
         return abs(t) or 1 << 62
-    if depth == 0 or not isinstance(t, ir.OpResult):
+    if depth == 0:
         return 1
+    if not isinstance(t, ir.OpResult):
+        return assumed_multiple(t)
     op = t.owner
     name = op.name
     args = list(op.operands)

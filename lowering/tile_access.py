@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from tilec.dialects.layout import algebra as A
-from tilec.lowering import IndexBuilder, Term, known_multiple
+from tilec.lowering import IndexBuilder, Term, assumed_aligned, known_multiple
 from tilec.lowering.tile_fragments import Partition, constant, convert
 from tilec.lowering.tile_modes import leaves, probe_layout, unit
 from tilec.lowering.tile_views import (
@@ -113,17 +113,23 @@ class Side:
         dynamic = not isinstance(view.offset, int) or any(runtime_steps(view, part))
         return self.aligned(part, b) if view.space == "global" or dynamic else True
 
-    def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value:
+    def aligned(self, part: Partition, b: IndexBuilder) -> ir.Value | bool:
         i64 = ir.IntegerType.get_signless(64)
         nbytes = self.width * elem_bytes(self.view.elem)
+        # A term that surely holds a multiple of the width (k * BK of a K-tile's offset, a
+        # stride the kernel's assume(...) states) needs no test, so the test does not vary
+        # with a loop over such tiles.
+        terms = [
+            term
+            for term in [self.view.offset, *runtime_steps(self.view, part)]
+            if not isinstance(term, int) and known_multiple(term) % self.width
+        ]
+        if not terms and assumed_aligned(self.view.base):
+            return True
         bits = llvm.PtrToIntOp(i64, self.view.base).result
-        terms: list[Term] = [self.view.offset, *runtime_steps(self.view, part)]
         for term in terms:
-            # A term that surely holds a multiple of the width (k * BK of a K-tile's offset)
-            # needs no test, so the test does not vary with a loop over such tiles.
-            if not isinstance(term, int) and known_multiple(term) % self.width:
-                scaled = b.mul(term, elem_bytes(self.view.elem))
-                bits = arith.OrIOp(bits, arith.IndexCastOp(i64, b.value(scaled)).result).result
+            scaled = b.mul(term, elem_bytes(self.view.elem))
+            bits = arith.OrIOp(bits, arith.IndexCastOp(i64, b.value(scaled)).result).result
         low = arith.AndIOp(bits, constant(i64, nbytes - 1)).result
         return arith.CmpIOp(arith.CmpIPredicate.eq, low, constant(i64, 0)).result
 

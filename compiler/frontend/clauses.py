@@ -1,5 +1,5 @@
 """Frontend (check stage): a kernel's clauses (target, threads, grid, cluster, specialize,
-variant).
+variant, assume).
 
 The methods of `sema.KernelChecker` that read the clauses after the kernel's signature: each
 a located error where a clause is missing, repeated or out of range, and a usable default
@@ -34,7 +34,7 @@ class Clauses:
     def clauses(self) -> tuple[str | None, tuple[int, ...], list[IntV]]:
         seen: dict[str, ast.Clause] = {}
         for cl in self.node.clauses:
-            if cl.name in seen and cl.name != "variant":  # variants: a list, tried in order
+            if cl.name in seen and cl.name not in ("variant", "assume"):  # lists: in order
                 self.diags.error(
                     f"duplicate {cl.name}(...) clause",
                     cl.span,
@@ -89,6 +89,82 @@ class Clauses:
                 continue
             out[a.lhs.id] = at_most
         return out
+
+    def assumptions(self, clauses: list[ast.Clause]) -> dict[str, int]:
+        """The facts of the kernel's `assume(...)` clauses that hold for this build: each
+        runtime size named, and the number it is a multiple of (several of one size: their
+        lcm)."""
+        facts: dict[str, int] = {}
+        for cl in clauses:
+            for name, k in self.assume(cl).items():
+                facts[name] = math.lcm(facts.get(name, 1), k)
+        return facts
+
+    def assume(self, cl: ast.Clause) -> dict[str, int]:
+        """`assume(ALIGN == 1, skn % 8 == 0, ...)`: static conditions, which decide at build
+        time whether this build has the clause (as a variant's do), and facts `NAME % C == 0`
+        about runtime sizes, which the build may take as true (its alignment tests) and every
+        launch checks (the manifest's `requires`)."""
+        facts: dict[str, int] = {}
+        guards: list[bool] = []
+        errors = self.diags.error_count
+        for cond in cl.args:
+            guard = self.assume_guard(cond)
+            if guard is not None:
+                guards.append(guard)
+                continue
+            fact = self.assumed_fact(cond)
+            if fact is not None:
+                facts[fact[0]] = math.lcm(facts.get(fact[0], 1), fact[1])
+        if not cl.args:
+            self.diags.error("assume(...) takes facts such as skn % 8 == 0", cl.span)
+        elif not facts and self.diags.error_count == errors:
+            self.diags.error("assume(...) states at least one fact of a runtime size", cl.span)
+        return facts if all(guards) else {}
+
+    def assume_guard(self, cond: ast.Node) -> bool | None:
+        """The value of a static comparison (`ALIGN == 1`); None for a fact (`NAME % C == 0`,
+        NAME no compile-time parameter) or what is neither (an error)."""
+        lhs = cond.lhs if isinstance(cond, ast.Binary) else None
+        if isinstance(lhs, ast.Binary) and lhs.op == "%" and isinstance(lhs.lhs, ast.Name):
+            if lhs.lhs.id not in self.params:
+                return None
+        if not (isinstance(cond, ast.Binary) and cond.op in COMPARISONS):
+            return None
+        sides = [self.c.expr(side, self.scope) for side in (cond.lhs, cond.rhs)]
+        if not all(isinstance(v, IntV) and v.static for v in sides):
+            return None
+        return STATIC_COMPARE[cond.op](sides[0].value, sides[1].value)
+
+    def assumed_fact(self, cond: ast.Node) -> tuple[str, int] | None:
+        """`NAME % C == 0`, NAME a runtime size and C a positive static integer: (NAME, C)."""
+        form = "an assumption is a runtime size, '%', a static integer, '== 0' (e.g. skn % 8 == 0)"
+        if not (
+            isinstance(cond, ast.Binary)
+            and cond.op == "=="
+            and isinstance(cond.lhs, ast.Binary)
+            and cond.lhs.op == "%"
+        ):
+            self.diags.error(form, cond.span)
+            return None
+        size, divisor = cond.lhs.lhs, cond.lhs.rhs
+        if not isinstance(size, ast.Name) or size.id not in self.sizes:
+            sizes = ", ".join(sorted(self.sizes)) or "none"
+            self.diags.error(
+                f"assume(...) states facts of the kernel's runtime sizes (sizes: {sizes})",
+                size.span,
+            )
+            return None
+        k, zero = self.c.expr(divisor, self.scope), self.c.expr(cond.rhs, self.scope)
+        if not (isinstance(k, IntV) and k.static and k.value > 0):
+            self.diags.error(
+                "an assumption's divisor must be a positive static integer", divisor.span
+            )
+            return None
+        if not (isinstance(zero, IntV) and zero.value == 0):
+            self.diags.error(form, cond.rhs.span)
+            return None
+        return size.id, k.value
 
     def variants(self, clauses: list[ast.Clause]) -> tuple[Variant, ...]:
         """The kernel's `variant(...)` clauses in order (the runtime launches the first whose

@@ -12,6 +12,7 @@ from tilec.frontend.sema import Checked, CheckedKernel
 from tilec.frontend.shapes import static_ints
 from tilec.frontend.types import SIGNED_INTEGERS
 from tilec.frontend.values import FloatV, IntV, IterV, LayoutV, TensorV, TupleV
+from tilec.lowering import ASSUME
 
 
 def irgen(checked: Checked, ctx: ir.Context) -> ir.Module:
@@ -126,6 +127,8 @@ class KernelGen(ExprGen):
             attrs["tile.cluster"] = i64(k.cluster)
         if k.specialize:  # specialize(N <= 4096): {N = 4096}, for tile-specialize
             attrs["tile.specialize"] = ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})
+        if k.assume:  # assume(skn % 8 == 0): {skn = 8}, for the lowering and the manifest
+            attrs[ASSUME] = ir.DictAttr.get({n: i64(v) for n, v in k.assume.items()})
         if k.variants:  # variant(K % 16 == 8, CM = 2) clauses, in order: for the build
             attrs["tile.variants"] = ir.ArrayAttr.get(
                 [

@@ -56,6 +56,8 @@ class CheckedKernel:
     cluster: int = 1  # cluster(S): blocks per thread-block cluster, along x
     # variant(K % 16 == 8, CM = 2) clauses, in order: their conditions and parameters
     variants: tuple[Variant, ...] = ()
+    # assume(skn % 8 == 0, ...): runtime size -> a number the build takes it to be a multiple of
+    assume: dict[str, int] = field(default_factory=dict)
     tune: Tune | None = None  # tune(BM = (64, 128), ...): the space `tilec tune` searches
 
 
@@ -132,6 +134,7 @@ class KernelChecker(Clauses):
         contract = check_contract(self, self.node.clause("contract"))
         specialize = self.specialize(self.node.clause("specialize"))
         variants = self.variants([c for c in self.node.clauses if c.name == "variant"])
+        assume = self.assumptions([c for c in self.node.clauses if c.name == "assume"])
         tune = TuneChecker(self).check(self.node.clause("tune"))
         cluster = self.cluster(self.node.clause("cluster"))
         self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
@@ -159,6 +162,7 @@ class KernelChecker(Clauses):
             specialize,
             cluster,
             variants,
+            assume,
             tune,
         )
 

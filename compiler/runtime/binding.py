@@ -384,10 +384,8 @@ def check_requirements(m: Manifest, symbols: dict[str, int]) -> None:
         if value > bound:
             why = f": {r.why}" if r.why else ""
             limit = r.at_most if str(r.at_most) == str(bound) else f"{r.at_most} = {bound}"
-            raise ValueError(
-                f"{m.entry}: {r.value} = {value}, but this build handles {r.value} <= {limit} "
-                f"only{why}"
-            )
+            needs = f"{r.value} <= {limit} only" if bound else f"{r.value} == 0 only"
+            raise ValueError(f"{m.entry}: {r.value} = {value}, but this build handles {needs}{why}")
 
 
 _TMA_DTYPES = {
