@@ -403,6 +403,47 @@ def identity(kind: str, t: ir.Type) -> ir.Value:
     return constant(t, -(1 << (width - 1)) if kind == "max" else (1 << (width - 1)) - 1)
 
 
+def grouped(op: ir.Operation, part: object, mode: int, group: int) -> Partition:
+    """The spread of `part`'s tile with each run of `group` elements along `mode` combined
+    (tile.reduce_group): chunk i of thread t holds the runs its chunk held, V / group of them,
+    so the runs never cross threads. A run that is not inside one chunk is a located error."""
+    if not isinstance(part, Partition) or part.m != mode or part.vec % group:
+        what = part.describe() if isinstance(part, Partition) else "an MMA fragment"
+        raise LoweringError(
+            op,
+            f"a group of {group} along mode {mode} must lie in one thread's chunk, but the "
+            f"operand is {what}",
+        )
+    shape = tuple(e // group if k == mode else e for k, e in enumerate(part.shape))
+    return Partition(shape, mode, part.vec // group, part.threads)
+
+
+def reduce_group(op: ir.Operation, frag: Frag) -> Frag:
+    """tile.reduce_group in each thread's own values: run r of chunk i combines values[i][j]
+    for j in `run(G, r)`, in order (a sum of products contracts to a chain of fma)."""
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    mode = ir.IntegerAttr(op.attributes["mode"]).value
+    group = ir.IntegerAttr(op.attributes["group"]).value
+    if kind not in REDUCE_OP:
+        raise LoweringError(op, f"unknown reduction '{kind}'")
+    part = grouped(op, frag.part, mode, group)
+    rows = []
+    for chunk in frag.values:
+        runs = []
+        for r in range(part.vec):
+            first, *rest = (chunk[j] for j in run(group, r))
+            for v in rest:
+                first = combine(kind, first, v)
+            runs.append(first)
+        rows.append(runs)
+    return Frag(part, frag.elem, rows)
+
+
+def run(group: int, r: int) -> range:
+    """The elements of a chunk that run r of a grouped spread combines (reduce_group)."""
+    return range(r * group, (r + 1) * group)
+
+
 def check_reducible(op: ir.Operation, part: Partition, mode: int, kind: str) -> None:
     if kind not in REDUCE_OP:
         raise LoweringError(op, f"unknown reduction '{kind}'")

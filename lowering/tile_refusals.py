@@ -51,7 +51,13 @@ RUNGS = {  # the SM80 rung that lowers each op
     **dict.fromkeys(VIEW_OPS, "convert-tile-views"),
     **dict.fromkeys(("tile.barrier", "tile.async_commit", "tile.async_wait"), "convert-tile-sync"),
     **dict.fromkeys(
-        ("tile.reduce", "tile.cluster_reduce", "tile.unit_sum", "tile.unit_part"),
+        (
+            "tile.reduce",
+            "tile.reduce_group",
+            "tile.cluster_reduce",
+            "tile.unit_sum",
+            "tile.unit_part",
+        ),
         "convert-tile-reductions",
     ),
     **dict.fromkeys((*ELEMENTWISE, "tile.coord"), "convert-tile-elementwise"),

@@ -4,7 +4,9 @@ A rung of the SM80 lowering (after convert-tile-views). `tile.reduce` folds one
 mode of a register tensor: first each thread's own values, then across the lanes of a warp
 with `gpu.shuffle xor`, then across warps through a shared scratch row (`__reduce_<kernel>`,
 an addrspace-3 global) and a barrier, a second barrier guarding the row's reuse inside a loop
-(tile_reduce; an MMA accumulator's rows and columns by tile_reduce_mma). `tile.cluster_reduce`
+(tile_reduce; an MMA accumulator's rows and columns by tile_reduce_mma); `tile.reduce_group`
+combines runs of a mode's elements that lie in one thread's chunk, in its own values alone
+(tile_fragments.reduce_group). `tile.cluster_reduce`
 combines each thread's values with the same thread's in every block of the kernel's cluster
 through distributed shared memory (tile_cluster), after a cluster barrier at the kernel's
 entry, right after its thread index, so that no block writes into one not started yet. The
@@ -28,7 +30,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from tilec.lowering import IndexBuilder, after, sm90_split, tile_cluster, tile_mma
-from tilec.lowering.tile_fragments import Frag
+from tilec.lowering.tile_fragments import Frag, reduce_group
 from tilec.lowering.tile_reduce import reduce
 from tilec.lowering.tile_reduce_mma import reduce_mma
 from tilec.lowering.tile_roles import WARPGROUP
@@ -56,6 +58,9 @@ class Reductions(Rung):
         if isinstance(frag.part, tile_mma.MmaPartition):
             return reduce_mma(op, frag, self.tid, self.module, self.name, in_loop)
         return reduce(op, frag, self.tid, self.module, self.name, in_loop)
+
+    def reduce_group(self, op: ir.Operation, in_loop: bool) -> Value:
+        return reduce_group(op, self.frag(op, op.operands[0]))
 
     def cluster_reduce(self, op: ir.Operation, in_loop: bool) -> Value:
         attrs = self.func.attributes
@@ -96,6 +101,7 @@ class Reductions(Rung):
 
 LOWERINGS = {
     "tile.reduce": Reductions.reduce,
+    "tile.reduce_group": Reductions.reduce_group,
     "tile.cluster_reduce": Reductions.cluster_reduce,
     "tile.unit_sum": Reductions.unit_sum,
     "tile.unit_part": Reductions.unit_part,

@@ -23,9 +23,10 @@ it built is that layout). Four kinds of spread, each with its TV layout:
 
 Anchors: `fragment` (an MMA's, or the spread of what it meets), `load` (its tile's, or that of
 its `like`), `relayout` (as a load of its buffer, or its `like`'s), `reduce` (its operand's,
-reduced). Elementwise ops, `coord` and `cluster_reduce`
-take their operands'; a loop's iter_args and results their initial value's. Operands spread
-differently, or a loop whose value changes its spread, are located errors here.
+reduced), `reduce_group` (its operand's, each run of a chunk one element). Elementwise ops,
+`coord` and `cluster_reduce` take their operands'; a loop's iter_args and results their
+initial value's. Operands spread differently, or a loop whose value changes its spread, are
+located errors here.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tilec.dialects.layout import algebra as A
 from tilec.dialects.tile.types import TensorType as TypeText
 from tilec.lowering import LoweringError, tile_epilogue, tile_roles
 from tilec.lowering.tile_access import VECTOR_BYTES, choose_partition, largest_pow2_dividing
-from tilec.lowering.tile_fragments import Partition, combined_spread
+from tilec.lowering.tile_fragments import Partition, combined_spread, grouped
 from tilec.lowering.tile_mma import MmaPartition, mma_partition
 from tilec.lowering.tile_modes import block_shape, typed_modes
 from tilec.lowering.tile_spreads import PLAIN, Part, Spread, single, tv_text
@@ -148,6 +149,9 @@ class Spreads:
         mode = ir.IntegerAttr(op.attributes["mode"]).value
         self.of[op.results[0]] = (self.full(op, op.operands[0]), mode)
 
+    def reduce_group(self, op: ir.Operation) -> None:
+        self.of[op.results[0]] = group_spread(op, self.full(op, op.operands[0]))
+
     def coord(self, op: ir.Operation) -> None:
         s = self.get(op, op.operands[0])
         if isinstance(s, tuple):
@@ -205,6 +209,7 @@ RULES = {
     "tile.load": Spreads.load,
     "tile.relayout": Spreads.relayout,
     "tile.reduce": Spreads.reduce,
+    "tile.reduce_group": Spreads.reduce_group,
     "tile.coord": Spreads.coord,
     "tile.cluster_reduce": Spreads.same,
     "tile.unit_sum": Spreads.same,
@@ -281,10 +286,19 @@ def spread_of_value(value: ir.Value, threads: int) -> Part | tuple[Part, int]:
     return Partition(shape, m, vec, threads)
 
 
+def group_spread(op: ir.Operation, source: Part) -> Partition:
+    """A tile.reduce_group's result spread: its source's, each run one element."""
+    mode = ir.IntegerAttr(op.attributes["mode"]).value
+    return grouped(op, source, mode, ir.IntegerAttr(op.attributes["group"]).value)
+
+
 def anchor(v: ir.Value, shape: tuple[int, ...], threads: int) -> Part | None:
-    """The spread of `v` if a plain load (from its tile's type) or an MMA's fragment made it,
-    else None."""
+    """The spread of `v` if a plain load (from its tile's type), an MMA's fragment or a
+    reduction in runs (from its source's) made it, else None."""
     owner = v.owner
+    if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.reduce_group":
+        source = spread_of_value(owner.operands[0], threads)
+        return None if isinstance(source, tuple) else group_spread(owner.operation, source)
     if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "tile.fragment":
         if not owner.operands:
             return None

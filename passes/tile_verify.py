@@ -45,6 +45,7 @@ REGISTER_OPERANDS = {
     "tile.unit_sum": (0,),
     "tile.unit_part": (0,),
     "tile.reduce": (0,),
+    "tile.reduce_group": (0,),
 }
 
 

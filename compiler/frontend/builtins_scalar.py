@@ -258,9 +258,9 @@ def mode_arg(c: ExprChecker, node: ast.Call, kw: dict[str, V], rank: int) -> int
     return None
 
 
-@builtin("reduce_max", 1, 1, ("mode",))
-@builtin("reduce_min", 1, 1, ("mode",))
-@builtin("reduce_sum", 1, 1, ("mode",))
+@builtin("reduce_max", 1, 1, ("mode", "group"))
+@builtin("reduce_min", 1, 1, ("mode", "group"))
+@builtin("reduce_sum", 1, 1, ("mode", "group"))
 def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V:
     x = args[0]
     if not isinstance(x, TensorV) or x.space != "register":
@@ -269,6 +269,8 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
     mode = mode_arg(c, node, kw, len(sizes))
     if mode is None:
         return ErrorV()
+    if "group" in kw:
+        return reduce_group(c, node, x, sizes, mode, kw["group"])
     sizes[mode] = 1
     shape = tuple(sizes) if len(sizes) > 1 else sizes[0]
     if x.mma is not None:  # rows (columns) of an accumulator: spread as its rows (columns) are
@@ -279,6 +281,25 @@ def reduce(c: ExprChecker, node: ast.Call, args: list[V], kw: dict[str, V]) -> V
         return c.error(f"{node.func} of an MMA fragment is not supported yet", node.span)
     source = tuple(mode_sizes(x.logical_shape))
     return TensorV(x.elem, "register", L.Layout(shape), reduced_from=source)
+
+
+def reduce_group(c: ExprChecker, node: ast.Call, x: TensorV, sizes: list, mode: int, group: V) -> V:
+    """`reduce_sum(x, mode = m, group = G)`: each run of G consecutive elements along mode m
+    combined into one, so the mode's extent becomes extent / G (a new tile: it does not
+    broadcast back). G is a static power of two dividing the extent; the lowering keeps each
+    run in one thread's values (tile-distribute refuses a spread that does not)."""
+    span = node.kwarg("group").span
+    extent = sizes[mode]
+    if not (isinstance(group, IntV) and group.static and group.value > 0):
+        return c.error("group must be a static positive integer", span)
+    g = group.value
+    if g & (g - 1) or not isinstance(extent, int) or extent % g:
+        return c.error(f"group {g} must be a power of two dividing mode {mode}'s {extent}", span)
+    if x.mma is not None or x.block_shape is not None:
+        return c.error(f"{node.func} of an MMA fragment takes no group", span)
+    sizes[mode] = extent // g
+    shape = tuple(sizes) if len(sizes) > 1 else sizes[0]
+    return TensorV(x.elem, "register", L.Layout(shape))
 
 
 @builtin("cluster_max", 1, 1)

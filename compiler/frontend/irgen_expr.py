@@ -358,13 +358,12 @@ class ExprGen(IndexGen, LayoutGen):
         f, span = node.func, node.span
         if f in REDUCE:
             mode = self.values[id(node.kwarg("mode"))].value if node.kwarg("mode") else 0
-            return self.op(
-                "tile.reduce",
-                span,
-                [self.expr(node.args[0])],
-                [rtype],
-                {"kind": ir.StringAttr.get(REDUCE[f]), "mode": i64(mode)},
-            ).result
+            attrs = {"kind": ir.StringAttr.get(REDUCE[f]), "mode": i64(mode)}
+            group = node.kwarg("group")
+            if group is not None:  # runs of `group` elements: tile.reduce_group
+                attrs["group"] = i64(self.values[id(group)].value)
+            name = "tile.reduce_group" if group is not None else "tile.reduce"
+            return self.op(name, span, [self.expr(node.args[0])], [rtype], attrs).result
         kind = {"kind": ir.StringAttr.get(CLUSTER_REDUCE[f])}  # cluster_max/min/sum
         x = self.expr(node.args[0])
         if self.k.cluster == 1:

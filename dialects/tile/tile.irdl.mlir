@@ -417,4 +417,18 @@ irdl.dialect @tile {
     irdl.attributes {"kind" = %kind, "mode" = %mode}
     irdl.results(result: %r)
   }
+
+  // reduce_group(x) {kind, mode, group}: max, min or sum of each run of `group` consecutive
+  // elements along one mode, whose extent becomes extent / group (each run in one thread's
+  // values: no exchange between threads).
+  irdl.operation @reduce_group {
+    %t = irdl.any  // !tile.tensor or !tile.frag
+    %kind = irdl.base "#builtin.string"
+    %mode = irdl.base "#builtin.integer"
+    %group = irdl.base "#builtin.integer"
+    %r = irdl.any  // !tile.tensor or !tile.frag
+    irdl.operands(x: %t)
+    irdl.attributes {"kind" = %kind, "mode" = %mode, "group" = %group}
+    irdl.results(result: %r)
+  }
 }

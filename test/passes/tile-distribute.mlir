@@ -62,6 +62,35 @@ func.func @rows(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.th
 
 // -----
 
+// Runs of 4 along mode 1 of a 2 x 256 f32 tile over 32 threads (4-element chunks, thread t at
+// column 4t, index 8t): each run is one chunk, so the 2 x 64 result keeps the chunks' threads
+// and order with one element a chunk (thread t at column t, index 2t). The running sum, a fresh
+// 2 x 64 fragment, takes it from the runs it meets; lowered, each run is 3 adds in the thread.
+// CHECK-LABEL: func.func @runs(
+// CHECK: "tile.fragment"() {{.*}} -> !tile.frag<f32, "(2,64):(1,2)", "((32),(1,2,2)):((2),(1,64,1))">
+// CHECK: "tile.load"({{.*}} -> !tile.frag<f32, "(2,256):(1,2)", "((32),(4,2,2)):((8),(2,256,1))">
+// CHECK: "tile.reduce_group"({{.*}} -> !tile.frag<f32, "(2,64):(1,2)", "((32),(1,2,2)):((2),(1,64,1))">
+// CHECK: "tile.binary"({{.*}} -> !tile.frag<f32, "(2,64):(1,2)", "((32),(1,2,2)):((2),(1,64,1))">
+// LOWERED-LABEL: func.func @runs(
+// LOWERED-NOT: gpu.shuffle
+// LOWERED-COUNT-12: arith.addf {{.*}} fastmath<contract> : f32
+// LOWERED-NOT: gpu.shuffle
+// LOWERED: return
+func.func @runs(%arg0: !llvm.ptr, %arg1: index) attributes {tile.kernel, tile.threads = array<i64: 32, 1, 1>} {
+  %0 = "tile.make_tensor"(%arg0, %arg1, %arg1, %arg1) {name = "x"} : (!llvm.ptr, index, index, index) -> !tile.tensor<f32, "global", "(?,?):(?,1)">
+  %1 = "tile.local_tile"(%0, %arg1, %arg1) {coord = "(?,?)", tile = array<i64: 2, 256>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(2,256):(?,1)">
+  %2 = "tile.local_tile"(%0, %arg1, %arg1) {coord = "(?,?)", tile = array<i64: 2, 64>} : (!tile.tensor<f32, "global", "(?,?):(?,1)">, index, index) -> !tile.tensor<f32, "global", "(2,64):(?,1)">
+  %3 = "tile.fragment"() {block_shape = array<i64: 2, 64>} : () -> !tile.tensor<f32, "register", "(2,64):(1,2)">
+  "tile.fill"(%3) {value = 0.000000e+00 : f32} : (!tile.tensor<f32, "register", "(2,64):(1,2)">) -> ()
+  %4 = "tile.load"(%1) {other = 0.000000e+00 : f32} : (!tile.tensor<f32, "global", "(2,256):(?,1)">) -> !tile.tensor<f32, "register", "(2,256):(1,2)">
+  %5 = "tile.reduce_group"(%4) {group = 4 : i64, kind = "sum", mode = 1 : i64} : (!tile.tensor<f32, "register", "(2,256):(1,2)">) -> !tile.tensor<f32, "register", "(2,64):(1,2)">
+  %6 = "tile.binary"(%3, %5) {op = "add"} : (!tile.tensor<f32, "register", "(2,64):(1,2)">, !tile.tensor<f32, "register", "(2,64):(1,2)">) -> !tile.tensor<f32, "register", "(2,64):(1,2)">
+  "tile.store"(%6, %2) : (!tile.tensor<f32, "register", "(2,64):(1,2)">, !tile.tensor<f32, "global", "(2,64):(?,1)">) -> ()
+  return
+}
+
+// -----
+
 // A tile whose unit stride is mode 0 (a column-major 64x64 f16 tile) is chunked down mode 0:
 // V = 8, thread t at index 8t (threads 0..7 cover a column): (512):(8) threads, values
 // (8,1):(1,4096), one chunk each. A reduction along mode 1 of it is one element per row,
