@@ -31,8 +31,8 @@ compile_one() {  # the plan of one name
       --shapes "M=4096,N=4096,K=8192 M=11008,N=4096,K=8192 M=2048,N=2048,K=2048" ;;
   gemv)  # few rows at K % 8 != 0 (B read where it lies), M <= 1 and <= 8
     tilec tune examples/gemv.tile --compile-only -o build/tune/gemv --flops "2*M*N*K" \
-      --reference matmul --space "MR=1,2,8 NB=1,2,4 U=1,2,4" \
-      --shapes "M=1,N=4096,K=4097 M=2,N=4096,K=4097 M=8,N=4096,K=4097 M=1,N=11008,K=4097 M=1,N=4096,K=4096 M=8,N=11008,K=4096" ;;
+      --reference matmul --space "MR=1,2,4,8 NB=1,2,4 U=1,2,4" \
+      --shapes "M=1,N=4096,K=4097 M=2,N=4096,K=4097 M=4,N=4096,K=4097 M=8,N=4096,K=4097 M=1,N=11008,K=4097 M=1,N=4096,K=4096 M=4,N=11008,K=4096 M=8,N=11008,K=4096" ;;
   *_big_* | *_odd_*)
     op=${name%%_*} t=${name##*_}
     if [[ $name == *_big_* ]]; then

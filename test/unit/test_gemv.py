@@ -48,13 +48,15 @@ def test_gemv_builds_take_up_to_mr_rows(mr: int) -> None:
     assert "prmt.b32" in compiled.ptx and "ld.global.v4" in compiled.ptx
 
 
-@pytest.mark.parametrize(("mr", "nb", "u"), [(1, 2, 2), (2, 2, 1), (8, 1, 1)])
+@pytest.mark.parametrize(("mr", "nb", "u"), [(1, 2, 2), (2, 2, 1), (4, 2, 2), (8, 2, 1)])
 def test_gemv_rows_are_warp_sums(mr: int, nb: int, u: int) -> None:
     params = {"MR": str(mr), "NB": str(nb), "U": str(u), "T": "bf16"}
     ptx = compile_tile(str(GEMV), params, "sm_80").ptx
     # NB x MR sums of a lane's columns, each over the warp's 32 lanes: 5 butterfly steps
     assert ptx.count("shfl.sync.bfly.b32") == 5 * nb * mr
     assert "bar.sync" not in ptx and ".shared" not in ptx
-    # one multiply-add a product of the NB x MR x 256U tile, each lane's 8 columns of each
-    # 256: the two reductions meet as the whole tile, once (no second copy of the products)
-    assert ptx.count("fma.rn.f32") == nb * mr * 8 * u
+    # the NB x MR x 256U tile of products, each lane's run of 8 columns of each 256 folded in
+    # the lane (reduce_sum(.., group = 8)): a multiply and 7 multiply-adds a run, and one add
+    # into the running NB x MR x 32U sums (no second copy of the products)
+    assert ptx.count("fma.rn.f32") == nb * mr * 7 * u
+    assert ptx.count("mul.f32") == nb * mr * u
