@@ -270,8 +270,9 @@ class Compiled:
 def compile_kernel(path: str, params: dict[str, str]) -> Compiled:
     """`path` compiled to the `gpu` stage (one kernel), with its manifest."""
     from tilec.binding import walk
-    from tilec.build import kernels_of, tma_descriptors
+    from tilec.build import kernels_of
     from tilec.driver import CompileOptions, compile_file
+    from tilec.gpu_facts import tma_descriptors
     from tilec.runtime.bundle import Manifest
     from tilec.runtime.params import TmaParam
 

@@ -22,9 +22,10 @@ from tilec import binding
 from tilec import layout as L
 from tilec.bank_lanes import BlockLanes, Lanes
 from tilec.bank_ops import Expr, expr_of
-from tilec.build import KernelInfo, kernels_of, tma_descriptors
+from tilec.build import KernelInfo, kernels_of
 from tilec.dialects.tile.types import MmaType, TensorType, view_root
 from tilec.driver import CompileOptions, compile_file
+from tilec.gpu_facts import tma_descriptors
 from tilec.runtime.formula import evaluate
 from tilec.runtime.params import TmaDescriptor
 

@@ -11,7 +11,7 @@ import pytest
 from mlir import ir
 from test_runtime import Launches, gemm_args, planned_manifest
 
-from tilec.build import stateful_kernels
+from tilec.gpu_facts import stateful_kernels
 from tilec.runtime import Kernel
 from tilec.runtime.bundle import Manifest, ManifestError
 
