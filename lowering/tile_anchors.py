@@ -20,7 +20,7 @@ from mlir import ir
 from tilec.lowering import IndexBuilder, Term
 from tilec.lowering.tile_modes import Nest, Stride
 from tilec.lowering.tile_remat import opaque_copy
-from tilec.lowering.tile_views import View, element_address, element_index, gep
+from tilec.lowering.tile_views import View, element_address, element_index, gep, swizzle_span
 
 
 def step_offset(stride: Stride, step: int, granule: int) -> int | None:
@@ -63,8 +63,7 @@ class Anchors:
             granule,
             b,
         )
-        sw = view.swizzle
-        self.top = 1 << (sw.base + abs(sw.shift) + sw.bits) if sw is not None else 1
+        self.top = swizzle_span(view)
         self.anchors: dict[int, ir.Value] = {}
         self.pinned = in_loop_of(view)
 

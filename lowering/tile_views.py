@@ -452,21 +452,14 @@ def row_step(view: View, rows: int) -> int | None:
     if isinstance(view.stride[0], Nest):
         return None
     step = rows * view.stride[0]
+    return step if step % swizzle_span(view) == 0 else None
+
+
+def swizzle_span(view: View) -> int:
+    """The elements below the top of `view`'s swizzle's fields (1 without one): a swizzle
+    reads and writes only those bits, so a multiple of the span passes through it untouched."""
     sw = view.swizzle
-    if sw is None or step % (1 << (sw.base + abs(sw.shift) + sw.bits)) == 0:
-        return step
-    return None
-
-
-def rows_from(view: View, first: list[Term], rows: list[int], b: IndexBuilder) -> list[ir.Value]:
-    """Addresses of the rows `rows[i]` below the element at `first`.
-
-    Where the swizzle allows, each is `first`'s address plus a constant: one register plus
-    immediates, which LLVM does not undo by hoisting one loop-invariant register per row out of
-    a pipelined loop (it would, for one index expression per row).
-    """
-    at = gep(view.base, element_index(view, first, b), view.elem, b)
-    return [row_below(view, at, first, r, b) for r in rows]
+    return 1 << (sw.base + abs(sw.shift) + sw.bits) if sw is not None else 1
 
 
 def row_below(view: View, at: ir.Value, first: list[Term], rows: int, b: IndexBuilder) -> ir.Value:

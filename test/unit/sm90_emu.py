@@ -34,13 +34,12 @@ from sm90_emu_model import (
     SHARED_BASE,
     WARPGROUP,
     Deadlock,
+    Groups,
     Mapped,
     MBarrier,
     Memory,
-    Mma,
     elem_size,
     resolve,
-    run_mma,
     uniform,
 )
 from sm90_emu_ops import OPS
@@ -116,10 +115,8 @@ class Group:
         self.block, self.index = block, index
         self.tid = index * WARPGROUP + np.arange(WARPGROUP, dtype=np.int64)
         self.env: Env = {}
-        self.open: list[Mma] = []
-        self.groups: list[list[Mma]] = []
-        self.stores_open: list[Callable[[], None]] = []  # TMA stores, by bulk group
-        self.stores: list[list[Callable[[], None]]] = []
+        self.mmas = Groups()  # wgmma's, by commit group
+        self.stores = Groups()  # TMA stores, by bulk group
 
     def run(self) -> Generator[None, None, None]:
         body = self.block.kernel.regions[0].blocks[0]
@@ -191,11 +188,6 @@ class Group:
 
     def barrier(self, address: object, mask: np.ndarray) -> MBarrier:
         return self.block.barriers[uniform(address, mask)]
-
-    def retire(self, keep: int) -> None:
-        while len(self.groups) > keep:
-            for mma in self.groups.pop(0):
-                run_mma(self.block.memory, mma)
 
 
 def merge(values: list[tuple[np.ndarray, object]]) -> object:

@@ -7,6 +7,7 @@ m16n8k16 A fragment in each warp), a TMA box loaded or stored."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -277,3 +278,25 @@ def store_box(memory: Memory, mapped: Mapped, coords: list[int], src: int) -> No
     buf = memory.buffers[mapped.index]
     for b in range(elem):
         buf[target + b] = memory.shared[source[inside] + b]
+
+
+class Groups:
+    """Work a warp group queues in its open group, commits, and has done when a wait retires
+    the group: wgmma's commit/wait_group and the TMA stores' bulk groups alike (a wait keeps at
+    most `keep` committed groups in flight; the oldest are done first)."""
+
+    def __init__(self) -> None:
+        self.open: list[Callable[[], None]] = []
+        self.committed: list[list[Callable[[], None]]] = []
+
+    def add(self, work: Callable[[], None]) -> None:
+        self.open.append(work)
+
+    def commit(self) -> None:
+        self.committed.append(self.open)
+        self.open = []
+
+    def retire(self, keep: int) -> None:
+        while len(self.committed) > keep:
+            for work in self.committed.pop(0):
+                work()

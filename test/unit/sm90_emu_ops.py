@@ -4,6 +4,7 @@ the nvvm ops tilec emits. An op missing here is a NotImplementedError naming it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ import numpy as np
 from mlir import ir
 from sm90_emu_model import (
     WARPGROUP,
+    Groups,
     MBarrier,
     Mma,
     Pending,
@@ -20,6 +22,7 @@ from sm90_emu_model import (
     decode,
     elem_size,
     encode,
+    run_mma,
     store_box,
     to_bits16,
     uniform,
@@ -349,7 +352,7 @@ def issue_rs(g: Group, o: ir.Operation, text: str) -> object:
     a = [np.asarray(g.value(v)) for v in ops[regs : regs + 4]]
     desc = uniform(g.value(ops[regs + 4]), np.ones(WARPGROUP, dtype=bool))
     mma = Mma("rs", mm, n, k, elem, acc, a, desc, (False, tnsp_b == "1"))
-    g.open.append(mma)
+    g.mmas.add(functools.partial(run_mma, g.block.memory, mma))
     return [Pending(mma, i) for i in range(regs)]
 
 
@@ -364,7 +367,7 @@ def issue_ss(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     da, db = (uniform(g.value(v), mask) for v in list(o.operands)[1:3])
     tnsp = ("col" in str(o.attributes["layoutA"]), "row" in str(o.attributes["layoutB"]))
     mma = Mma("ss", mm, n, k, elem, acc, da, db, tnsp)
-    g.open.append(mma)
+    g.mmas.add(functools.partial(run_mma, g.block.memory, mma))
     return [Pending(mma, i) for i in range(n // 2)]
 
 
@@ -374,15 +377,19 @@ def nothing(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
     return None
 
 
-@op("nvvm.wgmma.commit.group.sync.aligned")
+@op("nvvm.wgmma.commit.group.sync.aligned", "nvvm.cp.async.bulk.commit.group")
 def commit(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
-    g.groups.append(g.open)
-    g.open = []
+    queue(g, o).commit()
 
 
-@op("nvvm.wgmma.wait.group.sync.aligned")
+@op("nvvm.wgmma.wait.group.sync.aligned", "nvvm.cp.async.bulk.wait_group")
 def wait_group(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
-    g.retire(attr_int(o, "group"))
+    queue(g, o).retire(attr_int(o, "group"))
+
+
+def queue(g: Group, o: ir.Operation) -> Groups:
+    """The groups a commit or wait op counts: wgmma's, or the TMA stores' bulk groups."""
+    return g.mmas if o.name.startswith("nvvm.wgmma.") else g.stores
 
 
 # threads, barriers, TMA
@@ -459,20 +466,7 @@ def tma_store(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
     assert sizes[3:] == [0] * len(sizes[3:]), "a predicated or hinted store is not emulated"
     desc, src, *coords = (uniform(g.value(v), mask) for v in o.operands)
     mapped, memory = g.block.maps[desc], g.block.memory
-    g.stores_open.append(lambda: store_box(memory, mapped, coords, src))
-
-
-@op("nvvm.cp.async.bulk.commit.group")
-def bulk_commit(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
-    g.stores.append(g.stores_open)
-    g.stores_open = []
-
-
-@op("nvvm.cp.async.bulk.wait_group")
-def bulk_wait(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
-    while len(g.stores) > attr_int(o, "group"):
-        for store in g.stores.pop(0):
-            store()
+    g.stores.add(lambda: store_box(memory, mapped, coords, src))
 
 
 @op("builtin.unrealized_conversion_cast")
