@@ -234,7 +234,7 @@ def gemm(
     bt = B.t()
     rows = row_plan(_operand(A), _operand(bt))
     if rows is not None:  # few rows and a weight TMA cannot read: the row kernel, no copy of B
-        a = laid_out(A, rows.a, k)
+        a = _aligned_rows(laid_out(A, rows.a, k), k)
         z = A.new_empty((m, n), dtype=out if plain and out == A.dtype else torch.float32)
         family("gemv")(a, bt, z)
         return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
@@ -252,6 +252,15 @@ def gemm(
         return _fused(torch, a, b, bias, activation, alpha, beta, C)
     z = _product(torch, a, b, p, torch.float32, arch)
     return _epilogue(torch, z, bias, activation, alpha, beta, C, out)
+
+
+def _aligned_rows(a: Any, k: int) -> Any:
+    """The row kernel's A: one row with its stride rounded up to 16 bytes, which no element read
+    depends on, so that the kernel takes A's aligned path (at an odd K a row stride of K sends
+    A's loads down the skewed path, whose shifts wait for them before B's loads issue)."""
+    if a.shape[0] == 1 and a.stride(0) % CHUNK:
+        return a.as_strided((1, k), (round_up(k), 1))
+    return a
 
 
 def _k_major_kept(t: Any, k: int, tma: bool) -> bool:

@@ -235,3 +235,18 @@ def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatc
     for _ in range(2):  # unaligned: q copied each call
         attention.attention(misaligned, k, v, causal=True)
     assert log[-1][0] == "launch" and log[-1][2][0] not in (misaligned.data_ptr(), q.data_ptr())
+
+
+def test_the_row_kernel_reads_one_row_of_a_at_an_aligned_stride(log: list[Any]) -> None:
+    """At an odd K one row of A goes to the row kernel with its stride rounded up to 16 bytes (no
+    element read moves: the same memory, so its loads take the aligned path); more rows keep
+    their stride (their elements are where they are)."""
+    w = torch.randn(4096, 4097, dtype=torch.bfloat16)  # an nn.Linear weight at an odd K
+    a = torch.randn(1, 4097, dtype=torch.bfloat16)
+    gemm_module.gemm(a, w.t())
+    x = gemm_module.family("gemv").args[0]
+    assert x.data_ptr() == a.data_ptr() and x.shape == a.shape and x.stride() == (4104, 1)
+    three = torch.randn(3, 4097, dtype=torch.bfloat16)
+    gemm_module.gemm(three, w.t())
+    x = gemm_module.family("gemv").args[0]
+    assert x.data_ptr() == three.data_ptr() and x.stride() == (4097, 1)
