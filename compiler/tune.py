@@ -73,7 +73,7 @@ def check_buckets(shapes: list[dict[str, int]], by: list[str]) -> None:
 
     seen: dict[tuple[str, ...], dict[str, int]] = {}
     for sizes in shapes:
-        key = tuple(bucket(sizes, by))
+        key = tuple(bucket(sizes, by, shapes))
         if key in seen:
             first, second = (",".join(f"{k}={v}" for k, v in x.items()) for x in (seen[key], sizes))
             raise TuneError(

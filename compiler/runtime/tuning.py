@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,14 +117,26 @@ def read_plan(directory: str | Path) -> Plan:
         raise TuneError(f"{file}: cannot read a tuning plan: {err}") from None
 
 
-def bucket(sizes: dict[str, int], by: list[str]) -> list[str]:
+def bucket(sizes: dict[str, int], by: list[str], peers: Sequence[dict[str, int]] = ()) -> list[str]:
     """The formulas that hold for the sizes' bucket: for each size in `by`, the power-of-two
-    range it lies in (2^(k-1) < v <= 2^k) and whether it is a multiple of 8."""
+    range it lies in (2^(k-1) < v <= 2^k) and whether it is a multiple of 8. `peers` (the other
+    shapes of a plan) split a range: a peer with every other `by` size equal and this one in the
+    same range and alignment class, below v, raises the range's floor to its value; one above v
+    lowers its top to v. So shapes of 32, 48 and 64 rows hold (16, 32], (32, 48] and (48, 64],
+    and together still cover every size their power-of-two ranges did."""
     out = []
     for name in by:
         v = sizes[name]
         top = 1 << max(v - 1, 0).bit_length()
-        out += [f"{name} > {top // 2}", f"{name} <= {top}"] if top > 1 else [f"{name} <= 1"]
+        lo, hi = top // 2, top
+        aligned = v % ALIGN_ELEMENTS == 0
+        for p in peers:
+            w = p.get(name, v)
+            same = all(p.get(o) == sizes[o] for o in by if o != name)
+            if same and top // 2 < w <= top and (w % ALIGN_ELEMENTS == 0) == aligned:
+                lo = max(lo, w) if w < v else lo
+                hi = v if w > v else hi
+        out += [f"{name} > {lo}", f"{name} <= {hi}"] if top > 1 else [f"{name} <= 1"]
         out.append(f"{name} % {ALIGN_ELEMENTS} {'==' if v % ALIGN_ELEMENTS == 0 else '!='} 0")
     return out
 
@@ -346,7 +358,7 @@ def time_shape(
         ),
         key=lambda t: t.ms,
     )
-    when = bucket(sizes, plan.bucket_by)
+    when = bucket(sizes, plan.bucket_by, plan.shapes)
     return Entry(
         sizes, when, dtypes, ranked, unit, ms.get("reference"), skipped, ms.get("baseline")
     )
@@ -376,7 +388,7 @@ def time_plan(
     bar = _progress(len(plan.shapes) * rounds * per_round, progress)
     dtypes = {p.name: p.dtype for p in next(iter(kernels.values())).manifest.tensors()}
     for sizes in plan.shapes:
-        key = cache_key(plan, bucket(sizes, plan.bucket_by), dtypes, gpu)
+        key = cache_key(plan, bucket(sizes, plan.bucket_by, plan.shapes), dtypes, gpu)
         cached = _cache_file(key)
         if use_cache and cached.is_file():
             entries.append(Entry.from_json(json.loads(cached.read_text())))

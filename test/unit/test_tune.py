@@ -26,7 +26,7 @@ from tilec.runtime.tuning import (
     render,
 )
 from tilec.runtime.tuning_table import tuned_rules
-from tilec.tune import TuneError, first_error, judge, parse_shapes, parse_space
+from tilec.tune import TuneError, check_buckets, first_error, judge, parse_shapes, parse_space
 
 KERNEL = """
 kernel rows<COLS: int = 256, THREADS: int = 64, T: type = f16>(X: T[R, N], Y: T[R, N])
@@ -57,6 +57,54 @@ def test_buckets_are_powers_of_two_and_alignment() -> None:
     assert bucket({"M": 2, "K": 3}, ["M", "K"]) == [
         "M > 1", "M <= 2", "M % 8 != 0", "K > 2", "K <= 4", "K % 8 != 0",
     ]  # fmt: skip
+
+
+def _holds(when: list[str], sizes: dict[str, int]) -> bool:
+    """Whether the sizes satisfy a bucket's formulas (NAME > a, NAME <= b, NAME % 8 ==/!= 0)."""
+    for formula in when:
+        name, op, value = formula.split(" ", 2)
+        v = sizes[name]
+        if op == "%":
+            v, op, value = v % int(value.split()[0]), value.split()[1], value.split()[2]
+        if not {">": v > int(value), "<=": v <= int(value), "==": v == int(value),
+                "!=": v != int(value)}[op]:  # fmt: skip
+            return False
+    return True
+
+
+def test_peers_split_a_bucket_and_still_cover_it() -> None:
+    shapes = [{"M": m, "N": 4096, "K": 4096} for m in (32, 48, 64)]
+    by = ["M", "N", "K"]
+    whens = [bucket(s, by, shapes)[:2] for s in shapes]
+    assert whens == [["M > 16", "M <= 32"], ["M > 32", "M <= 48"], ["M > 48", "M <= 64"]]
+    check_buckets(shapes, by)  # three buckets now, no longer one refused
+    # every size of each shape's power-of-two range and alignment class is in exactly one
+    # bucket of its peers, for sets of peers of both classes (the odd ones apart)
+    for values in ((40, 48, 64), (33, 35, 63, 64), (4093, 4095, 4096, 3000), (1001, 1000)):
+        group = [{"N": v, "R": 7} for v in values]
+        rules = [bucket(g, ["N"], group) for g in group]
+        for n in range(2, 8200):
+            tops = {1 << max(v - 1, 0).bit_length() for v in values}
+            if (1 << max(n - 1, 0).bit_length()) not in tops:
+                continue
+            held = [r for r in rules if _holds(r, {"N": n})]
+            if any(n % 8 == v % 8 == 0 or (n % 8 and v % 8) for v in values):
+                same_class = [v for v in values if (v % 8 == 0) == (n % 8 == 0)]
+                top = 1 << max(n - 1, 0).bit_length()
+                if any(top // 2 < v <= top for v in same_class):
+                    assert len(held) == 1, (values, n, held)
+
+
+def test_peers_differ_in_one_size_only() -> None:
+    by = ["M", "N"]
+    shapes = [{"M": 48, "N": 4096}, {"M": 64, "N": 3000}]  # both sizes differ: no split
+    assert bucket(shapes[0], by, shapes)[:2] == ["M > 32", "M <= 64"]
+    with pytest.raises(TuneError, match="fall in one bucket"):
+        check_buckets(shapes, by)
+    odd = [{"N": 16383}, {"N": 16384}]  # another alignment class: not peers
+    assert bucket(odd[1], ["N"], odd) == ["N > 8192", "N <= 16384", "N % 8 == 0"]
+    with pytest.raises(TuneError, match="fall in one bucket"):
+        check_buckets([{"N": 48}, {"N": 48}], ["N"])
 
 
 def test_judge_prunes_what_cannot_win() -> None:
@@ -149,11 +197,12 @@ def test_space_overrides_the_clause_and_names_parameters(tmp_path: Path, capsys)
         ]
     )
     assert code == 1 and "--bucket-by M: not in shape" in capsys.readouterr().err
-    # 2560 and 4096 share the bucket (2048, 4096]: the second would be reported as the first
-    shapes = "R=4,N=2560 R=4,N=4096"
+    # one N twice is one bucket: the second would be reported as the first (2560 and 4096 would
+    # split (2048, 4096] between them: test_peers_split_a_bucket_and_still_cover_it)
+    shapes = "R=4,N=4096 R=8,N=4096"
     code = main(["tune", str(source), "--shapes", shapes, "--bucket-by", "N", "--compile-only"])
     err = capsys.readouterr().err
-    assert code == 1 and "R=4,N=2560 and R=4,N=4096 fall in one bucket" in err
+    assert code == 1 and "R=4,N=4096 and R=8,N=4096 fall in one bucket" in err
 
 
 def test_a_tune_clause_error_is_located(tmp_path: Path, capsys) -> None:  # noqa: ANN001
