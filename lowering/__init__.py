@@ -177,9 +177,10 @@ class IndexBuilder:
 ASSUME = "tile.assume"
 
 
-def kernel_argument(v: ir.Value) -> tuple[ir.Operation, str] | None:
-    """The kernel function and the name of the argument `v` is (through an address space
-    cast, for a tensor's pointer), or None for any other value."""
+def kernel_assumptions(v: ir.Value) -> tuple[ir.DictAttr, str] | None:
+    """The assume(...) facts of the kernel whose argument `v` is (through an address space
+    cast, for a tensor's pointer) and that argument's name; None for any other value or a
+    kernel without the clause."""
     if isinstance(v, ir.OpResult) and v.owner.name == "llvm.addrspacecast":
         v = v.owner.operands[0]
     if not isinstance(v, ir.BlockArgument):
@@ -187,28 +188,28 @@ def kernel_argument(v: ir.Value) -> tuple[ir.Operation, str] | None:
     func = v.owner.owner
     if (
         func is None
+        or ASSUME not in func.attributes
         or "tile.arg_names" not in func.attributes
         or v.owner != func.regions[0].blocks[0]
     ):
         return None
-    return func, ir.StringAttr(ir.ArrayAttr(func.attributes["tile.arg_names"])[v.arg_number]).value
+    name = ir.StringAttr(ir.ArrayAttr(func.attributes["tile.arg_names"])[v.arg_number]).value
+    return ir.DictAttr(func.attributes[ASSUME]), name
 
 
 def assumed_multiple(v: ir.Value) -> int:
     """What the kernel's assume(...) clause says divides the argument `v` (1: nothing)."""
-    found = kernel_argument(v)
-    if found is None or ASSUME not in found[0].attributes:
+    found = kernel_assumptions(v)
+    if found is None or found[1] not in found[0]:
         return 1
-    facts = ir.DictAttr(found[0].attributes[ASSUME])
-    return ir.IntegerAttr(facts[found[1]]).value if found[1] in facts else 1
+    return ir.IntegerAttr(found[0][found[1]]).value
 
 
 def assumed_aligned(ptr: ir.Value) -> bool:
     """Whether `ptr` is a tensor argument of a kernel with assume(...) facts: such a build
     takes its bases as 16-byte aligned, which every launch checks (the manifest's `align`).
     Builds without the clause keep testing them."""
-    found = kernel_argument(ptr)
-    return found is not None and ASSUME in found[0].attributes
+    return kernel_assumptions(ptr) is not None
 
 
 def known_multiple(t: Term, depth: int = 16) -> int:
