@@ -110,7 +110,9 @@ def _params_key(params: dict[str, Any]) -> str:
 
 
 def tuned(spec: Any, tables: list[dict[str, Any]]) -> Any:
-    """`spec` with each table's shapes as builds and rules ahead of its own rules."""
+    """`spec` with each table's shapes as builds and rules ahead of its own rules, the narrower
+    buckets first (`_extent`): a table that split a bucket another table timed whole (gemm's
+    (32, 48] and (48, 64] rows beside (32, 64]) wins inside its part."""
     from tilec.runtime.family import Build, Rule
 
     builds = dict(spec.builds)
@@ -124,4 +126,21 @@ def tuned(spec: Any, tables: list[dict[str, Any]]) -> Any:
             build = Build(name, table["source"], table["kernel"], params, arch, variants=False)
             builds.setdefault(name, build)
             rules.append(Rule(name, t.when, t.dtypes, (), t.note))
+    rules.sort(key=lambda r: _extent(r.when))  # stable: equal extents keep the tables' order
     return replace(spec, builds=builds, rules=(*rules, *spec.rules))
+
+
+def _extent(when: tuple[str, ...]) -> float:
+    """How many shapes a bucket's formulas (`bucket`'s `X > lo`, `X <= hi`) admit: the product
+    of its ranges' widths, unbounded ones infinite. `bucket`'s ranges of one size are nested or
+    apart, so of two rules that both match a shape, the one of smaller extent is the narrower."""
+    lo: dict[str, int] = {}
+    hi: dict[str, int] = {}
+    for formula in when:
+        name, op, value = (formula.split() + ["", ""])[:3]
+        if op in (">", "<=") and value.lstrip("-").isdigit():
+            (lo if op == ">" else hi)[name] = int(value)
+    extent = 1.0
+    for name in lo.keys() | hi.keys():
+        extent *= hi[name] - lo.get(name, 0) if name in hi else float("inf")
+    return extent

@@ -283,6 +283,29 @@ def test_a_tuning_table_puts_its_builds_first(
     assert compiled == [name]
 
 
+def test_a_narrower_bucket_of_a_later_table_wins_inside_it(
+    family_dir: Path, sm90: Launches, tmp_path: Path
+) -> None:
+    from tilec.runtime.tuning import bucket
+
+    spec = read_family(family_dir)
+    source = spec.builds["c256_f16"].source
+    # One table timed rows of 129..256 whole; a later one split it at 192 and found another
+    # COLS best for 129..192 only.
+    wide = entry(256, 1024)
+    split = {**entry(192, 512), "when": bucket({"N": 192}, ["N"], [{"N": 256}])}
+    assert split["when"][:2] == ["N > 128", "N <= 192"]
+    with_tables = tuned(spec, [table(source, [wide]), table(source, [split])])
+    tuned_rules = [r for r in with_tables.rules if r.build.startswith("tuned_")]
+    by_cols = {with_tables.builds[r.build].params["COLS"]: r.build for r in tuned_rules}
+    fam = Family(with_tables, family_dir, compiler_into(tmp_path, []))
+    assert fam.select(*tensors(160)) == by_cols["512"]  # the split's part
+    assert fam.select(*tensors(200)) == by_cols["1024"]  # the rest of the wide bucket
+    # the tables' order does not decide it
+    swapped = tuned(spec, [table(source, [split]), table(source, [wide])])
+    assert [r.when for r in swapped.rules] == [r.when for r in with_tables.rules]
+
+
 def test_the_family_command_builds_and_shows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
