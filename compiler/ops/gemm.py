@@ -81,12 +81,24 @@ def laid_out(t: Any, how: str, k: int, major: str = "k") -> Any:
         assert strides is not None, f"no view of {tuple(t.stride())} reads {major}-major"
         return t.as_strided((rows, cols), strides)
     if how == "contiguous":
-        return t.new_empty((rows, round_up(cols)))[:, :cols].copy_(t)
+        out = t.new_empty((rows, round_up(cols)))[:, :cols]
+        if _row_copy(t):
+            family("pad_rows")(t, out)
+        else:
+            out.copy_(t)
+        return out
     if how == "transposed":
         return t.new_empty((cols, rows)).copy_(t.t()).t()
     out = t.new_zeros((rows, k))
     out[:, :cols].copy_(t)
     return out
+
+
+def _row_copy(t: Any) -> bool:
+    """Whether the row copy (the `pad_rows` family) lays `t` out K-major: its K contiguous, its
+    base 16-byte aligned, on the GPU. torch's copy_ of rows 2-byte aligned into 16-byte ones
+    moves ~1 TB/s on an H100 (16 x 4096 x 4097: 76 us of which ~66 the copy of the weight)."""
+    return t.is_cuda and t.stride(1) == 1 and t.data_ptr() % 16 == 0
 
 
 def _cached_zeros(n: int, like: Any) -> Any:

@@ -28,6 +28,10 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   (a build for each MR of GEMV_ROWS takes M <= MR), K-contiguous operands with any row stride
   (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
   or f32.
+- `pad_rows` (X, Y): examples/pad_rows.tile for sm_80 (it runs on SM 9.0 too), f16 and bf16:
+  an operand whose K is contiguous copied K-major into rows round_up(K, 8) elements apart
+  (tilec/ops/gemm.py's `laid_out`, "contiguous": a weight of odd K before the SM90 GEMM), its
+  rows read where they lie (2-byte aligned: skewed 16-byte loads), written in 16-byte vectors.
 - `bmm` (A, B, C): examples/gemm_sm90_batched.tile (3-D, every stride but the unit one bound
   from the tensors), A K-major, B K-major (`kk`) or N-major (`km`, MB = 1: torch.bmm's
   row-major B as it lies, its leading dimension and A's multiples of 8, any K);
@@ -160,6 +164,18 @@ def gemv_spec() -> FamilySpec:
                       tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
 
 
+def pad_rows_spec() -> FamilySpec:
+    """The row copy to 16-byte rows: a build a dtype (X's unit stride along its rows; its row
+    stride, and Y's, bound from the tensors)."""
+    builds = {
+        _name(t): Build(_name(t), "examples/pad_rows.tile", "pad_rows", {"T": t}, "sm_80")
+        for t in DTYPES
+    }
+    rules = tuple(Rule(_name(t), ("SX_N == 1",), {"X": t, "Y": t}, (), t) for t in DTYPES)
+    return FamilySpec("pad_rows", (("X", "tensor"), ("Y", "tensor")), builds, rules,
+                      sizes={"R": ("X", 0), "N": ("X", 1)}, strides={"SX_N": ("X", 1)})  # fmt: skip
+
+
 # The batched builds' B layouts: tag -> (MB, rule). K-major first (both operands exactly K-major
 # at K % 8 == 0, as tilec.ops.bmm copies them); N-major B (SM90 only) binds B's and A's leading
 # dimensions, so K is free (TMA zero-fills each box past it).
@@ -203,6 +219,7 @@ GEMM_SPECS: dict[str, Callable[[], FamilySpec]] = {
     },
     ADDMM: lambda: epilogue_spec(ADDMM, 0, 0, 1),
     "gemv": gemv_spec,
+    "pad_rows": pad_rows_spec,
     "bmm": lambda: bmm_spec("sm_90a"),
     "bmm_sm80": lambda: bmm_spec("sm_80"),
 }

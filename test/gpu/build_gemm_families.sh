@@ -11,7 +11,7 @@ jobs=${JOBS:-$(nproc)}
 # `gemm` takes its shipped tuning table (tilec/ops/tuning/gemm.*.json: tilec tune over
 # gemm_sm90.tile's tune(...) clause), its rules ahead of the spec's.
 for op in gemm gemm_bias gemm_bias_relu gemm_bias_gelu gemm_bias_gelu_tanh gemm_addmm bmm \
-          gemm_sm80 gemm_f32_sm80 bmm_sm80 gemv; do
+          gemm_sm80 gemm_f32_sm80 bmm_sm80 gemv pad_rows; do
   tilec family build --op "$op" -o "build/families/$op" -j "$jobs" --strict
 done
 if [ "${PACK:-0}" = 1 ]; then

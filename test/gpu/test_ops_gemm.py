@@ -29,7 +29,8 @@ ROOT = Path(
     os.environ.get("TILEC_FAMILIES", Path(__file__).resolve().parents[2] / "build/families")
 )
 FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
-            "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80", "gemv")  # fmt: skip
+            "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80", "gemv",
+            "pad_rows")  # fmt: skip
 SM8X_ONLY = ("gemm_sm80", "gemm_f32_sm80", "bmm_sm80")
 if not all((ROOT / f / "family.json").is_file() for f in FAMILIES):
     pytest.skip(f"no GEMM families in {ROOT} (test/gpu/build_gemm_families.sh)",

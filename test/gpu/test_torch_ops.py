@@ -45,7 +45,7 @@ from tilec.ops import backward  # noqa: E402
 from tilec.runtime.family import device_arch, runs_on  # noqa: E402
 
 GEMM_FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
-                 "gemm_sm80", "gemm_f32_sm80", "gemv")  # fmt: skip
+                 "gemm_sm80", "gemm_f32_sm80", "gemv", "pad_rows")  # fmt: skip
 HAS_GEMM = all((ROOT / f / "family.json").is_file() for f in GEMM_FAMILIES)
 needs_gemm = pytest.mark.skipif(not HAS_GEMM, reason="no GEMM families (build_gemm_families.sh)")
 DTYPES = (torch.float16, torch.bfloat16)

@@ -22,6 +22,7 @@ from sm90_emu_model import (
     decode,
     elem_size,
     encode,
+    from_bits16,
     run_mma,
     store_box,
     to_bits16,
@@ -286,9 +287,29 @@ def bitcast(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     if m and dst == "i32":
         v = lanes(x, 2)
         return wrap(to_bits16(v[:, 0], m.group(1)) | (to_bits16(v[:, 1], m.group(1)) << 16), "i32")
+    words, halves = _words_halves(src, dst)
+    if words:  # 32-bit words as twice as many 16-bit floats
+        x = np.broadcast_to(np.asarray(x), (WARPGROUP,))[:, None] if src == "i32" else x
+        w = unsigned(lanes(x, words), "i32").astype(np.int64)
+        pairs = np.stack([w & 0xFFFF, w >> 16], axis=-1).reshape(w.shape[0], -1)
+        return from_bits16(pairs, halves)
+    words, halves = _words_halves(dst, src)
+    if words:  # and back
+        v = to_bits16(lanes(x, 2 * words), halves)
+        return wrap(v[:, 0::2] | (v[:, 1::2] << 16), "i32")
     if src == dst or (src.startswith("!llvm.ptr") and dst.startswith("!llvm.ptr")):
         return x
     raise NotImplementedError(f"bitcast {src} to {dst}")
+
+
+def _words_halves(words: str, halves: str) -> tuple[int, str]:
+    """(N, the float type) where `words` is N 32-bit words (i32 or vector<Nxi32>) and `halves`
+    vector<2N x f16 or bf16>; (0, "") otherwise."""
+    w = re.fullmatch(r"vector<(\d+)xi32>", "vector<1xi32>" if words == "i32" else words)
+    h = re.fullmatch(r"vector<(\d+)x(f16|bf16)>", halves)
+    if w and h and 2 * int(w.group(1)) == int(h.group(1)):
+        return int(w.group(1)), h.group(2)
+    return 0, ""
 
 
 @op("llvm.getelementptr")
@@ -337,7 +358,59 @@ def inline_asm(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
         return g.get(o.operands[0])
     if "wgmma.mma_async" in text:
         return issue_rs(g, o, text)
+    if GLOBAL_ASM.fullmatch(text):
+        return global_asm(g, o, text, mask)
     raise NotImplementedError(f"inline asm {text!r}")
+
+
+# a predicated global access of one or four 32-bit words (tilec's vectors and skewed rows)
+GLOBAL_ASM = re.compile(r"@\$(\d+) (ld|st)\.global\.(v4\.)?b32 .*;")
+
+
+def global_asm(g: Group, o: ir.Operation, text: str, mask: np.ndarray) -> object:
+    """`@p ld.global[.v4].b32` (words where p holds, 0 elsewhere: the kernels select their own
+    fill) or `@p st.global[.v4].b32` (written where p holds), per lane of `mask`."""
+    m = GLOBAL_ASM.fullmatch(text)
+    n = 4 if m.group(3) else 1
+    values = [g.value(v) for v in o.operands]
+    outputs = ir.StringAttr(o.attributes["constraints"]).value.count("=")  # $0.. are results
+    pred = np.broadcast_to(np.asarray(values[int(m.group(1)) - outputs], bool), mask.shape)
+    ptr = np.broadcast_to(np.asarray(values[0], dtype=np.int64), mask.shape)
+    live = mask & pred
+    if m.group(2) == "st":
+        words = [np.broadcast_to(unsigned(v, "i32"), mask.shape) for v in values[1 : 1 + n]]
+        for lane in np.flatnonzero(live):
+            data = b"".join(int(w[lane]).to_bytes(4, "little") for w in words)
+            g.block.memory.write(int(ptr[lane]), data)
+        return None
+    out = np.zeros((n, mask.size), dtype=np.int64)
+    for lane in np.flatnonzero(live):
+        data = g.block.memory.read(int(ptr[lane]), 4 * n)
+        out[:, lane] = np.frombuffer(data, dtype="<u4")
+    words = [wrap(w, "i32") for w in out]
+    return words if n == 4 else words[0]
+
+
+@op("nvvm.prmt")
+def prmt(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
+    """PTX prmt.b32, default mode: byte i of the result is byte (selector's nibble i & 7) of
+    hi:lo (PTX ISA; no sign replication: tilec's selectors have bit 3 clear)."""
+    view = o.opview
+    lo, hi, sel = (unsigned(g.value(v), "i32") for v in (view.lo, view.hi, view.selector))
+    pool = (hi << np.uint64(32)) | lo
+    out = np.zeros(np.broadcast(pool, sel).shape, dtype=np.uint64)
+    for i in range(4):
+        pick = (sel >> np.uint64(4 * i)) & np.uint64(7)
+        out |= ((pool >> (pick * np.uint64(8))) & np.uint64(0xFF)) << np.uint64(8 * i)
+    return wrap(out.astype(np.int64), "i32")
+
+
+@op("llvm.intr.fshr")
+def fshr(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
+    """The low 32 bits of (a:b) >> (c % 32) (LLVM's funnel shift right, a high)."""
+    a, b, c = (unsigned(g.value(v), "i32") for v in o.operands)
+    both = (a << np.uint64(32)) | b
+    return wrap(((both >> (c % np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.int64), "i32")
 
 
 def issue_rs(g: Group, o: ir.Operation, text: str) -> object:

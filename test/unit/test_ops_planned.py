@@ -237,9 +237,13 @@ def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatc
     assert log[-1][0] == "launch" and log[-1][2][0] not in (misaligned.data_ptr(), q.data_ptr())
 
 
-def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(log: list[Any]) -> None:
+def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(
+    log: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """At an odd K one row of A goes to the row kernel with its stride rounded up to 16 bytes (no
-    element read moves: the same memory), more rows as a copy whose rows are 16 bytes apart."""
+    element read moves: the same memory), more rows as a copy whose rows are 16 bytes apart,
+    made by the row copy (the CPU tensors taken as CUDA ones)."""
+    monkeypatch.setattr(gemm_module, "_row_copy", lambda t: t.stride(1) == 1)
     w = torch.randn(4096, 4097, dtype=torch.bfloat16)  # an nn.Linear weight at an odd K
     a = torch.randn(1, 4097, dtype=torch.bfloat16)
     gemm_module.gemm(a, w.t())
@@ -248,4 +252,6 @@ def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(log: list[Any]) -> None
     three = torch.randn(3, 4097, dtype=torch.bfloat16)
     gemm_module.gemm(three, w.t())
     x = gemm_module.family("gemv").args[0]
-    assert x.data_ptr() != three.data_ptr() and x.stride() == (4104, 1) and x.equal(three)
+    assert x.data_ptr() != three.data_ptr() and x.stride() == (4104, 1) and x.shape == three.shape
+    src, dst = gemm_module.family("pad_rows").args  # copied by the row copy (pad_rows.tile)
+    assert src is three and dst.data_ptr() == x.data_ptr() and dst.stride() == (4104, 1)
