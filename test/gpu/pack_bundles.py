@@ -47,13 +47,20 @@ def unpack() -> None:
     if not ARCHIVE.is_file():
         raise SystemExit(f"no {ARCHIVE}: carry it (python test/gpu/pack_bundles.py pack)")
     with tarfile.open(ARCHIVE, "r:xz") as tar:
-        tops = {Path(m.name).parts[:2] for m in tar.getmembers()}
-        if any(len(t) != 2 or t[0] != "build" for t in tops):
+        tops = packed(tar.getmembers())
+        if any(len(t.parts) < 2 or t.parts[0] != "build" for t in tops):
             raise SystemExit(f"{ARCHIVE} holds more than build/<folder> trees: {sorted(tops)}")
         for top in tops:
-            shutil.rmtree(Path(*top), ignore_errors=True)
+            shutil.rmtree(top, ignore_errors=True)
         tar.extractall(".", filter="data")
-    print(f"unpacked {', '.join(sorted('/'.join(t) for t in tops))}")
+    print(f"unpacked {', '.join(sorted(map(str, tops)))}")
+
+
+def packed(members: list[tarfile.TarInfo]) -> list[Path]:
+    """The folders `pack` added (each replaces its namesake, nothing beside it: build/families/gemm
+    packed alone leaves the other families): the members whose folder is not in the archive."""
+    names = {Path(m.name) for m in members}
+    return sorted({n for n in names if n.parent not in names})
 
 
 def main(argv: list[str]) -> None:
