@@ -70,7 +70,7 @@ class Block:
         self.steps = 0
 
     def run(self) -> None:
-        groups = [Group(self, g) for g in range(self.threads // WARPGROUP)]
+        groups = [Group(self, g) for g in range(-(-self.threads // WARPGROUP))]
         runs = [g.run() for g in groups]
         alive = list(range(len(runs)))
         while alive:
@@ -122,7 +122,7 @@ class Group:
         body = self.block.kernel.regions[0].blocks[0]
         for arg, value in zip(body.arguments, self.block.args, strict=True):
             self.env[arg] = value
-        yield from self.run_block(body, np.ones(WARPGROUP, dtype=bool))
+        yield from self.run_block(body, self.tid < self.block.threads)  # a block of 32: 1 warp
 
     # control flow
 
