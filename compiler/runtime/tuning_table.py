@@ -111,7 +111,7 @@ def _params_key(params: dict[str, Any]) -> str:
 
 def tuned(spec: Any, tables: list[dict[str, Any]]) -> Any:
     """`spec` with each table's shapes as builds and rules ahead of its own rules, the narrower
-    buckets first (`_extent`): a table that split a bucket another table timed whole (gemm's
+    buckets first (`bucket_extent`): a table that split a bucket another table timed whole (gemm's
     (32, 48] and (48, 64] rows beside (32, 64]) wins inside its part."""
     from tilec.runtime.family import Build, Rule
 
@@ -126,11 +126,11 @@ def tuned(spec: Any, tables: list[dict[str, Any]]) -> Any:
             build = Build(name, table["source"], table["kernel"], params, arch, variants=False)
             builds.setdefault(name, build)
             rules.append(Rule(name, t.when, t.dtypes, (), t.note))
-    rules.sort(key=lambda r: _extent(r.when))  # stable: equal extents keep the tables' order
+    rules.sort(key=lambda r: bucket_extent(r.when))  # stable: equal extents keep the tables' order
     return replace(spec, builds=builds, rules=(*rules, *spec.rules))
 
 
-def _extent(when: tuple[str, ...]) -> float:
+def bucket_extent(when: tuple[str, ...]) -> float:
     """How many shapes a bucket's formulas (`bucket`'s `X > lo`, `X <= hi`) admit: the product
     of its ranges' widths, unbounded ones infinite. `bucket`'s ranges of one size are nested or
     apart, so of two rules that both match a shape, the one of smaller extent is the narrower."""
