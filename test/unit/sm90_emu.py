@@ -117,12 +117,14 @@ class Group:
         self.env: Env = {}
         self.mmas = Groups()  # wgmma's, by commit group
         self.stores = Groups()  # TMA stores, by bulk group
+        self.copies = Groups()  # cp.async copies, by group
+        self.live = self.tid < block.threads  # lanes past a block of under 128 threads: none
 
     def run(self) -> Generator[None, None, None]:
         body = self.block.kernel.regions[0].blocks[0]
         for arg, value in zip(body.arguments, self.block.args, strict=True):
             self.env[arg] = value
-        yield from self.run_block(body, self.tid < self.block.threads)  # a block of 32: 1 warp
+        yield from self.run_block(body, self.live)
 
     # control flow
 
@@ -226,10 +228,10 @@ def block_barrier(g: Group, op: ir.Operation, mask: np.ndarray) -> Generator[Non
     if len(op.operands):
         ident = uniform(g.value(op.operands[0]), mask)
         count = uniform(g.value(op.operands[1]), mask) if len(op.operands) > 1 else count
-    assert mask.all(), "a barrier in divergent code"
+    assert (mask == g.live).all(), "a barrier in divergent code"
     b = g.block
     gen = b.generation.get(ident, 0)
-    b.named[ident] = b.named.get(ident, 0) + WARPGROUP
+    b.named[ident] = b.named.get(ident, 0) + int(np.count_nonzero(g.live))
     assert b.named[ident] <= count, f"barrier {ident}: more arrivals than its count"
     if b.named[ident] == count:
         b.named[ident] = 0

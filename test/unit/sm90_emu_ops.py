@@ -450,6 +450,34 @@ def nothing(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
     return None
 
 
+@op("nvvm.cp.async.shared.global")
+def cp_async(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    """cp.async of `size` bytes a lane (the source's first `cpSize` of them, the rest zeros),
+    done when a wait retires its group: a read of the shared bytes before that sees the old."""
+    operands = [np.broadcast_to(np.asarray(g.value(v), np.int64), mask.shape) for v in o.operands]
+    size = attr_int(o, "size")
+    dst, src = operands[0], operands[1]
+    given = operands[2] if len(operands) > 2 else np.full(mask.shape, size)
+    memory = g.block.memory
+    copies = [(int(dst[k]), int(src[k]), int(given[k])) for k in np.flatnonzero(mask)]
+
+    def land() -> None:
+        for d, s, n in copies:
+            memory.write(d, (memory.read(s, n) if n else b"") + bytes(size - n))
+
+    g.copies.add(land)
+
+
+@op("nvvm.cp.async.commit.group")
+def cp_async_commit(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    g.copies.commit()
+
+
+@op("nvvm.cp.async.wait.group")
+def cp_async_wait(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
+    g.copies.retire(attr_int(o, "n"))
+
+
 @op("nvvm.wgmma.commit.group.sync.aligned", "nvvm.cp.async.bulk.commit.group")
 def commit(g: Group, o: ir.Operation, mask: np.ndarray) -> None:
     queue(g, o).commit()

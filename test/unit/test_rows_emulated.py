@@ -1,9 +1,9 @@
 """The row kernels and the few-row GEMM on the CPU (sm90_emu: their `gpu` stage lane by lane, a
 block under 128 threads as a partial warp group), against numpy in float64, outputs
-NaN-poisoned: softmax, LayerNorm and RMSNorm (a block a row) and examples/gemv.tile (one warp
-over NB rows of B) at odd lengths, where rows start 2-byte aligned and every eighth row on a
-16-byte boundary, so one launch takes both the skewed and the aligned path. Sources end at the
-16-byte block of their last element (a read past it fails)."""
+NaN-poisoned: softmax, LayerNorm and RMSNorm (a block a row, and persistent: cp.async copies
+land when a wait retires them) and examples/gemv.tile (one warp over NB rows of B) at odd
+lengths, where rows start 2-byte aligned (every eighth on a 16-byte boundary), and at even
+ones. Sources end at the 16-byte block of their last element (a read past it fails)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,30 @@ def test_row_kernels_at_odd_lengths(r: int, n: int) -> None:
     close(y, (xf - mu) / np.sqrt(var + 1e-5) * w + b)
     y = poisoned(r, n)
     run(build("rmsnorm", **small), (x, wide, y, 1e-5))
+    close(y, xf / np.sqrt((xf**2).mean(1, keepdims=True) + 1e-5) * w)
+
+
+@pytest.mark.parametrize(("r", "n"), [(9, 2500), (10, 2051), (9, 2049)])
+def test_persistent_row_kernels_past_one_tile(r: int, n: int) -> None:
+    """The persistent kernels, four blocks walking the rows, each row's (last) tile copied by
+    cp.async while the row before is reduced (the emulator lands a copy only when a wait
+    retires its group): softmax's general build (rows past COLS; its specialisation takes the
+    rest), the norms' (a row of at most COLS)."""
+    rng = np.random.default_rng(r * n + 1)
+    small, whole = {"COLS": "1024", "THREADS": "128"}, {"COLS": "4096", "THREADS": "256"}
+    x, w, b = rows(rng, r, n), rows(rng, 1, n)[0], rows(rng, 1, n)[0]
+    xf = x.astype(np.float64)
+    wide, bias = np.broadcast_to(w, (r, n)), np.broadcast_to(b, (r, n))
+    y = poisoned(r, n)
+    run(build("softmax_persistent", **small), (x, y), num_sms=4)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    close(y, e / e.sum(1, keepdims=True))
+    y = poisoned(r, n)
+    run(build("layernorm_persistent", **whole), (x, wide, bias, y, 1e-5), num_sms=4)
+    mu, var = xf.mean(1, keepdims=True), xf.var(1, keepdims=True)
+    close(y, (xf - mu) / np.sqrt(var + 1e-5) * w + b)
+    y = poisoned(r, n)
+    run(build("rmsnorm_persistent", **whole), (x, wide, y, 1e-5), num_sms=4)
     close(y, xf / np.sqrt((xf**2).mean(1, keepdims=True) + 1e-5) * w)
 
 
