@@ -261,8 +261,9 @@ class Compiled:
     manifest: object
 
 
-def compile_kernel(path: str, params: dict[str, str]) -> Compiled:
-    """`path` compiled to the `gpu` stage (one kernel), with its manifest."""
+def compile_kernel(path: str, params: dict[str, str], special: bool = False) -> Compiled:
+    """`path` compiled to the `gpu` stage (one kernel), with its manifest; `special`: its
+    specialize(...) variant, as the launches that clause names run it."""
     from tilec.binding import walk
     from tilec.build import kernels_of
     from tilec.driver import CompileOptions, compile_file
@@ -276,7 +277,12 @@ def compile_kernel(path: str, params: dict[str, str]) -> Compiled:
         if artifact.stage == "tile":
             infos.extend(kernels_of(artifact.value))
 
-    options = CompileOptions(emit="gpu", params=params, contracts=False)
+    pipelines = {}
+    if special:
+        from tilec.stages import BY_KEY, SPECIALIZE_PREFIX
+
+        pipelines = {"lowered": f"{SPECIALIZE_PREFIX}{BY_KEY['lowered'].pipeline}"}
+    options = CompileOptions(emit="gpu", params=params, contracts=False, pipelines=pipelines)
     module = compile_file(path, options, on_stage=read).value
     kernels: list[ir.Operation] = []
     walk(module.operation, lambda o: kernels.append(o) if o.name == "gpu.func" else None)

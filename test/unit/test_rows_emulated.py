@@ -18,8 +18,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @functools.cache
-def build(example: str, **params: str) -> object:
-    return compile_kernel(str(EXAMPLES / f"{example}.tile"), dict(params))
+def build(example: str, special: bool = False, **params: str) -> object:
+    return compile_kernel(str(EXAMPLES / f"{example}.tile"), dict(params), special)
 
 
 def rows(rng: np.random.Generator, r: int, n: int) -> np.ndarray:
@@ -80,6 +80,17 @@ def test_persistent_row_kernels_past_one_tile(r: int, n: int) -> None:
     y = poisoned(r, n)
     run(build("rmsnorm_persistent", **whole), (x, wide, y, 1e-5), num_sms=4)
     close(y, xf / np.sqrt((xf**2).mean(1, keepdims=True) + 1e-5) * w)
+
+
+@pytest.mark.parametrize(("r", "n"), [(9, 1001), (10, 1003), (9, 1024)])
+def test_persistent_softmax_of_one_tile(r: int, n: int) -> None:
+    """Rows of at most COLS: the specialize(N <= COLS) build, which those launches run."""
+    rng = np.random.default_rng(r * n + 2)
+    x, y = rows(rng, r, n), poisoned(r, n)
+    run(build("softmax_persistent", True, COLS="1024", THREADS="128"), (x, y), num_sms=4)
+    xf = x.astype(np.float64)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    close(y, e / e.sum(1, keepdims=True))
 
 
 @pytest.mark.parametrize(("mr", "m"), [(1, 1), (2, 2), (4, 3)])
