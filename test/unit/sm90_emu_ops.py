@@ -297,6 +297,12 @@ def bitcast(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     if words:  # and back
         v = to_bits16(lanes(x, 2 * words), halves)
         return wrap(v[:, 0::2] | (v[:, 1::2] << 16), "i32")
+    fro, to = (re.fullmatch(r"vector<(\d+)x(f32|i32)>", t) for t in (src, dst))
+    if fro and to and fro.group(1) == to.group(1) and fro.group(2) != to.group(2):
+        n = int(fro.group(1))  # the same 32-bit words, as floats or as integers
+        if fro.group(2) == "f32":
+            return wrap(lanes(x, n).astype(np.float32).view(np.int32).astype(np.int64), "i32")
+        return unsigned(lanes(x, n), "i32").astype(np.uint32).view(np.float32)
     if src == dst or (src.startswith("!llvm.ptr") and dst.startswith("!llvm.ptr")):
         return x
     raise NotImplementedError(f"bitcast {src} to {dst}")

@@ -93,6 +93,38 @@ def test_persistent_softmax_of_one_tile(r: int, n: int) -> None:
     close(y, e / e.sum(1, keepdims=True))
 
 
+@pytest.mark.parametrize(("r", "n", "g"), [(9, 1001, 3), (7, 1024, 2)])
+def test_norm_backward_kernels_and_colsum(r: int, n: int, g: int) -> None:
+    """LayerNorm's and RMSNorm's backward (G blocks walking rows block.x, block.x + G, ...: dx,
+    and each block's f32 sums of dw, db over its rows), then colsum over the G partial rows."""
+    rng = np.random.default_rng(r * n + g)
+    small = {"COLS": "1024", "THREADS": "128"}
+    x, dy, w = rows(rng, r, n), rows(rng, r, n), rows(rng, 1, n)[0]
+    xf, dyf, wf = x.astype(np.float64), dy.astype(np.float64), w.astype(np.float64)
+    wide = np.broadcast_to(w, (r, n))
+    mine = [np.arange(b, r, g) for b in range(g)]  # each block's rows
+    for op, centred in (("layernorm_bwd", True), ("rmsnorm_bwd", False)):
+        mean = xf.mean(1, keepdims=True) if centred else 0.0
+        rstd = 1 / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + 1e-5)
+        xhat, gw = (xf - mean) * rstd, wf * dyf
+        dx_ref = rstd * (gw - (gw.mean(1, keepdims=True) if centred else 0.0)
+                         - xhat * (gw * xhat).mean(1, keepdims=True))  # fmt: skip
+        dx, dw = poisoned(r, n), np.full((g, n), np.nan, dtype=np.float32)
+        sums = [dw]
+        if centred:
+            sums.append(np.full((g, n), np.nan, dtype=np.float32))
+        run(build(op, **small), (x, wide, dy, dx, *sums, 1e-5))
+        close(dx, dx_ref)
+        for b, its in enumerate(mine):
+            close(dw[b], (dyf * xhat)[its].sum(0))
+            if centred:
+                close(sums[1][b], dyf[its].sum(0))
+    partial = rng.standard_normal((2, 5, n)).astype(np.float32)
+    total = np.full((2, n), np.nan, dtype=np.float32)
+    run(build("colsum"), (partial, total))
+    close(total, partial.astype(np.float64).sum(1))
+
+
 @pytest.mark.parametrize(("mr", "m"), [(1, 1), (2, 2), (4, 3)])
 @pytest.mark.parametrize(("n", "k"), [(6, 1001), (5, 300), (4, 512)])
 def test_gemv_at_odd_k(mr: int, m: int, n: int, k: int) -> None:
