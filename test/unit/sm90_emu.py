@@ -24,9 +24,11 @@ uses); anything else raises NotImplementedError naming the op.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from mlir import ir
@@ -259,6 +261,15 @@ class Compiled:
     module: ir.Module
     kernel: ir.Operation
     manifest: object
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@functools.cache
+def example(name: str, special: bool = False, **params: str) -> Compiled:
+    """examples/<name>.tile compiled by `compile_kernel` (once a name and parameters)."""
+    return compile_kernel(str(EXAMPLES / f"{name}.tile"), dict(params), special)
 
 
 def compile_kernel(path: str, params: dict[str, str], special: bool = False) -> Compiled:

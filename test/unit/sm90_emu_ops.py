@@ -283,10 +283,6 @@ def extractelement(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
 def bitcast(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
     src, dst = str(o.operands[0].type), rtype(o)
     x = g.value(o.operands[0])
-    m = re.fullmatch(r"vector<2x(f16|bf16)>", src)
-    if m and dst == "i32":
-        v = lanes(x, 2)
-        return wrap(to_bits16(v[:, 0], m.group(1)) | (to_bits16(v[:, 1], m.group(1)) << 16), "i32")
     words, halves = _words_halves(src, dst)
     if words:  # 32-bit words as twice as many 16-bit floats
         x = np.broadcast_to(np.asarray(x), (WARPGROUP,))[:, None] if src == "i32" else x
@@ -294,9 +290,10 @@ def bitcast(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
         pairs = np.stack([w & 0xFFFF, w >> 16], axis=-1).reshape(w.shape[0], -1)
         return from_bits16(pairs, halves)
     words, halves = _words_halves(dst, src)
-    if words:  # and back
+    if words:  # and back (a lane's one word where `dst` is i32)
         v = to_bits16(lanes(x, 2 * words), halves)
-        return wrap(v[:, 0::2] | (v[:, 1::2] << 16), "i32")
+        out = wrap(v[:, 0::2] | (v[:, 1::2] << 16), "i32")
+        return out[:, 0] if dst == "i32" else out
     fro, to = (re.fullmatch(r"vector<(\d+)x(f32|i32)>", t) for t in (src, dst))
     if fro and to and fro.group(1) == to.group(1) and fro.group(2) != to.group(2):
         n = int(fro.group(1))  # the same 32-bit words, as floats or as integers

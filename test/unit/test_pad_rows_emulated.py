@@ -7,19 +7,9 @@ starts off a 16-byte boundary here."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 import pytest
-from sm90_emu import Tensor, compile_kernel, run
-
-EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "pad_rows.tile")
-
-
-@functools.cache
-def build(**params: str) -> object:
-    return compile_kernel(EXAMPLE, dict(params))
+from sm90_emu import Tensor, example, run
 
 
 @pytest.mark.parametrize("params", [{}, {"COLS": "1024", "THREADS": "128", "T": "f16"}])
@@ -40,6 +30,6 @@ def test_rows_are_copied_to_16_byte_rows(
     x = bits[offset : offset + rows * ld].reshape(rows, ld)[:, :n]
     padded = np.full((rows, -(-n // 8) * 8), 0xFFFF, dtype=np.uint16)  # NaN-poisoned
     y = padded[:, :n]
-    run(build(**params), (Tensor(x, dtype), Tensor(y, dtype)))
+    run(example("pad_rows", **params), (Tensor(x, dtype), Tensor(y, dtype)))
     assert np.array_equal(y, x)
     assert (padded[:, n:] == 0xFFFF).all()  # the gap is not written

@@ -7,19 +7,10 @@ ones. Sources end at the 16-byte block of their last element (a read past it fai
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 import pytest
-from sm90_emu import compile_kernel, run
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-@functools.cache
-def build(example: str, special: bool = False, **params: str) -> object:
-    return compile_kernel(str(EXAMPLES / f"{example}.tile"), dict(params), special)
+from sm90_emu import example as build
+from sm90_emu import run
 
 
 def rows(rng: np.random.Generator, r: int, n: int) -> np.ndarray:

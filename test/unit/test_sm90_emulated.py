@@ -14,21 +14,12 @@ wgmma group retires or a wrong fragment fails here."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 import pytest
-from sm90_emu import Tensor, compile_kernel, run
+from sm90_emu import Tensor, run
+from sm90_emu import example as build
 
 from tilec.runtime.tensors import bf16_bits
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-@functools.cache
-def build(example: str, **params: str) -> object:
-    return compile_kernel(str(EXAMPLES / f"{example}.tile"), dict(params))
 
 
 def bf16_values(bits: np.ndarray) -> np.ndarray:
