@@ -6,7 +6,7 @@
 B (K x N). The kernels compute A @ B^T with B of N x K, so B enters as B.t() (a view): torch's
 row-major B is MN-major there, an nn.Linear weight's transpose K-major. Like every tilec.ops
 call it reads shapes, strides, dtypes, devices and pointer alignment only (never the data),
-allocates its output and launches on torch's current stream. Up to 8 rows against a weight
+allocates its output and launches on torch's current stream. Up to 4 rows against a weight
 TMA cannot read (gemm_plan.row_plan) run the row kernel (examples/gemv.tile) instead.
 """
 

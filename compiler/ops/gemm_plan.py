@@ -38,8 +38,11 @@ is contiguous but whose rows TMA cannot read as they lie (an nn.Linear weight of
 row stride (its base 16-byte aligned): B is kept, A kept where its K is contiguous and its base
 aligned (else copied K-major).
 Copying B would move 2 N K bytes and read N K more; the row kernel reads B's N K once, and
-with M rows of A in registers it does M multiply-adds per element of B (at 8 rows, about a
-third of the CUDA cores' f32 rate at the copy ceiling): past that the tensor cores win.
+with M rows of A in registers it does M multiply-adds per element of B. Past 4 rows the copy
+(the `pad_rows` family, ~3 TB/s) and the SM90 GEMM win: on the H200 at N x 4097 (CUDA graphs,
+bf16, 2026-12-07) 5-8 rows ran 78-84 us by an 8-row build against 51-54 us copied (N = 4096)
+and 179-192 against 102-118 (N = 11008), while up to 4 rows the row kernel holds 0.81-1.07x
+cuBLAS.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import functools
 from dataclasses import dataclass
 
 FEW_ROWS = 192  # the largest M the swapped builds of gemm_sm90.tile take (its variant clauses)
-ROW_KERNEL_ROWS = 8  # the largest M examples/gemv.tile's builds take (gemm_specs.GEMV_ROWS)
+ROW_KERNEL_ROWS = 4  # the largest M examples/gemv.tile's builds take (gemm_specs.GEMV_ROWS)
 CHUNK = 8  # f16/bf16 elements in TMA's 16 bytes
 
 

@@ -24,7 +24,7 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   beta): the fused epilogue act(alpha * A @ B^T + bias) (examples/gemm_sm90_bias_act.tile with
   BETA = 0, C only written, and gemm_sm80_bias_relu.tile on SM 8.x, which has no tanh form);
   `gemm_addmm`: alpha * A @ B^T + beta * C + bias (BETA = 1), no activation. K-major A and B.
-- `gemv` (A, B, C): examples/gemv.tile for sm_80 (it runs on SM 9.0 too), up to 8 rows of A
+- `gemv` (A, B, C): examples/gemv.tile for sm_80 (it runs on SM 9.0 too), up to 4 rows of A
   (a build for each MR of GEMV_ROWS takes M <= MR), K-contiguous operands with any row stride
   (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
   or f32.
@@ -66,7 +66,7 @@ EPILOGUES = {
     "gelu_tanh": ("gemm_bias_gelu_tanh", 3, None),
 }
 ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
-GEMV_ROWS = (1, 2, 4, 8)  # examples/gemv.tile's MR (its reductions want powers of two)
+GEMV_ROWS = (1, 2, 4)  # examples/gemv.tile's MR (its reductions want powers of two)
 
 
 def layout_when(tag: str, lead: bool = False) -> tuple[str, ...]:

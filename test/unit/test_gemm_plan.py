@@ -367,7 +367,7 @@ def test_the_built_bmm_family_binds_both_layouts(monkeypatch: pytest.MonkeyPatch
 
 
 def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernel() -> None:
-    """row_plan: up to 8 rows and a B whose K is contiguous but whose rows TMA cannot read (an
+    """row_plan: up to 4 rows and a B whose K is contiguous but whose rows TMA cannot read (an
     nn.Linear weight at K % 8 != 0) go to the `gemv` family, B kept where it lies, A kept where
     its K is contiguous; the smallest build of at least M rows takes the laid-out operands.
     Everything else stays with the GEMM plan."""
@@ -394,9 +394,9 @@ def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernel() -> None:
     # decode against a Linear weight of odd K: B read where it lies (its rows 2-byte aligned)
     w = torch_b(4097, 4096, "weight")
     assert row_plan(torch_a(1, 4097, "row"), w) == Plan("keep", "keep", 4097, "kk", "gemv")
-    assert row_plan(torch_a(7, 4097, "col"), w) == Plan("contiguous", "keep", 4097, "kk", "gemv")
+    assert row_plan(torch_a(4, 4097, "col"), w) == Plan("contiguous", "keep", 4097, "kk", "gemv")
     assert row_plan(torch_a(3, 4097, "offset"), w).a == "contiguous"  # A's base misaligned
-    assert row_plan(torch_a(9, 4097, "row"), w) is None  # past 8 rows: the GEMM (B copied)
+    assert row_plan(torch_a(5, 4097, "row"), w) is None  # past 4 rows: the GEMM (B copied)
     assert row_plan(torch_a(1, 4097, "row"), Operand(9, 4097, (4097, 1), False)) is None
     assert row_plan(torch_a(1, 4096, "row"), torch_b(4096, 4096, "weight")) is None  # TMA reads
     with pytest.raises(ValueError, match="K = 8, B has K = 16"):
