@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import sm80_emu_ops  # noqa: F401  (registers ldmatrix and mma.sync in OPS)
 from mlir import ir
 from sm90_emu_model import (
     SHARED_BASE,

@@ -363,6 +363,11 @@ def inline_asm(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
         return issue_rs(g, o, text)
     if GLOBAL_ASM.fullmatch(text):
         return global_asm(g, o, text, mask)
+    from sm80_emu_ops import register_move  # registers the SM80 ops too (imports this module)
+
+    moved = register_move(g, o, text)
+    if moved is not None:
+        return moved
     raise NotImplementedError(f"inline asm {text!r}")
 
 

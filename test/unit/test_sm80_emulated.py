@@ -1,0 +1,94 @@
+"""SM80 kernels run on the CPU, numbers and all: sm90_emu with sm80_emu_ops' ldmatrix and
+mma.sync (fragments placed as the PTX ISA says), cp.async, against numpy in float64.
+
+examples/gemm_sm80.tile is the model's own check (its PTX is measured on the GPU): K-major and
+MN-major operands (ldmatrix and ldmatrix.trans), f16 and bf16, alpha, ragged M, N and K at
+small tiles. examples/attention.tile (FlashAttention-2's loop: S = Q Kᵀ and P V by mma.sync, P
+from registers, V through ldmatrix.trans) runs against the reference test_sm90_emulated holds:
+masks past N, both causal alignments, GQA, (B, S, H, D) strides, D = 64, 96 and 128, LSE.
+Outputs are NaN-poisoned first. A fragment placed wrongly (an A register's row and column
+halves swapped, ldmatrix.trans's two elements in the other order) fails here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sm90_emu import Tensor, example, run
+from test_sm90_emulated import bf16_values, reference, typed
+
+from tilec.runtime.tensors import bf16_bits
+
+# (dtype, MA, MB, M, N, K, alpha): 64 x 64 tiles over 2 x 2 warps, so M and N span two
+# tiles each with a ragged edge; K = 80 is two and a half k-tiles of 32 (MN-major) or 64
+GEMM = [("bf16", 0, 0, 70, 72, 80, 1.0), ("f16", 1, 1, 70, 72, 80, 0.5),
+        ("bf16", 0, 1, 65, 130, 136, 1.0), ("f16", 1, 0, 33, 72, 80, -2.0)]  # fmt: skip
+
+
+def bits_of(x: np.ndarray, dtype: str) -> np.ndarray:
+    return bf16_bits(x) if dtype == "bf16" else x.astype(np.float16).view(np.uint16)
+
+
+def values_of(bits: np.ndarray, dtype: str) -> np.ndarray:
+    return bf16_values(bits) if dtype == "bf16" else bits.view(np.float16).astype(np.float64)
+
+
+def gemm_id(c: tuple) -> str:
+    return f"{c[0]}-MA{c[1]}-MB{c[2]}-{c[3]}x{c[4]}x{c[5]}"
+
+
+@pytest.mark.parametrize("case", GEMM, ids=gemm_id)
+def test_gemm_sm80(case: tuple) -> None:
+    dtype, ma, mb, m, n, k, alpha = case
+    c = example("gemm_sm80", T=dtype, MA=str(ma), MB=str(mb), BM="64", BN="64", WM="2", WN="2")
+    rng = np.random.default_rng(m * n + k)
+    a, b = bits_of(rng.standard_normal((m, k)), dtype), bits_of(rng.standard_normal((n, k)), dtype)
+    # MN-major: the transposes of K x M and K x N tensors
+    ta = a if not ma else np.ascontiguousarray(a.T).T
+    tb = b if not mb else np.ascontiguousarray(b.T).T
+    out = np.full((m, n), 0xFFFF, dtype=np.uint16)  # NaN
+    run(c, (Tensor(ta, dtype), Tensor(tb, dtype), Tensor(out, dtype), alpha))
+    want = alpha * (values_of(a, dtype) @ values_of(b, dtype).T)
+    got = values_of(out, dtype)
+    assert not np.isnan(got).any(), "an element of C left unwritten"
+    tol = 8e-3 if dtype == "bf16" else 1e-3  # C rounded to its dtype
+    np.testing.assert_allclose(got, want, atol=tol * np.abs(want).max(), rtol=tol)
+
+
+# (params, B, H, HK, M, N, dtype, layout): layout "bhsd" as torch's (B, H, S, D), "bshd" the
+# transpose of a (B, S, H, D) tensor. N past one K/V tile and not a multiple of BN (the mask);
+# M over two blocks of BM = 128 or 64 rows; causal 2 with M > N: rows that see no key
+ATTENTION = [
+    ({"D": "64"}, 1, 2, 1, 150, 100, "f16", "bhsd"),
+    ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 1, 2, 2, 70, 90, "bf16", "bshd"),
+    ({"D": "64", "CAUSAL": "2"}, 1, 2, 1, 130, 70, "f16", "bhsd"),
+    ({"D": "96", "CAUSAL": "2"}, 2, 1, 1, 40, 100, "f16", "bhsd"),
+    ({"D": "64", "MASK": "0"}, 1, 1, 1, 64, 128, "f16", "bhsd"),
+]
+
+
+def attention_id(c: tuple) -> str:
+    return ",".join(f"{k}={v}" for k, v in c[0].items())
+
+
+@pytest.mark.parametrize("case", ATTENTION, ids=attention_id)
+def test_attention_sm80(case: tuple) -> None:
+    params, b, h, hk, m, n, dtype, layout = case
+    d = int(params["D"])
+    c = example("attention", **params)
+    rng = np.random.default_rng(m + n + d)
+    swap = layout == "bshd"
+
+    def tensor(heads: int, rows: int) -> tuple[Tensor, np.ndarray]:
+        shape = (b, rows, heads, d) if swap else (b, heads, rows, d)
+        return typed(rng.standard_normal(shape), dtype, swap)
+
+    (tq, q), (tk, k), (tv, v) = (tensor(x, r) for x, r in ((h, m), (hk, n), (hk, n)))
+    to, _ = typed(np.full((b, m, h, d) if swap else (b, h, m, d), np.nan), dtype, swap)
+    lse = np.full((b, h, m), np.nan, dtype=np.float32)
+    scale = 1 / np.sqrt(d)
+    run(c, (tq, tk, tv, to, lse, scale))
+    o = bf16_values(to.array) if dtype == "bf16" else to.array.astype(np.float64)
+    want_o, want_lse = reference(q, k, v, scale, int(params.get("CAUSAL", 0)))
+    tol = 2e-2 if dtype == "bf16" else 2e-3
+    np.testing.assert_allclose(o, want_o, atol=tol, rtol=tol)
+    np.testing.assert_allclose(lse, want_lse, atol=1e-4, rtol=1e-5)
