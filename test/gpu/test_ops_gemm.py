@@ -265,7 +265,7 @@ def test_gemm_leading_dimension(mnk: tuple[int, int, int], layout: str, dt: Any)
 @pytest.mark.parametrize("nk", [(4096, 4097), (300, 1001), (33, 7), (5, 1), (64, 4096)])
 @pytest.mark.parametrize("m", [1, 2, 3, 4])
 def test_gemv_family_rules(m: int, nk: tuple[int, int], dt: Any, out: str) -> None:
-    """examples/gemv.tile's builds (MR = 1, 2, 4, 8; M <= MR) on NaN-poisoned C: B's rows at any
+    """examples/gemv.tile's builds (MR = 1, 2, 4; M <= MR) on NaN-poisoned C: B's rows at any
     offset (odd K: 2-byte aligned), A's rows K + 3 apart (at every offset) with NaN in the gap
     (a read past K shows), K past the tile (4097: a ragged last tile of one column) and within
     one (7, 1)."""
