@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sm90_emu import Tensor, example, run
-from test_sm90_emulated import bf16_values, reference, typed
+from test_sm90_emulated import bf16_values, case_id, check_attention
 
 from tilec.runtime.tensors import bf16_bits
 
@@ -66,29 +66,6 @@ ATTENTION = [
 ]
 
 
-def attention_id(c: tuple) -> str:
-    return ",".join(f"{k}={v}" for k, v in c[0].items())
-
-
-@pytest.mark.parametrize("case", ATTENTION, ids=attention_id)
+@pytest.mark.parametrize("case", ATTENTION, ids=case_id)
 def test_attention_sm80(case: tuple) -> None:
-    params, b, h, hk, m, n, dtype, layout = case
-    d = int(params["D"])
-    c = example("attention", **params)
-    rng = np.random.default_rng(m + n + d)
-    swap = layout == "bshd"
-
-    def tensor(heads: int, rows: int) -> tuple[Tensor, np.ndarray]:
-        shape = (b, rows, heads, d) if swap else (b, heads, rows, d)
-        return typed(rng.standard_normal(shape), dtype, swap)
-
-    (tq, q), (tk, k), (tv, v) = (tensor(x, r) for x, r in ((h, m), (hk, n), (hk, n)))
-    to, _ = typed(np.full((b, m, h, d) if swap else (b, h, m, d), np.nan), dtype, swap)
-    lse = np.full((b, h, m), np.nan, dtype=np.float32)
-    scale = 1 / np.sqrt(d)
-    run(c, (tq, tk, tv, to, lse, scale))
-    o = bf16_values(to.array) if dtype == "bf16" else to.array.astype(np.float64)
-    want_o, want_lse = reference(q, k, v, scale, int(params.get("CAUSAL", 0)))
-    tol = 2e-2 if dtype == "bf16" else 2e-3
-    np.testing.assert_allclose(o, want_o, atol=tol, rtol=tol)
-    np.testing.assert_allclose(lse, want_lse, atol=1e-4, rtol=1e-5)
+    check_attention("attention", case)

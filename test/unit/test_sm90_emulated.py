@@ -172,9 +172,15 @@ def case_id(case: tuple) -> str:
 
 @pytest.mark.parametrize("case", ATTENTION, ids=case_id)
 def test_attention(case: tuple) -> None:
+    check_attention("attention_sm90", case)
+
+
+def check_attention(kernel: str, case: tuple) -> None:
+    """examples/<kernel>.tile built with the case's params, run on random Q, K, V of its
+    shapes and layout, O and LSE NaN-poisoned, against `reference`."""
     params, b, h, hk, m, n, dtype, layout = case
     d = int(params["D"])
-    c = build("attention_sm90", **params)
+    c = build(kernel, **params)
     rng = np.random.default_rng(len(str(case)))
 
     swap = layout == "bshd"
