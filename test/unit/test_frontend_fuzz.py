@@ -124,7 +124,7 @@ def test_example_mutations(ctx: object, path: Path) -> None:
 
 
 def test_examples_compile_unchanged(ctx: object) -> None:
-    assert len(EXAMPLES) == 31
+    assert len(EXAMPLES) == 32
     for path in EXAMPLES:
         module = irgen(check(parse_source(path.read_text(), str(path)), {}), ctx)
         with ctx:

@@ -69,3 +69,39 @@ ATTENTION = [
 @pytest.mark.parametrize("case", ATTENTION, ids=case_id)
 def test_attention_sm80(case: tuple) -> None:
     check_attention("attention", case)
+
+
+# examples/gemm_skinny.tile: (params, M, N, K, offset): B's rows K + 3 apart from `offset`
+# elements into their buffer (the base 16-byte aligned, as the runtime binds every tensor;
+# the rows after it 2-byte aligned, NaN in the gaps), A's K + 1 apart; the
+# splits' partial sums W NaN-poisoned. K = 64 at SPLIT = 4: three splits without a k-tile
+# (their W zeros); K = 200 at SPLIT = 8 and BK = 32: one tile short of a second round
+SKINNY = [({}, 5, 70, 77, 8), ({"T": "f16", "SPLIT": "2"}, 16, 300, 1001, 0),
+          ({"BM": "32", "BK": "32", "SPLIT": "8"}, 30, 130, 200, 16), ({}, 16, 128, 64, 8),
+          ({"BN": "64", "SPLIT": "8"}, 1, 200, 4097, 24)]  # fmt: skip
+
+
+def skinny_id(c: tuple) -> str:
+    return ",".join(f"{k}={v}" for k, v in c[0].items()) + f",{c[1]}x{c[2]}x{c[3]}"
+
+
+@pytest.mark.parametrize("case", SKINNY, ids=skinny_id)
+def test_gemm_skinny(case: tuple) -> None:
+    params, m, n, k, offset = case
+    dtype = params.get("T", "bf16")
+    c = example("gemm_skinny", **params)
+    rng = np.random.default_rng(m + n + k)
+
+    def spaced(rows: int, apart: int, at: int) -> np.ndarray:
+        flat = np.full(-(-(at + rows * apart) // 8) * 8, 0xFFFF, dtype=np.uint16)  # NaN
+        view = flat[at : at + rows * apart].reshape(rows, apart)[:, :k]
+        view[...] = bits_of(rng.standard_normal((rows, k)), dtype)
+        return view
+
+    a, b = spaced(m, k + 1, 0), spaced(n, k + 3, offset)
+    splits = int(params.get("SPLIT", 4))
+    w = np.full((splits, m, n), np.nan, dtype=np.float32)
+    run(c, (Tensor(a, dtype), Tensor(b, dtype), w))
+    assert not np.isnan(w).any(), "a partial sum left unwritten"
+    want = values_of(a, dtype) @ values_of(b, dtype).T
+    np.testing.assert_allclose(w.astype(np.float64).sum(0), want, atol=1e-5 * np.abs(want).max())
