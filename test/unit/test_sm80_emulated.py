@@ -5,7 +5,8 @@ examples/gemm_sm80.tile is the model's own check (its PTX is measured on the GPU
 MN-major operands (ldmatrix and ldmatrix.trans), f16 and bf16, alpha, ragged M, N and K at
 small tiles. examples/attention.tile (FlashAttention-2's loop: S = Q Kᵀ and P V by mma.sync, P
 from registers, V through ldmatrix.trans) runs against the reference test_sm90_emulated holds:
-masks past N, both causal alignments, GQA, (B, S, H, D) strides, D = 64, 96 and 128, LSE.
+masks past N, both causal alignments, GQA, (B, S, H, D) strides, D = 64, 96 and 128, LSE;
+examples/attention_varlen.tile over packed ragged sequences.
 Outputs are NaN-poisoned first. A fragment placed wrongly (an A register's row and column
 halves swapped, ldmatrix.trans's two elements in the other order) fails here."""
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sm90_emu import Tensor, example, run
-from test_sm90_emulated import bf16_values, case_id, check_attention
+from test_sm90_emulated import bf16_values, case_id, check_attention, check_attention_varlen
 
 from tilec.runtime.tensors import bf16_bits
 
@@ -69,6 +70,22 @@ ATTENTION = [
 @pytest.mark.parametrize("case", ATTENTION, ids=case_id)
 def test_attention_sm80(case: tuple) -> None:
     check_attention("attention", case)
+
+
+# examples/attention_varlen.tile: (params, H, HK, query lengths, key lengths, dtype, packed), as
+# test_sm90_emulated's VARLEN: ragged, empty and one-token sequences, a query length over a
+# block's 128 rows, GQA, K and V views of one packed tensor
+VARLEN = [
+    ({"D": "64"}, 2, 1, [0, 1, 130, 5, 70], [3, 0, 150, 1, 200], "f16", False),
+    ({"D": "128", "CAUSAL": "1", "T": "bf16"}, 2, 2, [3, 140, 1, 0, 66], [3, 140, 1, 0, 66],
+     "bf16", False),
+    ({"D": "64", "CAUSAL": "2"}, 2, 2, [20, 0, 130], [150, 5, 1], "f16", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", VARLEN, ids=case_id)
+def test_attention_varlen_sm80(case: tuple) -> None:
+    check_attention_varlen("attention_varlen", case, 128)
 
 
 # examples/gemm_skinny.tile: (params, M, N, K, offset): B's rows K + 3 apart from `offset`

@@ -230,9 +230,15 @@ def test_attention_varlen(case: tuple) -> None:
     changes the numbers; the blocks run last sequence first, so a store past a sequence's
     rows (into the next one's, already written) changes them too; O and LSE are NaN-poisoned
     first and their rows past TQ (a larger buffer's) must stay so."""
+    check_attention_varlen("attention_sm90_varlen", case, 128)
+
+
+def check_attention_varlen(kernel: str, case: tuple, bm: int) -> None:
+    """examples/<kernel>.tile (blocks of `bm` query rows) on the case's packed sequences, its
+    blocks run last first, each sequence against `varlen_reference`."""
     params, h, hk, lq, lk, dtype, packed = case
     d, causal = int(params["D"]), int(params.get("CAUSAL", 0))
-    c = build("attention_sm90_varlen", **params)
+    c = build(kernel, **params)
     rng = np.random.default_rng(len(str(case)))
     cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
@@ -254,7 +260,7 @@ def test_attention_varlen(case: tuple) -> None:
     lse = lse_all[: h * tq].reshape(h, tq)
     scale = 1 / np.sqrt(d)
     args = (q_t, k_t, v_t, o_t, lse, cu_q, cu_k, max(lq), scale)
-    grid = (-(-max(lq) // 128), h, len(lq))
+    grid = (-(-max(lq) // bm), h, len(lq))
     blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     assert run(c, args, blocks=blocks[::-1]) == grid
     o = bf16_values(o_all.array) if dtype == "bf16" else o_all.array.astype(np.float64)
