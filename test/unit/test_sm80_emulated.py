@@ -55,6 +55,33 @@ def test_gemm_sm80(case: tuple) -> None:
     np.testing.assert_allclose(got, want, atol=tol * np.abs(want).max(), rtol=tol)
 
 
+def test_gemm_sm80_forms() -> None:
+    """gemm_sm80's batched form (3 batches) and its fused epilogue (relu(alpha A Bᵀ + beta C +
+    bias), bias an expanded vector), f16."""
+    rng = np.random.default_rng(7)
+    m, n, k = 70, 72, 80
+
+    def operand(*shape: int) -> np.ndarray:
+        return bits_of(rng.standard_normal(shape), "f16")
+
+    small = {"BM": "64", "BN": "64", "WM": "2", "WN": "2"}
+    a, b = operand(3, m, k), operand(3, n, k)
+    out = np.full((3, m, n), 0xFFFF, dtype=np.uint16)
+    run(example("gemm_sm80_batched", **small), (Tensor(a, "f16"), Tensor(b, "f16"),
+                                                 Tensor(out, "f16"), 0.5))  # fmt: skip
+    want = 0.5 * np.einsum("lmk,lnk->lmn", values_of(a, "f16"), values_of(b, "f16"))
+    np.testing.assert_allclose(values_of(out, "f16"), want, atol=2e-3 * np.abs(want).max())
+
+    a, b, c, bias = operand(m, k), operand(n, k), operand(m, n), operand(n)
+    before = values_of(c, "f16")
+    run(example("gemm_sm80_bias_relu", ACT="1", **small),
+        (Tensor(a, "f16"), Tensor(b, "f16"), Tensor(c, "f16"),
+         Tensor(np.broadcast_to(bias, (m, n)), "f16"), 2.0, -1.0))  # fmt: skip
+    z = 2.0 * values_of(a, "f16") @ values_of(b, "f16").T - before + values_of(bias, "f16")
+    want = np.maximum(z, 0)
+    np.testing.assert_allclose(values_of(c, "f16"), want, atol=2e-3 * np.abs(want).max())
+
+
 # (params, B, H, HK, M, N, dtype, layout): layout "bhsd" as torch's (B, H, S, D), "bshd" the
 # transpose of a (B, S, H, D) tensor. N past one K/V tile and not a multiple of BN (the mask);
 # M over two blocks of BM = 128 or 64 rows; causal 2 with M > N: rows that see no key
