@@ -115,23 +115,24 @@ def test_attention_varlen_sm80(case: tuple) -> None:
     check_attention_varlen("attention_varlen", case, 128)
 
 
-# examples/gemm_skinny.tile: (params, M, N, K, offset): B's rows K + 3 apart from `offset`
+# examples/gemm_skinny.tile: (params, S, M, N, K, offset), S splits (W's first extent): B's rows
+# K + 3 apart from `offset`
 # elements into their buffer (the base 16-byte aligned, as the runtime binds every tensor;
 # the rows after it 2-byte aligned, NaN in the gaps), A's K + 1 apart; the
-# splits' partial sums W NaN-poisoned. K = 64 at SPLIT = 4: three splits without a k-tile
-# (their W zeros); K = 200 at SPLIT = 8 and BK = 32: one tile short of a second round
-SKINNY = [({}, 5, 70, 77, 8), ({"T": "f16", "SPLIT": "2"}, 16, 300, 1001, 0),
-          ({"BM": "32", "BK": "32", "SPLIT": "8"}, 30, 130, 200, 16), ({}, 16, 128, 64, 8),
-          ({"BN": "64", "SPLIT": "8"}, 1, 200, 4097, 24)]  # fmt: skip
+# splits' partial sums W NaN-poisoned. K = 64 at S = 4: three splits without a k-tile (their W
+# zeros); K = 200 at S = 8 and BK = 32: one tile short of a second round
+SKINNY = [({}, 4, 5, 70, 77, 8), ({"T": "f16"}, 2, 16, 300, 1001, 0),
+          ({"BM": "32", "BK": "32", "BN": "64"}, 8, 30, 130, 200, 16), ({}, 4, 16, 128, 64, 8),
+          ({"BN": "64", "WN": "2"}, 8, 1, 200, 4097, 24)]  # fmt: skip
 
 
 def skinny_id(c: tuple) -> str:
-    return ",".join(f"{k}={v}" for k, v in c[0].items()) + f",{c[1]}x{c[2]}x{c[3]}"
+    return ",".join(f"{k}={v}" for k, v in c[0].items()) + f",S={c[1]},{c[2]}x{c[3]}x{c[4]}"
 
 
 @pytest.mark.parametrize("case", SKINNY, ids=skinny_id)
 def test_gemm_skinny(case: tuple) -> None:
-    params, m, n, k, offset = case
+    params, splits, m, n, k, offset = case
     dtype = params.get("T", "bf16")
     c = example("gemm_skinny", **params)
     rng = np.random.default_rng(m + n + k)
@@ -143,7 +144,6 @@ def test_gemm_skinny(case: tuple) -> None:
         return view
 
     a, b = spaced(m, k + 1, 0), spaced(n, k + 3, offset)
-    splits = int(params.get("SPLIT", 4))
     w = np.full((splits, m, n), np.nan, dtype=np.float32)
     run(c, (Tensor(a, dtype), Tensor(b, dtype), w))
     assert not np.isnan(w).any(), "a partial sum left unwritten"
