@@ -305,12 +305,13 @@ def test_gemm_few_rows_against_a_weight_tma_cannot_read(
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
-@pytest.mark.parametrize("rnx", [(4096, 4097, 0), (7, 1001, 1), (33, 7, 3), (3, 1, 5), (2, 8, 0),
-                                 (9, 2002, 7), (1, 20001, 2)])  # fmt: skip
+@pytest.mark.parametrize("rnx", [(4096, 4097, 0), (7, 1001, 8), (33, 7, 16), (3, 1, 8), (2, 8, 0),
+                                 (9, 2002, 24), (1, 20001, 8)])  # fmt: skip
 def test_pad_rows_family(rnx: tuple[int, int, int], dt: Any) -> None:
-    """examples/pad_rows.tile: X's rows (N + 3 apart, the first `x` elements into the buffer:
-    any 2-byte alignment, NaN in the gaps) into NaN-poisoned rows of round_up(N, 8), exactly;
-    the gap past N in Y's rows is left as it was (a write past a row shows as a number)."""
+    """examples/pad_rows.tile: X's rows (N + 3 apart from `x` elements into the buffer: the base
+    16-byte aligned, as the runtime binds every tensor, the rows after it at every 2-byte
+    alignment, NaN in the gaps) into NaN-poisoned rows of round_up(N, 8), exactly; the gap past
+    N in Y's rows is left as it was (a write past a row shows as a number)."""
     r, n, x = rnx
     src = torch.full((r * (n + 3) + x,), float("nan"), dtype=dt, device="cuda")
     xs = src[x:].as_strided((r, n), (n + 3, 1))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from mlir import ir
 from sm90_emu_model import WARPGROUP, from_bits16, wrap
-from sm90_emu_ops import op
+from sm90_emu_ops import ASM, op
 
 if TYPE_CHECKING:
     from sm90_emu import Group
@@ -132,3 +132,6 @@ def register_move(g: Group, o: ir.Operation, text: str) -> object | None:
     if m.group(1) == "tid":
         return g.tid if d == 0 else np.int64(0)
     return np.int64(g.block.block_id[d])
+
+
+ASM.append(register_move)

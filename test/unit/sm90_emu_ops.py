@@ -363,12 +363,16 @@ def inline_asm(g: Group, o: ir.Operation, mask: np.ndarray) -> object:
         return issue_rs(g, o, text)
     if GLOBAL_ASM.fullmatch(text):
         return global_asm(g, o, text, mask)
-    from sm80_emu_ops import register_move  # registers the SM80 ops too (imports this module)
-
-    moved = register_move(g, o, text)
-    if moved is not None:
-        return moved
+    for handler in ASM:
+        out = handler(g, o, text)
+        if out is not None:
+            return out
     raise NotImplementedError(f"inline asm {text!r}")
+
+
+# More inline-asm forms, each a handler returning the result or None where `text` is not its
+# form (sm80_emu_ops adds tilec's register moves).
+ASM: list[Callable[[Group, ir.Operation, str], object | None]] = []
 
 
 # a predicated global access of one or four 32-bit words (tilec's vectors and skewed rows)
