@@ -136,8 +136,15 @@ class Side:
 
 def runtime_steps(view: View, part: Partition) -> list[ir.Value]:
     """The runtime strides a chunk start can step by: every mode's but the leading stride of
-    the chunks' own mode (within a run)."""
-    steps = [s for k, d in enumerate(view.stride) for s in leaves(d)[(k == part.m) :]]
+    the chunks' own mode (within a run), and none of a mode the tile spans one element of (a
+    row of a ROWS = 1 tile, gemv's one row of A: no chunk steps along it; where the tile lies
+    along it is the view's offset)."""
+    steps = [
+        s
+        for k, d in enumerate(view.stride)
+        if part.shape[k] > 1
+        for s in leaves(d)[(k == part.m) :]
+    ]
     return [s for s in steps if not isinstance(s, int)]
 
 

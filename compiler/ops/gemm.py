@@ -268,14 +268,13 @@ def gemm(
 
 def _aligned_rows(a: Any, k: int) -> Any:
     """The row kernel's A with its rows 16 bytes apart, so that the kernel takes A's aligned path
-    (at an odd K a row stride of K sends A's loads down the skewed path): one row by its stride
-    alone (as_strided: no element read depends on it), more rows copied (M x K, a few KB). Same
-    run, CUDA graphs, 4096 x 4097 (H100: 1 row 15.5 -> 14.8 us; H200, the copy's launch timed
-    with the kernel: 2 rows 20.1 -> 18.7, 4 rows 34.4 -> 29.8, 8 rows 98.9 -> 83.9 us)."""
-    if a.stride(0) % CHUNK == 0:
+    (at an odd K a row stride of K sends A's loads down the skewed path): more rows copied (M x
+    K, a few KB); one row as it is (the kernels test a tile's place, not the stride of a mode it
+    spans one element of: tile_access.runtime_steps). Same run, CUDA graphs, 4096 x 4097 (H100:
+    1 row 15.5 -> 14.8 us; H200, the copy's launch timed with the kernel: 2 rows 20.1 -> 18.7,
+    4 rows 34.4 -> 29.8, 8 rows 98.9 -> 83.9 us)."""
+    if a.stride(0) % CHUNK == 0 or a.shape[0] == 1:
         return a
-    if a.shape[0] == 1:
-        return a.as_strided((1, k), (round_up(k), 1))
     return laid_out(a, "contiguous", k)
 
 

@@ -240,15 +240,14 @@ def test_a_repeated_attention_launches_as_planned(monkeypatch: pytest.MonkeyPatc
 def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(
     log: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At an odd K one row of A goes to the row kernel with its stride rounded up to 16 bytes (no
-    element read moves: the same memory), more rows as a copy whose rows are 16 bytes apart,
-    made by the row copy (the CPU tensors taken as CUDA ones)."""
+    """At an odd K one row of A goes to the row kernel as it is (the kernel tests where its tile
+    lies, not the stride of A's rows: tile_access.runtime_steps), more rows as a copy whose rows
+    are 16 bytes apart, made by the row copy (the CPU tensors taken as CUDA ones)."""
     monkeypatch.setattr(gemm_module, "_row_copy", lambda t: t.stride(1) == 1)
     w = torch.randn(4096, 4097, dtype=torch.bfloat16)  # an nn.Linear weight at an odd K
     a = torch.randn(1, 4097, dtype=torch.bfloat16)
     gemm_module.gemm(a, w.t())
-    x = gemm_module.family("gemv").args[0]
-    assert x.data_ptr() == a.data_ptr() and x.shape == a.shape and x.stride() == (4104, 1)
+    assert gemm_module.family("gemv").args[0] is a  # its one row's stride is never read
     three = torch.randn(3, 4097, dtype=torch.bfloat16)
     gemm_module.gemm(three, w.t())
     x = gemm_module.family("gemv").args[0]
