@@ -33,10 +33,12 @@ SETS = {
             for n, k in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))],
     "few": [(m, n, k) for m in (1, 8, 16, 32, 64, 128, 192, 256)
             for n, k in ((4096, 4096), (11008, 4096))],
-    # K % 8 != 0, and decode against a Linear weight of odd K (the row kernel, B copied past it)
+    # K % 8 != 0, and decode against a Linear weight of odd K (the few-row kernels, B read where
+    # it lies, up to 64 rows; copied past that)
     "odd_k": [(4096, 4096, 4001), (2048, 2048, 2002), (8192, 4096, 1001), (64, 4096, 1001),
               (1, 4096, 4097), (4, 4096, 4097), (8, 4096, 4097), (16, 4096, 4097),
-              (48, 4096, 4097), (16, 11008, 4097)],
+              (32, 4096, 4097), (48, 4096, 4097), (64, 4096, 4097), (8, 11008, 4097),
+              (16, 11008, 4097)],
 }  # fmt: skip
 DTYPES = ("f16", "bf16")
 
@@ -111,11 +113,12 @@ def measure(torch: Any, shape: tuple[int, int, int], dtype: str, args: argparse.
 
 def _build(ops: Any, a: Any, b: Any, p: Any) -> str:
     """The family's build for the laid-out operands (its name; its variant is internal): the
-    row kernel's as gemv/NAME."""
+    few-row kernels' as gemv/NAME, gemm_skinny/NAME."""
     from tilec.ops.gemm import laid_out
 
     la, lb = laid_out(a, p.a, p.k, p.layout[0]), laid_out(b.t(), p.b, p.k, p.layout[1])
-    c = la.new_empty((la.shape[0], lb.shape[0]))
+    shape = (la.shape[0], lb.shape[0])  # gemm_skinny writes S x M x N f32 partial sums
+    c = la.new_empty(shape) if p.kernel != "gemm_skinny" else la.new_empty((1, *shape)).float()
     build = ops.family(p.kernel).select(la, lb, c)
     return build if p.kernel == "gemm" else f"{p.kernel}/{build}"
 

@@ -6,8 +6,9 @@
 B (K x N). The kernels compute A @ B^T with B of N x K, so B enters as B.t() (a view): torch's
 row-major B is MN-major there, an nn.Linear weight's transpose K-major. Like every tilec.ops
 call it reads shapes, strides, dtypes, devices and pointer alignment only (never the data),
-allocates its output and launches on torch's current stream. Up to 4 rows against a weight
-TMA cannot read (gemm_plan.row_plan) run the row kernel (examples/gemv.tile) instead.
+allocates its output and launches on torch's current stream. Up to 16 rows against a weight
+TMA cannot read (gemm_plan.row_plan) read it where it lies instead of copying it: up to 4 rows
+the row kernel (examples/gemv.tile), past that examples/gemm_skinny.tile and colsum.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import functools
 from typing import Any
 
 from tilec.ops import _check, family, on_stream
-from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, viewed
-from tilec.ops.gemm_specs import ADDMM, EPILOGUES
+from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, splits, viewed
+from tilec.ops.gemm_specs import ADDMM, EPILOGUES, SKINNY
 from tilec.ops.planned import PlannedCalls, new_empty
 
 __all__ = ["bmm", "gemm"]
 
 _ARCH: dict[int, str] = {}  # device index -> "sm_90" etc.
+_SMS: dict[int, int] = {}  # device index -> its SMs
 _ZEROS: dict[tuple[Any, ...], Any] = {}
 PLANNED = PlannedCalls()  # plain products whose operands the kernels read as they are
 _KEPT = ("keep", "view")  # operand plans that read the caller's memory (no copy)
@@ -36,6 +38,15 @@ def _arch(device: Any) -> str:
         major, minor = torch.cuda.get_device_capability(index)
         _ARCH[index] = f"sm_{major}{minor}"
     return _ARCH[index]
+
+
+def _sms(device: Any) -> int:
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
 
 
 def _number(op: str, name: str, value: Any) -> float:
@@ -245,10 +256,8 @@ def gemm(
         return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
     bt = B.t()
     rows = row_plan(_operand(A), _operand(bt))
-    if rows is not None:  # few rows and a weight TMA cannot read: the row kernel, no copy of B
-        a = _aligned_rows(laid_out(A, rows.a, k), k)
-        z = A.new_empty((m, n), dtype=out if plain and out == A.dtype else torch.float32)
-        family("gemv")(a, bt, z)
+    if rows is not None:  # few rows and a weight TMA cannot read: B read where it lies
+        z = _few_rows(torch, laid_out(A, rows.a, k), bt, rows.kernel, out if plain else None)
         return z.to(out) if plain else _epilogue(torch, z, bias, activation, alpha, beta, C, out)
     arch = _arch(A.device)
     fusable = not plain and out == A.dtype and _fusable(activation, alpha, beta, C, arch)
@@ -264,6 +273,23 @@ def gemm(
         return _fused(torch, a, b, bias, activation, alpha, beta, C)
     z = _product(torch, a, b, p, torch.float32, arch)
     return _epilogue(torch, z, bias, activation, alpha, beta, C, out)
+
+
+def _few_rows(torch: Any, a: Any, bt: Any, kernel: str, out: Any) -> Any:
+    """A @ bt^T by the few-row kernels (gemm_plan.row_plan's `kernel`): gemv, or gemm_skinny's
+    split-K partial sums added up by colsum; in `out` where a kernel writes it (None: f32)."""
+    (m, k), n = a.shape, bt.shape[0]
+    if kernel == "gemv":
+        z = a.new_empty((m, n), dtype=out if out == a.dtype else torch.float32)
+        family("gemv")(_aligned_rows(a, k), bt, z)
+        return z
+    bn, bk, _ = SKINNY[min(r for r in SKINNY if r >= m)]
+    s = splits(n, k, bn, bk, _sms(a.device))
+    w = a.new_empty((s, m, n), dtype=torch.float32)
+    family("gemm_skinny")(a, bt, w)
+    z = a.new_empty((m, n), dtype=torch.float32 if out is None else out)
+    family("colsum")(w.view(1, s, m * n), z.view(1, m * n))
+    return z
 
 
 def _aligned_rows(a: Any, k: int) -> Any:

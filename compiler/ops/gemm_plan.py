@@ -32,17 +32,15 @@ Exact layouts (`lead=False`):
 2. K % 8 != 0 and M % 8 == N % 8 == 0: each operand is kept MN-major, or copied transposed.
 3. Otherwise: both operands padded to K'.
 
-Few rows where TMA cannot read B (`row_plan`): up to ROW_KERNEL_ROWS rows of A and a B whose K
-is contiguous but whose rows TMA cannot read as they lie (an nn.Linear weight of odd K: rows
-2-byte aligned) run examples/gemv.tile (the `gemv` family), which reads B where it lies at any
-row stride (its base 16-byte aligned): B is kept, A kept where its K is contiguous and its base
-aligned (else copied K-major).
-Copying B would move 2 N K bytes and read N K more; the row kernel reads B's N K once, and
-with M rows of A in registers it does M multiply-adds per element of B. Past 4 rows the copy
-(the `pad_rows` family, ~3 TB/s) and the SM90 GEMM win: on the H200 at N x 4097 (CUDA graphs,
-bf16, 2026-12-07) 5-8 rows ran 78-84 us by an 8-row build against 51-54 us copied (N = 4096)
-and 179-192 against 102-118 (N = 11008), while up to 4 rows the row kernel holds 0.81-1.07x
-cuBLAS.
+Few rows where TMA cannot read B (`row_plan`): up to SKINNY_ROWS (16) rows of A and a B whose K is
+contiguous but whose rows TMA cannot read as they lie (an nn.Linear weight of odd K: rows 2-byte
+aligned) read B where it lies (its base 16-byte aligned, its rows anywhere): up to
+ROW_KERNEL_ROWS rows examples/gemv.tile (the `gemv` family: M rows of A in registers, M
+multiply-adds per element of B), past that examples/gemm_skinny.tile (the `gemm_skinny`
+family: B's tiles into shared memory, mma.sync, K split `splits` ways over the grid into f32
+partial sums that the `colsum` family adds up). B is kept, A kept where its K is contiguous and
+its base aligned (else copied K-major). Copying B instead (the `pad_rows` family, ~3 TB/s, then
+the SM90 GEMM) moves 2 N K bytes and reads N K more before the product reads it again.
 """
 
 from __future__ import annotations
@@ -52,6 +50,12 @@ from dataclasses import dataclass
 
 FEW_ROWS = 192  # the largest M the swapped builds of gemm_sm90.tile take (its variant clauses)
 ROW_KERNEL_ROWS = 4  # the largest M examples/gemv.tile's builds take (gemm_specs.GEMV_ROWS)
+SKINNY_ROWS = 16  # the largest M examples/gemm_skinny.tile's builds take (gemm_specs.SKINNY)
+# gemm_skinny's blocks per SM that `splits` aims at, and its most splits: on the H100 (5-16 rows
+# x 4097, BN 64) 8 splits beat 4 at N = 4096 (64 column tiles: 30 us against 48) and at N = 11008
+# (172 tiles: 87-92 us against 103-116); more than 8 not yet timed
+SKINNY_WAVES = 10
+SKINNY_SPLITS = 8
 CHUNK = 8  # f16/bf16 elements in TMA's 16 bytes
 
 
@@ -71,7 +75,7 @@ class Plan:
     b: str
     k: int  # the K the kernel runs: K, or K' when padded
     layout: str  # kk | mk | km | mm (A's majorness, then B's)
-    kernel: str = "gemm"  # gemm: the GEMM families; gemv: the few-row kernel (`row_plan`)
+    kernel: str = "gemm"  # gemm: the GEMM families; gemv, gemm_skinny: few rows
 
 
 def round_up(n: int) -> int:
@@ -138,19 +142,29 @@ def strides_after(op: Operand, how: str, major: str, k: int) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=1024)
 def row_plan(a: Operand, b: Operand) -> Plan | None:
-    """The few-row kernel's plan (the module's docstring), or None where the GEMM families take
-    the product: more than ROW_KERNEL_ROWS rows, B's K not contiguous or its base not 16-byte
-    aligned (every build's pointers are: its rows may start anywhere), or B read by TMA as it
-    lies (K-major or MN-major, with a leading dimension). A is copied where its K is not
-    contiguous or its base not aligned."""
+    """The few-row kernels' plan (the module's docstring): `gemv` up to ROW_KERNEL_ROWS rows,
+    `gemm_skinny` up to SKINNY_ROWS; None where the GEMM families take the product: more rows, B's
+    K not contiguous or its base not 16-byte aligned (every build's pointers are: its rows may
+    start anywhere), or B read by TMA as it lies (K-major or MN-major, with a leading
+    dimension). A is copied where its K is not contiguous or its base not aligned."""
     if a.k != b.k:
         raise ValueError(f"A has K = {a.k}, B has K = {b.k}")
-    if a.rows > ROW_KERNEL_ROWS or b.strides[1] != 1 or not b.aligned:
+    if a.rows > SKINNY_ROWS or b.strides[1] != 1 or not b.aligned:
         return None
     if viewed(b, "k") is not None or viewed(b, "mn") is not None:
         return None
     keep = a.strides[1] == 1 and a.aligned
-    return Plan("keep" if keep else "contiguous", "keep", a.k, "kk", "gemv")
+    kernel = "gemv" if a.rows <= ROW_KERNEL_ROWS else "gemm_skinny"
+    return Plan("keep" if keep else "contiguous", "keep", a.k, "kk", kernel)
+
+
+def splits(n: int, k: int, bn: int, bk: int, sms: int) -> int:
+    """How many ways gemm_skinny splits K (W's first extent S; block.y takes k-tiles block.y,
+    block.y + S, ...): enough that its cdiv(N, BN) x S blocks make SKINNY_WAVES per SM, at most
+    SKINNY_SPLITS and the k-tiles (a split with none writes zeros, which colsum adds for
+    nothing)."""
+    tiles, k_tiles = -(-n // bn), -(-k // bk)
+    return max(1, min(k_tiles, SKINNY_SPLITS, round(SKINNY_WAVES * sms / tiles)))
 
 
 @functools.lru_cache(maxsize=1024)

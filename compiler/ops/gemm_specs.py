@@ -28,6 +28,10 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   (a build for each MR of GEMV_ROWS takes M <= MR), K-contiguous operands with any row stride
   (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
   or f32.
+- `gemm_skinny` (A, B, W): examples/gemm_skinny.tile for sm_80 (it runs on SM 9.0 too), from 5
+  up to 16 rows of A (a build for each BM of SKINNY takes M <= BM) against the same weights as
+  `gemv`: B read where it lies into shared memory, mma.sync; W of S x M x N f32 split-K partial
+  sums (S chosen per call, gemm_plan.splits), which the `colsum` family adds up into C.
 - `pad_rows` (X, Y): examples/pad_rows.tile for sm_80 (it runs on SM 9.0 too), f16 and bf16:
   an operand whose K is contiguous copied K-major into rows round_up(K, 8) elements apart
   (tilec/ops/gemm.py's `laid_out`, "contiguous": a weight of odd K before the SM90 GEMM), its
@@ -67,6 +71,10 @@ EPILOGUES = {
 }
 ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
 GEMV_ROWS = (1, 2, 4)  # examples/gemv.tile's MR (its reductions want powers of two)
+# examples/gemm_skinny.tile's builds: BM (the rows a build takes) -> its BN, BK, WN. BN 64 and
+# BK 32 beat BN 128 and BK 64 on the H100 (5-16 rows x 4096 x 4097: 30 us against 38-80); BM
+# 32 and 64 (114 and 161-252 registers) are not yet timed
+SKINNY = {16: (64, 32, 4)}
 
 
 def layout_when(tag: str, lead: bool = False) -> tuple[str, ...]:
@@ -164,6 +172,23 @@ def gemv_spec() -> FamilySpec:
                       tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
 
 
+def gemm_skinny_spec() -> FamilySpec:
+    """The few-row GEMM on the tensor cores: a build for each BM of SKINNY (the smallest that
+    holds M first), f16 and bf16; K-contiguous A and B (row strides bound from the tensors),
+    W of S x M x N f32 (S any: the splits of K)."""
+    builds: dict[str, Build] = {}
+    rules: list[Rule] = []
+    for bm, (bn, bk, wn) in SKINNY.items():
+        for t in DTYPES:
+            name = _name(f"m{bm}", t)
+            params = {"BM": str(bm), "BN": str(bn), "BK": str(bk), "WN": str(wn), "T": t}
+            builds[name] = Build(name, "examples/gemm_skinny.tile", "gemm_skinny", params, "sm_80")
+            when = (f"M <= {bm}", "SA_K == 1", "SB_K == 1")
+            rules.append(Rule(name, when, {"A": t}, (), f"{bm} rows"))
+    return FamilySpec("gemm_skinny", (("A", "tensor"), ("B", "tensor"), ("W", "tensor")), builds,
+                      tuple(rules), sizes=SIZES, strides=STRIDES)  # fmt: skip
+
+
 def pad_rows_spec() -> FamilySpec:
     """The row copy to 16-byte rows: a build a dtype (X's unit stride along its rows; its row
     stride, and Y's, bound from the tensors)."""
@@ -219,6 +244,7 @@ GEMM_SPECS: dict[str, Callable[[], FamilySpec]] = {
     },
     ADDMM: lambda: epilogue_spec(ADDMM, 0, 0, 1),
     "gemv": gemv_spec,
+    "gemm_skinny": gemm_skinny_spec,
     "pad_rows": pad_rows_spec,
     "bmm": lambda: bmm_spec("sm_90a"),
     "bmm_sm80": lambda: bmm_spec("sm_80"),

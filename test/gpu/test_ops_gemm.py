@@ -4,7 +4,8 @@ chosen at least once (launched directly on NaN-poisoned outputs), the plan's pat
 kept, copied K-major, transposed, zero-padded along K), few rows, K = 1001 and 2002, odd N,
 column-major and sliced operands, bias with each activation (fused and composed), alpha, beta
 and C, out_dtype, bmm, empty sizes, bad input refused; the few-row kernel (gemv) on weights TMA
-cannot read (odd K: rows 2-byte aligned), M = 1 .. 8.
+cannot read (odd K: rows 2-byte aligned), M = 1 .. 4, and past that gemm_skinny's split-K
+partial sums added up by colsum, M = 5 .. 16.
 
 Families: bash test/gpu/build_gemm_families.sh on a machine with MLIR (or $TILEC_FAMILIES);
 this file needs only the runtime, torch and a GPU.
@@ -30,7 +31,7 @@ ROOT = Path(
 )
 FAMILIES = ("gemm", "gemm_bias", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_gelu_tanh",
             "gemm_addmm", "bmm", "gemm_sm80", "gemm_f32_sm80", "bmm_sm80", "gemv",
-            "pad_rows")  # fmt: skip
+            "gemm_skinny", "colsum", "pad_rows")  # fmt: skip
 SM8X_ONLY = ("gemm_sm80", "gemm_f32_sm80", "bmm_sm80")
 if not all((ROOT / f / "family.json").is_file() for f in FAMILIES):
     pytest.skip(f"no GEMM families in {ROOT} (test/gpu/build_gemm_families.sh)",
@@ -281,20 +282,41 @@ def test_gemv_family_rules(m: int, nk: tuple[int, int], dt: Any, out: str) -> No
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
+@pytest.mark.parametrize("s", [1, 3, 8])
+@pytest.mark.parametrize("nk", [(4096, 4097), (300, 1001), (33, 7), (100, 1), (64, 4096)])
+@pytest.mark.parametrize("m", [5, 8, 13, 16])
+def test_gemm_skinny_family_rules(m: int, nk: tuple[int, int], s: int, dt: Any) -> None:
+    """examples/gemm_skinny.tile's builds (BM = 16; M <= BM) into S NaN-poisoned
+    partial sums: each written whole (splits with no k-tile as zeros), their sum A @ B^T. B's
+    rows at any offset (odd K: 2-byte aligned), A's rows K + 3 apart with NaN in the gap (a
+    read past K shows), K past a tile (4097), within one (7, 1), and at a multiple of 8."""
+    n, k = nk
+    wide = torch.full((m, k + 3), float("nan"), dtype=dt, device="cuda")
+    wide[:, :k] = rand(m, k, seed=m + k, dtype=dt)
+    a = wide[:, :k]
+    b = rand(n, k, seed=n + k, dtype=dt) / 8
+    w = torch.full((s, m, n), float("nan"), dtype=torch.float32, device="cuda")
+    launch("gemm_skinny", a, b, w)
+    assert not torch.isnan(w).any(), f"gemm_skinny M={m} N={n} K={k} S={s}: a split unwritten"
+    close(w.double().sum(0), a.double() @ b.double().t(), dt, f"gemm_skinny {m}x{n}x{k} S={s}")
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=IDS)
 @pytest.mark.parametrize("form", ["row", "col", "offset"])
 @pytest.mark.parametrize("mk", [(1, 4097), (3, 1001), (4, 4097), (4, 2002), (2, 4095),
-                                (5, 4097), (8, 2002), (8, 4095)])  # fmt: skip
+                                (5, 4097), (8, 2002), (8, 4095), (16, 4097), (33, 1001),
+                                (17, 4097), (64, 4097)])  # fmt: skip
 def test_gemm_few_rows_against_a_weight_tma_cannot_read(
     mk: tuple[int, int], form: str, dt: Any
 ) -> None:
-    """tilec.ops.gemm with up to 8 rows against an nn.Linear weight TMA cannot read (odd K, or
-    K % 8 == 2: rows 4-byte aligned): up to 4 rows the row kernel (the weight never copied),
-    past that the weight copied by the row copy (pad_rows) and the GEMM; with a bias and an
-    activation (composed) and f32 out too."""
+    """tilec.ops.gemm with up to 64 rows against an nn.Linear weight TMA cannot read (odd K, or
+    K % 8 == 2: rows 4-byte aligned): up to 4 rows the row kernel, up to 16 gemm_skinny and
+    colsum (the weight never copied), past that the weight copied by the row copy (pad_rows)
+    and the GEMM; with a bias and an activation (composed) and f32 out too."""
     m, k = mk
     n = 1000
     a, b = torch_a(m, k, form, dt, seed=m), torch_b(k, n, "weight", dt, seed=k)
-    assert (row_plan(_operand(a), _operand(b.t())) is not None) == (m <= 4)
+    assert (row_plan(_operand(a), _operand(b.t())) is not None) == (m <= 16)
     poison(m * n * 4)
     ref = a.double() @ b.double()
     close(ops.gemm(a, b), ref, dt, f"{mk} A {form}")

@@ -366,38 +366,63 @@ def test_the_built_bmm_family_binds_both_layouts(monkeypatch: pytest.MonkeyPatch
         assert bmm.select(x, y, c) == "km_f16_sm90a", k
 
 
-def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernel() -> None:
-    """row_plan: up to 4 rows and a B whose K is contiguous but whose rows TMA cannot read (an
-    nn.Linear weight at K % 8 != 0) go to the `gemv` family, B kept where it lies, A kept where
-    its K is contiguous; the smallest build of at least M rows takes the laid-out operands.
-    Everything else stays with the GEMM plan."""
-    from tilec.ops.gemm_plan import ROW_KERNEL_ROWS, row_plan
-    from tilec.ops.gemm_specs import GEMV_ROWS
+def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernels() -> None:
+    """row_plan: up to 16 rows and a B whose K is contiguous but whose rows TMA cannot read (an
+    nn.Linear weight at K % 8 != 0) go to the `gemv` family (up to 4 rows) or `gemm_skinny`,
+    B kept where it lies, A kept where its K is contiguous; the smallest build of at least M
+    rows takes the laid-out operands. Everything else stays with the GEMM plan."""
+    from tilec.ops.gemm_plan import ROW_KERNEL_ROWS, SKINNY_ROWS, row_plan
+    from tilec.ops.gemm_specs import GEMV_ROWS, SKINNY
 
-    assert max(GEMV_ROWS) == ROW_KERNEL_ROWS
-    spec = GEMM_SPECS["gemv"]()
-    for m, n, k, fa, fb in GRID:
+    assert max(GEMV_ROWS) == ROW_KERNEL_ROWS and max(SKINNY) == SKINNY_ROWS
+    gemv, skinny = GEMM_SPECS["gemv"](), GEMM_SPECS["gemm_skinny"]()
+    grid = GRID + [(m, 4096, 4097, fa, "weight") for m in (5, 9, 16, 17, 33, 64)
+                   for fa in ("row", "col", "offset")]  # fmt: skip
+    for m, n, k, fa, fb in grid:
         a, b = torch_a(m, k, fa), torch_b(k, n, fb)
         p = row_plan(a, b)
         what = f"M={m} N={n} K={k} A {fa} B {fb}: {p}"
-        rows = m <= ROW_KERNEL_ROWS and b.strides[1] == 1 and b.aligned and not tma_reads(b)
+        rows = m <= SKINNY_ROWS and b.strides[1] == 1 and b.aligned and not tma_reads(b)
         assert (p is not None) == rows, what
         if p is None:
             continue
-        assert p.kernel == "gemv" and p.b == "keep" and p.k == k, what
+        assert p.kernel == ("gemv" if m <= ROW_KERNEL_ROWS else "gemm_skinny"), what
+        assert p.b == "keep" and p.k == k, what
         assert p.a == ("keep" if a.strides[1] == 1 and a.aligned else "contiguous"), what
         syms = symbols(after(a, p.a, "k", k), b)
+        if p.kernel == "gemm_skinny":
+            bm = min(r for r in SKINNY if r >= m)
+            assert chosen(skinny, "sm_90", {"A": "bf16"}, syms) == f"m{bm}_bf16", what
+            continue
         for out, tag in (("bf16", ""), ("f32", "_of32")):
             mr = min(r for r in GEMV_ROWS if r >= m)
-            build = chosen(spec, "sm_90", {"A": "bf16", "C": out}, syms)
+            build = chosen(gemv, "sm_90", {"A": "bf16", "C": out}, syms)
             assert build == f"r{mr}_bf16{tag}", what
     # decode against a Linear weight of odd K: B read where it lies (its rows 2-byte aligned)
     w = torch_b(4097, 4096, "weight")
     assert row_plan(torch_a(1, 4097, "row"), w) == Plan("keep", "keep", 4097, "kk", "gemv")
     assert row_plan(torch_a(4, 4097, "col"), w) == Plan("contiguous", "keep", 4097, "kk", "gemv")
     assert row_plan(torch_a(3, 4097, "offset"), w).a == "contiguous"  # A's base misaligned
-    assert row_plan(torch_a(5, 4097, "row"), w) is None  # past 4 rows: the GEMM (B copied)
+    five = Plan("keep", "keep", 4097, "kk", "gemm_skinny")
+    assert row_plan(torch_a(5, 4097, "row"), w) == five
+    assert row_plan(torch_a(16, 4097, "row"), w).kernel == "gemm_skinny"
+    assert row_plan(torch_a(17, 4097, "row"), w) is None  # past 16 rows: the GEMM (B copied)
     assert row_plan(torch_a(1, 4097, "row"), Operand(9, 4097, (4097, 1), False)) is None
     assert row_plan(torch_a(1, 4096, "row"), torch_b(4096, 4096, "weight")) is None  # TMA reads
     with pytest.raises(ValueError, match="K = 8, B has K = 16"):
         row_plan(Operand(4, 8, (8, 1)), Operand(4, 16, (16, 1)))
+
+
+def test_splits_fill_the_sms_within_the_k_tiles() -> None:
+    """gemm_skinny's split count: SKINNY_WAVES blocks per SM over cdiv(N, BN) column tiles,
+    at least 1, at most SKINNY_SPLITS and the k-tiles (each split takes k-tiles s, s + S, ...).
+    On 132 SMs both shapes it was timed at take 8."""
+    from tilec.ops.gemm_plan import SKINNY_SPLITS, SKINNY_WAVES, splits
+
+    assert splits(4096, 4097, 64, 32, 132) == splits(11008, 4097, 64, 32, 132) == 8
+    assert splits(50257, 4097, 64, 32, 132) == round(SKINNY_WAVES * 132 / 786)  # a vocabulary
+    assert splits(1000, 40, 64, 32, 132) == 2  # K of two k-tiles: no more splits than that
+    assert splits(1 << 20, 4097, 64, 32, 132) == 1  # N alone fills the SMs
+    for n, k in itertools.product((1, 63, 64, 65, 4096, 11008, 100000), (1, 31, 33, 4097)):
+        s = splits(n, k, 64, 32, 132)
+        assert 1 <= s <= min(SKINNY_SPLITS, max(1, -(-k // 32))), (n, k, s)

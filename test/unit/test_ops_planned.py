@@ -254,3 +254,37 @@ def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(
     assert x.data_ptr() != three.data_ptr() and x.stride() == (4104, 1) and x.shape == three.shape
     src, dst = gemm_module.family("pad_rows").args  # copied by the row copy (pad_rows.tile)
     assert src is three and dst.data_ptr() == x.data_ptr() and dst.stride() == (4104, 1)
+
+
+@pytest.mark.parametrize("out", [None, torch.float32, torch.float16])
+def test_past_four_rows_the_skinny_gemm_and_colsum(
+    log: list[Any], monkeypatch: pytest.MonkeyPatch, out: Any
+) -> None:
+    """5 to 16 rows against a weight TMA cannot read: gemm_skinny reads the weight where it
+    lies into S split-K partial sums (S x M x N, f32; S from gemm_plan.splits on the device's
+    SMs), colsum adds them up into the output's dtype (f32 where an epilogue follows); no row
+    copy of the weight, which 17 rows get (the CPU tensors taken as CUDA ones)."""
+    from tilec.ops.gemm_plan import splits
+
+    monkeypatch.setattr(gemm_module, "_sms", lambda device: 132)
+    monkeypatch.setattr(gemm_module, "_row_copy", lambda t: t.stride(1) == 1)
+    w = torch.randn(4096, 4097, dtype=torch.bfloat16)
+    for m, bk in ((5, 32), (16, 32)):
+        a = torch.randn(m, 4097, dtype=torch.bfloat16)
+        y = gemm_module.gemm(a, w.t(), out_dtype=out)
+        s = splits(4096, 4097, 64, bk, 132)
+        x, bt, part = gemm_module.family("gemm_skinny").args
+        assert x is a and bt.data_ptr() == w.data_ptr() and bt.stride() == (4097, 1)
+        assert part.shape == (s, m, 4096) and part.dtype == torch.float32, (m, part.shape)
+        p, z = gemm_module.family("colsum").args
+        assert p.shape == (1, s, m * 4096) and p.data_ptr() == part.data_ptr()
+        assert z.shape == (1, m * 4096) and z.data_ptr() == y.data_ptr()
+        assert y.shape == (m, 4096) and y.dtype == (out or torch.bfloat16)
+        assert not any(e[1] == "pad_rows" for e in log), "the weight was copied"
+    gemm_module.gemm(torch.randn(17, 4097, dtype=torch.bfloat16), w.t(), out_dtype=out)
+    assert [e[1] for e in log[-2:]] == ["pad_rows", "gemm"]  # 17 rows: the weight copied
+    assert gemm_module.family("pad_rows").args[0].data_ptr() == w.data_ptr()
+    bias = torch.randn(4096, dtype=torch.bfloat16)
+    y = gemm_module.gemm(a, w.t(), bias=bias, activation="relu", out_dtype=out)
+    assert gemm_module.family("colsum").args[1].dtype == torch.float32  # the epilogue's input
+    assert y.dtype == (out or torch.bfloat16)
