@@ -102,15 +102,14 @@ def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> s
     Kernels keep their `ptx_kernel` calling convention from `nvvm.kernel`, so PTX gets `.entry`.
     """
     op = _single_gpu_module(module, gpu_module)
-    clusters: dict[str, int] = {}
+    notes: dict[str, list[tuple[str, int]]] = {}  # kernel -> its !nvvm.annotations
     with module.context:
         # "target-cpu" on each kernel names the target in the .ll, so it compiles on alone.
         for f in op.regions[0].blocks[0].operations:
             if f.operation.name == "llvm.func" and len(f.regions[0].blocks):
                 f.attributes["target_cpu"] = ir.StringAttr.get(arch)
-                if "tile.cluster" in f.attributes:
-                    name = ir.StringAttr(f.attributes["sym_name"]).value
-                    clusters[name] = ir.IntegerAttr(f.attributes["tile.cluster"]).value
+                name = ir.StringAttr(f.attributes["sym_name"]).value
+                notes[name] = kernel_notes(f.attributes)
         try:
             text = mlir_llvm.translate_module_to_llvmir(op)
         except Exception as err:  # the binding raises a bare Exception with MLIR's diagnostic
@@ -120,27 +119,38 @@ def to_llvm_ir(module: ir.Module, arch: str, gpu_module: str | None = None) -> s
     # Keep the ModuleID/source_filename lines first, as LLVM prints them.
     lines = text.splitlines(keepends=True)
     cut = next((i for i, line in enumerate(lines) if not line.startswith(("; ", "source_"))), 0)
-    return (
-        "".join(lines[:cut]) + header + "".join(lines[cut:]) + cluster_annotations(text, clusters)
-    )
+    return "".join(lines[:cut]) + header + "".join(lines[cut:]) + annotations(text, notes)
 
 
-def cluster_annotations(text: str, clusters: dict[str, int]) -> str:
-    """`!nvvm.annotations` giving each kernel of `cluster(S)` its cluster shape (S, 1, 1), for
-    `.reqnctapercluster S, 1, 1` in the PTX: launched as it is, its blocks form clusters.
-    MLIR's gpu-to-nvvm drops a gpu.func's `nvvm.cluster_dim`, and llvmlite's NVPTX backend
-    reads these annotations, not the newer function attribute."""
-    if not clusters:
+def kernel_notes(attributes: Any) -> list[tuple[str, int]]:
+    """A kernel's `!nvvm.annotations` from its `tile.*` attributes: `cluster(S)` its cluster
+    shape (S, 1, 1), for `.reqnctapercluster S, 1, 1` in the PTX (launched as it is, its blocks
+    form clusters); `blocks_per_sm(B)` "minctasm", for `.minnctapersm B` (ptxas keeps the
+    registers a thread under what B blocks leave)."""
+    notes: list[tuple[str, int]] = []
+    if "tile.cluster" in attributes:
+        size = ir.IntegerAttr(attributes["tile.cluster"]).value
+        notes += [(f"cluster_dim_{axis}", e) for axis, e in zip("xyz", (size, 1, 1), strict=True)]
+    if "tile.blocks_per_sm" in attributes:
+        notes.append(("minctasm", ir.IntegerAttr(attributes["tile.blocks_per_sm"]).value))
+    return notes
+
+
+def annotations(text: str, notes: dict[str, list[tuple[str, int]]]) -> str:
+    """The `!nvvm.annotations` metadata of `notes` (kernel -> (key, value) pairs), numbered past
+    the LLVM IR's own metadata. MLIR's gpu-to-nvvm drops a gpu.func's `nvvm.cluster_dim`, and
+    llvmlite's NVPTX backend reads these annotations, not the newer function attributes."""
+    if not any(notes.values()):
         return ""
     if "!nvvm.annotations" in text:
-        raise BackendError("the LLVM IR has nvvm.annotations already; cluster shapes not added")
+        raise BackendError("the LLVM IR has nvvm.annotations already; kernel notes not added")
     first = max((int(n) for n in re.findall(r"^!(\d+) =", text, re.M)), default=-1) + 1
     nodes, lines = [], []
-    for kernel, size in sorted(clusters.items()):
-        for axis, extent in zip("xyz", (size, 1, 1), strict=True):
+    for kernel, pairs in sorted(notes.items()):
+        for key, value in pairs:
             n = first + len(nodes)
             nodes.append(f"!{n}")
-            lines.append(f'!{n} = !{{ptr @{kernel}, !"cluster_dim_{axis}", i32 {extent}}}\n')
+            lines.append(f'!{n} = !{{ptr @{kernel}, !"{key}", i32 {value}}}\n')
     return f"!nvvm.annotations = !{{{', '.join(nodes)}}}\n" + "".join(lines)
 
 

@@ -42,6 +42,7 @@ TARGETS: tuple[str, ...] = ("sm_80", "sm_90a")
 # without opting in: a kernel that needs more takes it as dynamic shared memory.
 STATIC_SMEM = 48 * 1024
 MAX_THREADS = 1024  # threads per block
+MAX_THREADS_SM = 2048  # resident threads an SM holds (SM 8.0 and 9.0; 8.6 and 8.9 hold 1536)
 
 
 def smem_optin(target: str | None) -> int:

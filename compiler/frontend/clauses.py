@@ -16,7 +16,7 @@ from tilec.frontend import ast
 from tilec.frontend.expr import COMPARISONS, STATIC_COMPARE
 from tilec.frontend.limits import check_grid
 from tilec.frontend.values import ErrorV, IntV, TypeV
-from tilec.targets import MAX_CLUSTER, MAX_THREADS, TARGETS
+from tilec.targets import MAX_CLUSTER, MAX_THREADS, MAX_THREADS_SM, TARGETS
 
 
 @dataclass(frozen=True)
@@ -298,6 +298,31 @@ class Clauses:
             )
             return 1
         return size
+
+    def blocks_per_sm(self, cl: ast.Clause | None, threads: tuple[int, ...]) -> int:
+        """`blocks_per_sm(B)`: ptxas keeps the registers a thread low enough for B blocks of this
+        kernel on an SM (PTX `.minnctapersm`, CUDA's `__launch_bounds__` minimum; 0, the
+        default, is no bound). B blocks' threads must fit an SM."""
+        if cl is None:
+            return 0
+        if len(cl.args) != 1:
+            self.diags.error("blocks_per_sm(...) takes one count: the blocks an SM holds", cl.span)
+            return 0
+        v = self.c.expr(cl.args[0], self.scope)
+        if isinstance(v, ErrorV):
+            return 0
+        count = v.value if isinstance(v, IntV) and v.static else None
+        per_block = math.prod(threads) if threads else 1
+        if count is None or count < 0 or count * per_block > MAX_THREADS_SM:
+            found = str(count) if count is not None else f"a runtime {v.describe()}"
+            most = MAX_THREADS_SM // per_block
+            self.diags.error(
+                f"blocks_per_sm(...) takes a static count from 0 to {most} (blocks of "
+                f"{per_block} threads an SM holds), found {found}",
+                cl.args[0].span,
+            )
+            return 0
+        return count
 
     def grid(self, cl: ast.Clause | None) -> list[IntV]:
         if cl is None:

@@ -125,6 +125,8 @@ class KernelGen(ExprGen):
         }
         if k.cluster > 1:  # cluster(S): the backend's .reqnctapercluster, the runtime's check
             attrs["tile.cluster"] = i64(k.cluster)
+        if k.blocks_per_sm:  # blocks_per_sm(B): the backend's .minnctapersm
+            attrs["tile.blocks_per_sm"] = i64(k.blocks_per_sm)
         if k.specialize:  # specialize(N <= 4096): {N = 4096}, for tile-specialize
             attrs["tile.specialize"] = ir.DictAttr.get({n: i64(v) for n, v in k.specialize.items()})
         if k.assume:  # assume(skn % 8 == 0): {skn = 8}, for the lowering and the manifest

@@ -138,10 +138,11 @@ class Parser(ExprParser):
         if name.text == "tune":  # tune(BM = (64, 128), STAGES = 3..5, BM * BN <= 32768)
             self.expect("(", "'('")
             return ast.Clause(name.span, name.text, self.comma_list(")", self.tune_item))
-        if name.text not in ("grid", "threads", "cluster", "target", "specialize", "assume"):
+        known = ("grid", "threads", "cluster", "blocks_per_sm", "target", "specialize", "assume")
+        if name.text not in known:
             self.fail(
-                "expected 'grid', 'threads', 'cluster', 'target', 'contract', 'specialize', "
-                f"'variant', 'assume', 'tune' or '{{', found '{name.text}'",
+                "expected 'grid', 'threads', 'cluster', 'blocks_per_sm', 'target', 'contract', "
+                f"'specialize', 'variant', 'assume', 'tune' or '{{', found '{name.text}'",
                 name.span,
             )
         self.expect("(", "'('")

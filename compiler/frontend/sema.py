@@ -59,6 +59,7 @@ class CheckedKernel:
     # assume(skn % 8 == 0, ...): runtime size -> a number the build takes it to be a multiple of
     assume: dict[str, int] = field(default_factory=dict)
     tune: Tune | None = None  # tune(BM = (64, 128), ...): the space `tilec tune` searches
+    blocks_per_sm: int = 0  # blocks_per_sm(B): the register bound ptxas keeps (0: none)
 
 
 @dataclass
@@ -137,6 +138,7 @@ class KernelChecker(Clauses):
         assume = self.assumptions([c for c in self.node.clauses if c.name == "assume"])
         tune = TuneChecker(self).check(self.node.clause("tune"))
         cluster = self.cluster(self.node.clause("cluster"))
+        blocks_per_sm = self.blocks_per_sm(self.node.clause("blocks_per_sm"), threads or ())
         self.c.target, self.c.threads, self.c.cluster = target, threads, cluster
         self.c.header = False
         self.c.block(self.node.body, self.scope)
@@ -164,6 +166,7 @@ class KernelChecker(Clauses):
             variants,
             assume,
             tune,
+            blocks_per_sm,
         )
 
     def define(self, name: str, value: V, span: Span, node: ast.Node) -> None:
