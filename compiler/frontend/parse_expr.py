@@ -190,7 +190,7 @@ class ExprParser:
             self.nest()
             operand = self.unary()
             self.depth -= 1
-            return ast.Unary(op.span, "-", operand)
+            return ast.Unary(self.join(op.span), "-", operand)
         return self.postfix()
 
     def postfix(self) -> ast.Node:

@@ -30,7 +30,7 @@ def source(clause: str) -> str:
     ("clause", "message", "caret"),
     [
         ("blocks_per_sm(33)", "a static count from 0 to 32 (blocks of 64 threads", "^~"),
-        ("blocks_per_sm(-1)", "a static count from 0 to 32", "^"),  # a unary minus: its sign
+        ("blocks_per_sm(-1)", "a static count from 0 to 32", "^~"),
         (
             "blocks_per_sm(N)",
             "from 0 to 32 (blocks of 64 threads an SM holds), found a runtime",
