@@ -28,6 +28,8 @@ FOLDERS = (
     "splitk",
     "attention",
     "attention_sm90",
+    "attention_sm90_varlen",
+    "sm90_rungs",
 )
 
 
