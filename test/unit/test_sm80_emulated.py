@@ -120,12 +120,13 @@ def test_attention_varlen_sm80(case: tuple) -> None:
 # elements into their buffer (the base 16-byte aligned, as the runtime binds every tensor;
 # the rows after it 2-byte aligned, NaN in the gaps), A's K + 1 apart; the
 # splits' partial sums W NaN-poisoned. K = 64 at S = 4: three splits without a k-tile (their W
-# zeros); K = 200 at S = 8 and BK = 32: one tile short of a second round; the last: the
-# gemm_skinny family's m64 build
+# zeros); K = 200 at S = 8 and BK = 32: one tile short of a second round; a BM 64 build; the
+# gemm_skinny family's build (BN 64, BK 32) at K = 1, every block of a row cut by the bound
 SKINNY = [({}, 4, 5, 70, 77, 8), ({"T": "f16"}, 2, 16, 300, 1001, 0),
           ({"BM": "32", "BK": "32", "BN": "64"}, 8, 30, 130, 200, 16), ({}, 4, 16, 128, 64, 8),
           ({"BN": "64", "WN": "2"}, 8, 1, 200, 4097, 24),
-          ({"BM": "64", "BN": "64"}, 3, 40, 70, 300, 8)]  # fmt: skip
+          ({"BM": "64", "BN": "64"}, 3, 40, 70, 300, 8),
+          ({"BN": "64", "BK": "32"}, 3, 13, 100, 1, 8)]  # fmt: skip
 
 
 def skinny_id(c: tuple) -> str:
