@@ -322,6 +322,25 @@ def test_cluster_fuzz(ctx: object, clause: list[str], body: list[str]) -> None:
     compile_or_diagnose(text, ctx)
 
 
+BLOCKS_PIECES = [
+    *("0", "1", "4", "16", "17", "B", "B * 8", "N", "x", "-1", "-", "99999999999999999999", ","),
+    *("(", ")", "\n", "{", "cluster(2)", ") blocks_per_sm(", "num_sms", "2.5", "f32", "block.x"),
+]
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(BLOCKS_PIECES), max_size=8))
+def test_blocks_per_sm_fuzz(ctx: object, pieces: list[str]) -> None:
+    """Any blocks_per_sm(...) clause (beside a cluster, twice, at any count): a kernel whose PTX
+    bounds its blocks or located errors, never a traceback."""
+    text = (
+        "kernel k<B: int = 2>(x: f32[N]) grid(N) threads(128)\n"
+        f"  blocks_per_sm({' '.join(pieces)}) target(sm_90a)\n{{\n"
+        "  store(load(local_tile(x, 256, block.x)) * 2.0, local_tile(x, 256, block.x))\n}\n"
+    )
+    compile_or_diagnose(text, ctx)
+
+
 INDEX_PIECES = [
     *("X[", "cu[", "F[", "sh[", "]", "..", " .. ", ",", "_", "q0", "n", "block.z", "0", "1"),
     *("-1", "63", "64", "99999999999999999999", "s", "(", ")", "+", "- 1", "X", "2.5", "\n"),
