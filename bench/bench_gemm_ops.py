@@ -34,7 +34,7 @@ SETS = {
     "few": [(m, n, k) for m in (1, 8, 16, 32, 64, 128, 192, 256)
             for n, k in ((4096, 4096), (11008, 4096))],
     # K % 8 != 0, and decode against a Linear weight of odd K (the few-row kernels, B read where
-    # it lies, up to 64 rows; copied past that)
+    # it lies, up to 16 rows; copied past that)
     "odd_k": [(4096, 4096, 4001), (2048, 2048, 2002), (8192, 4096, 1001), (64, 4096, 1001),
               (1, 4096, 4097), (4, 4096, 4097), (8, 4096, 4097), (16, 4096, 4097),
               (32, 4096, 4097), (48, 4096, 4097), (64, 4096, 4097), (8, 11008, 4097),

@@ -37,6 +37,7 @@ __all__ = ["attention", "attention_varlen", "bmm", "family", "gemm", "layernorm"
            "op_specs", "rmsnorm", "softmax"]  # fmt: skip
 
 _FAMILIES: dict[str, Family] = {}
+_DEVICES: dict[int, tuple[str, int]] = {}  # device index -> its arch ("sm_90") and SM count
 _CONSTANTS: dict[tuple[Any, ...], Any] = {}  # ones and zeros for absent weights and biases
 PLANNED = PlannedCalls()  # softmax and the norms' calls, planned (tilec/ops/planned.py)
 
@@ -115,6 +116,17 @@ def on_stream(fn: Callable[..., Any]) -> Callable[..., Any]:
     extra = inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None)
     run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])  # type: ignore[attr-defined]
     return run
+
+
+def device_facts(device: Any) -> tuple[str, int]:
+    """A torch device's arch ("sm_90" etc.) and SM count, read from torch once per device."""
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _DEVICES:
+        props = torch.cuda.get_device_properties(index)
+        _DEVICES[index] = (f"sm_{props.major}{props.minor}", props.multi_processor_count)
+    return _DEVICES[index]
 
 
 def _check(op: str, x: Any) -> Any:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tilec.ops import _check, _empty, _eps, _read, _rows, _vector, family, on_stream
+from tilec.ops import _check, _empty, _eps, _read, _rows, _vector, device_facts, family, on_stream
 from tilec.ops.backward_specs import partial_rows
 from tilec.ops.planned import SCALAR, PlannedCalls
 
 __all__ = ["layernorm_backward", "rmsnorm_backward", "softmax_backward"]
 
-_SMS: dict[int, int] = {}  # device index -> SM count
 PLANNED = PlannedCalls()  # the norms' backward calls, planned (tilec/ops/planned.py)
 
 
@@ -37,12 +36,7 @@ def _same(op: str, x: Any, dy: Any, name: str = "dy") -> None:
 
 
 def _num_sms(device: Any) -> int:
-    import torch
-
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SMS:
-        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _SMS[index]
+    return device_facts(device)[1]
 
 
 @on_stream

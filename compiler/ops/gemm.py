@@ -16,37 +16,24 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tilec.ops import _check, family, on_stream
+from tilec.ops import _check, device_facts, family, on_stream
 from tilec.ops.gemm_plan import CHUNK, Operand, Plan, plan, round_up, row_plan, splits, viewed
 from tilec.ops.gemm_specs import ADDMM, EPILOGUES, SKINNY
 from tilec.ops.planned import PlannedCalls, new_empty
 
 __all__ = ["bmm", "gemm"]
 
-_ARCH: dict[int, str] = {}  # device index -> "sm_90" etc.
-_SMS: dict[int, int] = {}  # device index -> its SMs
 _ZEROS: dict[tuple[Any, ...], Any] = {}
 PLANNED = PlannedCalls()  # plain products whose operands the kernels read as they are
 _KEPT = ("keep", "view")  # operand plans that read the caller's memory (no copy)
 
 
 def _arch(device: Any) -> str:
-    import torch
-
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _ARCH:
-        major, minor = torch.cuda.get_device_capability(index)
-        _ARCH[index] = f"sm_{major}{minor}"
-    return _ARCH[index]
+    return device_facts(device)[0]
 
 
 def _sms(device: Any) -> int:
-    import torch
-
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SMS:
-        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _SMS[index]
+    return device_facts(device)[1]
 
 
 def _number(op: str, name: str, value: Any) -> float:
