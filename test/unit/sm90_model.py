@@ -27,6 +27,10 @@ def swizzled(address: np.ndarray | int, bits: int) -> np.ndarray | int:
     return address ^ (((address >> 7) & ((1 << bits) - 1)) << 4)
 
 
+class MisalignedBox(AssertionError):
+    """A TMA box the hardware faults on: its innermost coordinate not 16-byte aligned."""
+
+
 @dataclass(frozen=True)
 class TensorMap:
     """A tiled tensor map as the runtime encodes it (`tma_encode_args`): dims, box and the
@@ -68,7 +72,13 @@ class TensorMap:
 
     def writes(self, coords: list[int], dst: int) -> tuple[np.ndarray, np.ndarray]:
         """(tensor index, shared byte address) of each element a load of the box at `coords`
-        (innermost first) into `dst` writes."""
+        (innermost first) into `dst` writes. A box whose innermost coordinate is not a multiple
+        of 16 bytes is refused, as the hardware refuses it (an illegal-instruction fault on the
+        H100, though the map's base and strides are aligned: triton-lang/triton#7385, and a
+        row-wise TMA design of ours that this model let through, 2026-12-07)."""
+        if coords[0] * self.elem % 16:
+            raise MisalignedBox(f"a TMA box at innermost coordinate {coords[0]} ({self.elem}-byte "
+                                "elements): not a multiple of 16 bytes")  # fmt: skip
         index, offset = self.box_elements(coords)
         return index, swizzled(dst + offset, SWIZZLE_BITS[self.swizzle])
 

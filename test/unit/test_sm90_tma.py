@@ -136,3 +136,21 @@ def test_stages_and_barriers_do_not_overlap(compiled: tuple) -> None:
     assert len(spans) == len(inits) + len(b.source.fills) * int(b.params["STAGES"])
     for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert end <= start, spans
+
+
+def test_the_model_refuses_boxes_the_hardware_faults_on() -> None:
+    """A box whose innermost coordinate is not a multiple of 16 bytes faults on the GPU
+    (illegal instruction) however aligned the map's base and strides are; the model refuses
+    it, so an emulated kernel that issues one fails here, not first on a GPU. Rows 16-byte
+    apart, boxes at element 8 (16 bytes) read; at 4, 12 or 1 refused."""
+    from sm90_model import MisalignedBox, TensorMap
+
+    from tilec.runtime.params import TmaDescriptor
+
+    d = TmaDescriptor("t", "A", (8, 64), swizzle="128B")
+    tmap = TensorMap.of(d, (64, 200), (200, 1), "f16", {})
+    index, _ = tmap.writes([8, 0], 0)
+    assert index[0].tolist() == [0, 8] and index[-1].tolist() == [7, 71]
+    for inner in (4, 12, 1):
+        with pytest.raises(MisalignedBox, match=f"innermost coordinate {inner} "):
+            tmap.writes([inner, 0], 0)
