@@ -6,7 +6,7 @@
 B (K x N). The kernels compute A @ B^T with B of N x K, so B enters as B.t() (a view): torch's
 row-major B is MN-major there, an nn.Linear weight's transpose K-major. Like every tilec.ops
 call it reads shapes, strides, dtypes, devices and pointer alignment only (never the data),
-allocates its output and launches on torch's current stream. Up to 16 rows against a weight
+allocates its output and launches on torch's current stream. Up to 32 rows against a weight
 TMA cannot read (gemm_plan.row_plan) read it where it lies instead of copying it: up to 4 rows
 the row kernel (examples/gemv.tile), past that examples/gemm_skinny.tile and colsum.
 """
@@ -270,7 +270,7 @@ def _few_rows(torch: Any, a: Any, bt: Any, kernel: str, out: Any) -> Any:
         z = a.new_empty((m, n), dtype=out if out == a.dtype else torch.float32)
         family("gemv")(_aligned_rows(a, k), bt, z)
         return z
-    bn, bk, _ = SKINNY[min(r for r in SKINNY if r >= m)]
+    bn, bk, _, _ = SKINNY[min(r for r in SKINNY if r >= m)]
     s = splits(n, k, bn, bk, _sms(a.device))
     w = a.new_empty((s, m, n), dtype=torch.float32)
     family("gemm_skinny")(a, bt, w)

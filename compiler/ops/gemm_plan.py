@@ -32,7 +32,7 @@ Exact layouts (`lead=False`):
 2. K % 8 != 0 and M % 8 == N % 8 == 0: each operand is kept MN-major, or copied transposed.
 3. Otherwise: both operands padded to K'.
 
-Few rows where TMA cannot read B (`row_plan`): up to SKINNY_ROWS (16) rows of A and a B whose K is
+Few rows where TMA cannot read B (`row_plan`): up to SKINNY_ROWS (32) rows of A and a B whose K is
 contiguous but whose rows TMA cannot read as they lie (an nn.Linear weight of odd K: rows 2-byte
 aligned) read B where it lies (its base 16-byte aligned, its rows anywhere): up to
 ROW_KERNEL_ROWS rows examples/gemv.tile (the `gemv` family: M rows of A in registers, M
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 FEW_ROWS = 192  # the largest M the swapped builds of gemm_sm90.tile take (its variant clauses)
 ROW_KERNEL_ROWS = 4  # the largest M examples/gemv.tile's builds take (gemm_specs.GEMV_ROWS)
-SKINNY_ROWS = 16  # the largest M examples/gemm_skinny.tile's builds take (gemm_specs.SKINNY)
+SKINNY_ROWS = 32  # the largest M examples/gemm_skinny.tile's builds take (gemm_specs.SKINNY)
 # gemm_skinny's blocks per SM that `splits` aims at, and its most splits: on the H100 (5-16 rows
 # x 4097, BN 64) 8 splits beat 4 at N = 4096 (64 column tiles: 30 us against 48) and at N = 11008
 # (172 tiles: 87-92 us against 103-116); more than 8 not yet timed

@@ -29,7 +29,7 @@ lays the operands out so that exactly one layout rule holds (copying the others)
   (rows 2-byte aligned; tilec/ops/gemm_plan.py's `row_plan`: a weight TMA cannot read), C of T
   or f32.
 - `gemm_skinny` (A, B, W): examples/gemm_skinny.tile for sm_80 (it runs on SM 9.0 too), from 5
-  up to 16 rows of A (a build for each BM of SKINNY takes M <= BM) against the same weights as
+  up to 32 rows of A (a build for each BM of SKINNY takes M <= BM) against the same weights as
   `gemv`: B read where it lies into shared memory, mma.sync; W of S x M x N f32 split-K partial
   sums (S chosen per call, gemm_plan.splits), which the `colsum` family adds up into C.
 - `pad_rows` (X, Y): examples/pad_rows.tile for sm_80 (it runs on SM 9.0 too), f16 and bf16:
@@ -71,10 +71,14 @@ EPILOGUES = {
 }
 ADDMM = "gemm_addmm"  # BETA = 1: beta * C read, no activation
 GEMV_ROWS = (1, 2, 4)  # examples/gemv.tile's MR (its reductions want powers of two)
-# examples/gemm_skinny.tile's builds: BM (the rows a build takes) -> its BN, BK, WN. BN 64 and
-# BK 32 beat BN 128 and BK 64 on the H100 (5-16 rows x 4096 x 4097: 30 us against 38-80); BM
-# 32 and 64 (114 and 161-252 registers) are not yet timed
-SKINNY = {16: (64, 32, 4)}
+# examples/gemm_skinny.tile's builds: BM (the rows a build takes) -> its BN, BK, WN, BLOCKS. BN 64
+# and BK 32 beat BN 128 and BK 64 on the H100 (5-16 rows x 4096 x 4097: 30 us against 38-80).
+# H100, 2026-12-07, x 4097, S = 8, colsum-summed, graphs: BLOCKS = 5 (96 registers, 5 blocks an
+# SM) 30.9 / 34.4 us at 5 / 16 rows x 4096 against 32.8 / 37.7 at 0 (11008: 86.4 / 100.9 against
+# 92-109); BM 32 at 24 / 32 rows x 4096 37.9 / 40.5 us (0.87 / 0.86x cuBLAS) where the row copy
+# and the SM90 GEMM took 56.6 (0.58 / 0.61), x 11008 111 / 120 against 118 / 117; BM 64 slower
+# than the copy at 48-64 rows (0.51-0.55 against 0.63-0.69): not a build.
+SKINNY = {16: (64, 32, 4, 5), 32: (64, 32, 4, 0)}
 
 
 def layout_when(tag: str, lead: bool = False) -> tuple[str, ...]:
@@ -178,10 +182,12 @@ def gemm_skinny_spec() -> FamilySpec:
     W of S x M x N f32 (S any: the splits of K)."""
     builds: dict[str, Build] = {}
     rules: list[Rule] = []
-    for bm, (bn, bk, wn) in SKINNY.items():
+    for bm, (bn, bk, wn, blocks) in SKINNY.items():
         for t in DTYPES:
             name = _name(f"m{bm}", t)
             params = {"BM": str(bm), "BN": str(bn), "BK": str(bk), "WN": str(wn), "T": t}
+            if blocks:
+                params["BLOCKS"] = str(blocks)
             builds[name] = Build(name, "examples/gemm_skinny.tile", "gemm_skinny", params, "sm_80")
             when = (f"M <= {bm}", "SA_K == 1", "SB_K == 1")
             rules.append(Rule(name, when, {"A": t}, (), f"{bm} rows"))

@@ -284,9 +284,10 @@ def test_gemv_family_rules(m: int, nk: tuple[int, int], dt: Any, out: str) -> No
 @pytest.mark.parametrize("dt", DTYPES, ids=IDS)
 @pytest.mark.parametrize("s", [1, 3, 8])
 @pytest.mark.parametrize("nk", [(4096, 4097), (300, 1001), (33, 7), (100, 1), (64, 4096)])
-@pytest.mark.parametrize("m", [5, 8, 13, 16])
+@pytest.mark.parametrize("m", [5, 8, 13, 16, 17, 24, 32])
 def test_gemm_skinny_family_rules(m: int, nk: tuple[int, int], s: int, dt: Any) -> None:
-    """examples/gemm_skinny.tile's builds (BM = 16; M <= BM) into S NaN-poisoned
+    """examples/gemm_skinny.tile's builds (BM = 16 at 5 blocks an SM, BM = 32; the smallest
+    with M <= BM, each chosen) into S NaN-poisoned
     partial sums: each written whole (splits with no k-tile as zeros), their sum A @ B^T. B's
     rows at any offset (odd K: 2-byte aligned), A's rows K + 3 apart with NaN in the gap (a
     read past K shows), K past a tile (4097), within one (7, 1), and at a multiple of 8."""
@@ -305,18 +306,18 @@ def test_gemm_skinny_family_rules(m: int, nk: tuple[int, int], s: int, dt: Any) 
 @pytest.mark.parametrize("form", ["row", "col", "offset"])
 @pytest.mark.parametrize("mk", [(1, 4097), (3, 1001), (4, 4097), (4, 2002), (2, 4095),
                                 (5, 4097), (8, 2002), (8, 4095), (16, 4097), (33, 1001),
-                                (17, 4097), (64, 4097)])  # fmt: skip
+                                (17, 4097), (32, 4095), (64, 4097)])  # fmt: skip
 def test_gemm_few_rows_against_a_weight_tma_cannot_read(
     mk: tuple[int, int], form: str, dt: Any
 ) -> None:
     """tilec.ops.gemm with up to 64 rows against an nn.Linear weight TMA cannot read (odd K, or
-    K % 8 == 2: rows 4-byte aligned): up to 4 rows the row kernel, up to 16 gemm_skinny and
+    K % 8 == 2: rows 4-byte aligned): up to 4 rows the row kernel, up to 32 gemm_skinny and
     colsum (the weight never copied), past that the weight copied by the row copy (pad_rows)
     and the GEMM; with a bias and an activation (composed) and f32 out too."""
     m, k = mk
     n = 1000
     a, b = torch_a(m, k, form, dt, seed=m), torch_b(k, n, "weight", dt, seed=k)
-    assert (row_plan(_operand(a), _operand(b.t())) is not None) == (m <= 16)
+    assert (row_plan(_operand(a), _operand(b.t())) is not None) == (m <= 32)
     poison(m * n * 4)
     ref = a.double() @ b.double()
     close(ops.gemm(a, b), ref, dt, f"{mk} A {form}")

@@ -376,7 +376,7 @@ def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernels() -> None
 
     assert max(GEMV_ROWS) == ROW_KERNEL_ROWS and max(SKINNY) == SKINNY_ROWS
     gemv, skinny = GEMM_SPECS["gemv"](), GEMM_SPECS["gemm_skinny"]()
-    grid = GRID + [(m, 4096, 4097, fa, "weight") for m in (5, 9, 16, 17, 33, 64)
+    grid = GRID + [(m, 4096, 4097, fa, "weight") for m in (5, 9, 16, 17, 32, 33, 64)
                    for fa in ("row", "col", "offset")]  # fmt: skip
     for m, n, k, fa, fb in grid:
         a, b = torch_a(m, k, fa), torch_b(k, n, fb)
@@ -406,7 +406,8 @@ def test_few_rows_against_a_weight_tma_cannot_read_run_the_row_kernels() -> None
     five = Plan("keep", "keep", 4097, "kk", "gemm_skinny")
     assert row_plan(torch_a(5, 4097, "row"), w) == five
     assert row_plan(torch_a(16, 4097, "row"), w).kernel == "gemm_skinny"
-    assert row_plan(torch_a(17, 4097, "row"), w) is None  # past 16 rows: the GEMM (B copied)
+    assert row_plan(torch_a(32, 4097, "row"), w).kernel == "gemm_skinny"
+    assert row_plan(torch_a(33, 4097, "row"), w) is None  # past 32 rows: the GEMM (B copied)
     assert row_plan(torch_a(1, 4097, "row"), Operand(9, 4097, (4097, 1), False)) is None
     assert row_plan(torch_a(1, 4096, "row"), torch_b(4096, 4096, "weight")) is None  # TMA reads
     with pytest.raises(ValueError, match="K = 8, B has K = 16"):

@@ -260,16 +260,16 @@ def test_the_row_kernel_reads_a_with_rows_16_bytes_apart(
 def test_past_four_rows_the_skinny_gemm_and_colsum(
     log: list[Any], monkeypatch: pytest.MonkeyPatch, out: Any
 ) -> None:
-    """5 to 16 rows against a weight TMA cannot read: gemm_skinny reads the weight where it
+    """5 to 32 rows against a weight TMA cannot read: gemm_skinny reads the weight where it
     lies into S split-K partial sums (S x M x N, f32; S from gemm_plan.splits on the device's
     SMs), colsum adds them up into the output's dtype (f32 where an epilogue follows); no row
-    copy of the weight, which 17 rows get (the CPU tensors taken as CUDA ones)."""
+    copy of the weight, which 33 rows get (the CPU tensors taken as CUDA ones)."""
     from tilec.ops.gemm_plan import splits
 
     monkeypatch.setattr(gemm_module, "_sms", lambda device: 132)
     monkeypatch.setattr(gemm_module, "_row_copy", lambda t: t.stride(1) == 1)
     w = torch.randn(4096, 4097, dtype=torch.bfloat16)
-    for m, bk in ((5, 32), (16, 32)):
+    for m, bk in ((5, 32), (16, 32), (17, 32), (32, 32)):
         a = torch.randn(m, 4097, dtype=torch.bfloat16)
         y = gemm_module.gemm(a, w.t(), out_dtype=out)
         s = splits(4096, 4097, 64, bk, 132)
@@ -281,8 +281,8 @@ def test_past_four_rows_the_skinny_gemm_and_colsum(
         assert z.shape == (1, m * 4096) and z.data_ptr() == y.data_ptr()
         assert y.shape == (m, 4096) and y.dtype == (out or torch.bfloat16)
         assert not any(e[1] == "pad_rows" for e in log), "the weight was copied"
-    gemm_module.gemm(torch.randn(17, 4097, dtype=torch.bfloat16), w.t(), out_dtype=out)
-    assert [e[1] for e in log[-2:]] == ["pad_rows", "gemm"]  # 17 rows: the weight copied
+    gemm_module.gemm(torch.randn(33, 4097, dtype=torch.bfloat16), w.t(), out_dtype=out)
+    assert [e[1] for e in log[-2:]] == ["pad_rows", "gemm"]  # 33 rows: the weight copied
     assert gemm_module.family("pad_rows").args[0].data_ptr() == w.data_ptr()
     bias = torch.randn(4096, dtype=torch.bfloat16)
     y = gemm_module.gemm(a, w.t(), bias=bias, activation="relu", out_dtype=out)
