@@ -74,8 +74,8 @@ GEMV_ROWS = (1, 2, 4)  # examples/gemv.tile's MR (its reductions want powers of 
 # examples/gemm_skinny.tile's builds: BM (the rows a build takes) -> its BN, BK, WN, BLOCKS. BN 64
 # and BK 32 beat BN 128 and BK 64 on the H100 (5-16 rows x 4096 x 4097: 30 us against 38-80).
 # H100, 2026-12-07, x 4097, S = 8, colsum-summed, graphs: BLOCKS = 5 (96 registers, 5 blocks an
-# SM) 30.9 / 34.4 us at 5 / 16 rows x 4096 against 32.8 / 37.7 at 0 (11008: 86.4 / 100.9 against
-# 92-109); BM 32 at 24 / 32 rows x 4096 37.9 / 40.5 us (0.87 / 0.86x cuBLAS) where the row copy
+# SM) 30.9 / 34.4 us at 5 / 16 rows x 4096 against 32.8 / 38.1 at 0 (11008: 86.4 / 100.9 against
+# 91.4 / 108); BM 32 at 24 / 32 rows x 4096 37.9 / 40.5 us (0.87 / 0.86x cuBLAS) where the row copy
 # and the SM90 GEMM took 56.6 (0.58 / 0.61), x 11008 111 / 120 against 118 / 117; BM 64 slower
 # than the copy at 48-64 rows (0.51-0.55 against 0.63-0.69): not a build.
 SKINNY = {16: (64, 32, 4, 5), 32: (64, 32, 4, 0)}
