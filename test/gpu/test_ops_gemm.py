@@ -5,7 +5,7 @@ kept, copied K-major, transposed, zero-padded along K), few rows, K = 1001 and 2
 column-major and sliced operands, bias with each activation (fused and composed), alpha, beta
 and C, out_dtype, bmm, empty sizes, bad input refused; the few-row kernel (gemv) on weights TMA
 cannot read (odd K: rows 2-byte aligned), M = 1 .. 4, and past that gemm_skinny's split-K
-partial sums added up by colsum, M = 5 .. 16.
+partial sums added up by colsum, M = 5 .. 32.
 
 Families: bash test/gpu/build_gemm_families.sh on a machine with MLIR (or $TILEC_FAMILIES);
 this file needs only the runtime, torch and a GPU.
